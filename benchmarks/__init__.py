@@ -1,0 +1,1 @@
+"""tacopt.benchmarks: zoos, the study harness, reports and plots."""

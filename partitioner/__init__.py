@@ -1,0 +1,1 @@
+"""tacopt.partitioner: targets, annotation, subgraphs, views, pick problems, pickers, plans, CLI."""

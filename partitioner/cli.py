@@ -1,0 +1,54 @@
+"""The ``tacopt`` command: a thin dispatcher over sub-commands registered as entry points.
+
+Each package contributes its commands through the ``tacopt.commands`` entry-point group in
+``pyproject.toml`` (``inspect``, ``fuse``, ``measure``, ``pick``, ``partition``, ``bench``, ...).
+An entry point names a ``register(subparsers)`` function that adds one argparse sub-parser and
+sets ``run=<callable(args) -> int>`` as its default. Commands import their heavy dependencies
+inside ``run`` so that ``tacopt --help`` stays fast.
+
+Errors the user caused are :class:`fusion.errors.TacoptError`: printed as one line on stderr,
+exit code 2, no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+
+from fusion.errors import TacoptError
+
+EXIT_BAD_INPUT = 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tacopt",
+        description="Target-aware partitioning of TFLite models across devices.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    for ep in sorted(entry_points(group="tacopt.commands"), key=lambda e: e.name):
+        ep.load()(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``tacopt`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except TacoptError as exc:
+        print(f"tacopt {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print(f"tacopt {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""The packages import one way only: fusion -> cost_models -> partitioner -> benchmarks."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ORDER = ["fusion", "cost_models", "partitioner", "benchmarks"]
+
+
+def _imported_packages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found & set(ORDER)
+
+
+@pytest.mark.parametrize("package", ORDER)
+def test_imports_flow_one_way(package: str) -> None:
+    allowed = set(ORDER[: ORDER.index(package) + 1])
+    bad = {
+        f"{p.relative_to(ROOT)} imports {sorted(_imported_packages(p) - allowed)}"
+        for p in sorted((ROOT / package).rglob("*.py"))
+        if _imported_packages(p) - allowed
+    }
+    assert not bad, f"{package} may only import {sorted(allowed)}: {sorted(bad)}"
+
+
+def test_direction_checker_catches_a_violation(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text("from benchmarks.zoos import x\nimport partitioner.cli\n")
+    assert _imported_packages(f) == {"benchmarks", "partitioner"}
