@@ -1,0 +1,611 @@
+"""The study runner: models x device sets x granularities x cost models x pickers, one JSONL record
+per picker run, resumable, in parallel worker processes or on a Dask cluster.
+
+A :class:`Study` expands into :class:`Case` s (:func:`expand_cases`). A case is one pick problem:
+one model (or synthetic problem) with one device set, granularity and cost model. The problem is
+built ONCE per case and every picker of the case solves that same problem, ``exact`` first, so
+that every other picker's ratio to the optimum is known (:func:`run_case`).
+
+:func:`run_study` appends each finished case's records to the output file and flushes them, so an
+interrupted run loses at most the cases in flight; a torn last line is dropped on restart, and
+records already in the file are skipped. When the run ends the file is rewritten (atomically) in
+case order, so the output does not depend on how many workers ran it or in which order they
+finished.
+
+A record (one JSON object per line)::
+
+    key, model, zoo, kind, ops, units, choices, tensors, devices, granularity, cost_model,
+    cost_unit, picker, status, objective, breakdown {compute, transfer, quant}, bound, gap,
+    exact_objective, ratio_to_exact, gap_to_exact, seconds, build_seconds, transfers,
+    conversions, seed, params {time_limit_s, backend, ...}, versions {...}, error
+
+``gap`` is the picker's own proven relative gap (exact only); ``gap_to_exact`` is
+``objective / exact_objective - 1`` on the same problem. ``status`` is the plan's status
+(OPTIMAL, FEASIBLE, HEURISTIC, ...) or ERROR when the picker or the problem build raised a
+:class:`~fusion.errors.TacoptError` (the message is in ``error``), or CRASH for any other
+exception (a bug, recorded so that one model cannot stop a long study).
+
+Examples
+--------
+>>> import tempfile, pathlib
+>>> out = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+>>> study = Study(zoos=("layered:12",), pickers=("greedy", "first-fit"))
+>>> [(r["picker"], r["status"], r["units"]) for r in run_study(study, out, jobs=1)]
+[('greedy', 'HEURISTIC', 12), ('first-fit', 'HEURISTIC', 12)]
+>>> len(run_study(study, out, jobs=1))  # resumed: nothing left to run
+2
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.zoos import BenchmarkError, ZooItem, load_item, resolve_zoo
+from fusion.errors import TacoptError
+from fusion.io import atomic_write
+
+#: Device sets of the default study (TAC's examples).
+DEFAULT_DEVICE_SETS: tuple[tuple[str, ...], ...] = (
+    ("GPU", "CPU"),
+    ("NNAPI", "CPU"),
+    ("GPU", "NNAPI", "CPU"),
+)
+DEFAULT_PICKERS = ("exact", "tac", "greedy", "first-fit")
+#: Statuses of records whose picker (or problem) failed.
+FAILED = frozenset({"ERROR", "CRASH"})
+
+
+@dataclass(frozen=True, slots=True)
+class Study:
+    """What to run: the cross product of every field that is a tuple.
+
+    ``time_limit_s`` and ``backend`` go to pickers that take them (``exact``); ``seed`` to the
+    synthetic generators and pickers that take one. ``time_limit_s=None`` uses the picker's own
+    default.
+    """
+
+    zoos: tuple[str, ...] = ("bundled",)
+    device_sets: tuple[tuple[str, ...], ...] = DEFAULT_DEVICE_SETS
+    granularities: tuple[str, ...] = ("subgraph",)
+    cost_models: tuple[str, ...] = ("tac",)
+    pickers: tuple[str, ...] = DEFAULT_PICKERS
+    time_limit_s: float | None = 60.0
+    backend: str | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One pick problem of a study and the pickers that solve it (``exact`` first).
+
+    Synthetic pick-problem items carry their own devices and costs: their ``devices`` is empty
+    and ``granularity`` and ``cost_model`` are ``"-"``.
+    """
+
+    item: ZooItem
+    devices: tuple[str, ...]
+    granularity: str
+    cost_model: str
+    pickers: tuple[str, ...]
+    time_limit_s: float | None = None
+    backend: str | None = None
+    seed: int = 0
+
+    @property
+    def key(self) -> str:
+        """Stable identity of the case: zoo, model, devices, granularity, cost model, seed."""
+        devices = ",".join(self.devices) or "-"
+        return (
+            f"{self.item.zoo}/{self.item.name}|{devices}|{self.granularity}|{self.cost_model}"
+            f"|seed={self.seed}"
+        )
+
+    def record_key(self, picker: str) -> str:
+        """Stable identity of one record: the case key and the picker."""
+        return f"{self.key}|{picker}"
+
+
+@dataclass(frozen=True, slots=True)
+class BuiltProblem:
+    """A case's pick problem and what is known about the model it came from."""
+
+    problem: Any
+    ops: int
+    cost_unit: str
+    build_seconds: float
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def expand_cases(study: Study) -> list[Case]:
+    """The cases of ``study`` in a fixed order: zoo, model, device set, granularity, cost model.
+
+    Raises
+    ------
+    BenchmarkError
+        For an unknown zoo or an empty field of the study.
+
+    Examples
+    --------
+    >>> cases = expand_cases(Study(zoos=("transformer:1",), granularities=("subgraph", "op")))
+    >>> len(cases), cases[0].pickers
+    (6, ('exact', 'tac', 'greedy', 'first-fit'))
+    >>> cases[0].key
+    'transformer/transformer_L1|GPU,CPU|subgraph|tac|seed=0'
+
+    """
+    for name in ("zoos", "device_sets", "granularities", "cost_models", "pickers"):
+        if not getattr(study, name):
+            raise BenchmarkError(f"study option {name!r} is empty")
+    pickers = tuple(dict.fromkeys(p for p in study.pickers if p == "exact")) + tuple(
+        dict.fromkeys(p for p in study.pickers if p != "exact")
+    )
+    common = dict(
+        pickers=pickers, time_limit_s=study.time_limit_s, backend=study.backend, seed=study.seed
+    )
+    cases: list[Case] = []
+    for spec in study.zoos:
+        for item in resolve_zoo(spec):
+            if item.kind == "problem":
+                cases.append(
+                    Case(replace(item, seed=item.seed + study.seed), (), "-", "-", **common)
+                )
+                continue
+            for devices in study.device_sets:
+                for granularity in study.granularities:
+                    for cost_model in study.cost_models:
+                        cases.append(Case(item, tuple(devices), granularity, cost_model, **common))
+    keys = [c.key for c in cases]
+    if len(set(keys)) != len(keys):
+        dup = next(k for k in keys if keys.count(k) > 1)
+        raise BenchmarkError(f"study lists case {dup!r} twice (the same model in two zoos?)")
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# one case
+
+
+def build_problem(case: Case) -> BuiltProblem:
+    """Build the pick problem of ``case`` (once; every picker of the case solves it)."""
+    started = time.perf_counter()
+    loaded = load_item(case.item)
+    if case.item.kind == "problem":
+        n = len(loaded.units)
+        return BuiltProblem(loaded, n, "us", time.perf_counter() - started)
+    from partitioner.pipeline import build_pick_problem
+
+    from cost_models.base import get_cost_model
+
+    cost_model = get_cost_model(case.cost_model)
+    problem = build_pick_problem(
+        loaded, case.devices, cost_model=cost_model, granularity=case.granularity
+    )
+    ops = sum(g.number_of_nodes() for g in [loaded, *loaded.graph.get("subgraphs", {}).values()])
+    return BuiltProblem(problem, ops, cost_model.unit, time.perf_counter() - started)
+
+
+def count_moves(problem: Any, assignment: Mapping[str, Any]) -> tuple[int, int]:
+    """Numbers of (transfers, conversions) an assignment pays, as ``evaluate`` charges them.
+
+    Evaluates the assignment with unit prices (every transfer and every conversion costs 1), so
+    the counts follow :func:`partitioner.plan.evaluate`'s rules exactly (once per tensor and
+    distinct destination device / format, graph boundaries included when the problem counts them).
+
+    Examples
+    --------
+    >>> from partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
+    >>> cpu, gpu = Choice("CPU", "FLOAT", 3.0), Choice("GPU", "QUANTIZED_INT8", 1.0)
+    >>> p = PickProblem((Unit("a", (cpu, gpu)), Unit("b", (cpu,)), Unit("c", (cpu,))),
+    ...     (TensorEdge("t", "a", ("b", "c"), (100,), "float32"),), Link(5.0, 10.0), 2.0)
+    >>> count_moves(p, {"a": gpu, "b": cpu, "c": cpu})
+    (1, 1)
+    """
+    from partitioner.plan import choice_indices, evaluate_index
+    from partitioner.problem import index_problem
+
+    index = index_problem(problem)
+    n_dev = len(index.devices)
+    unit_priced = replace(
+        index,
+        link_per_byte=np.zeros((n_dev, n_dev)),
+        link_fixed=np.ones((n_dev, n_dev)),
+        quant_per_element=1.0,
+        elements=np.ones_like(index.elements),
+    )
+    counted = evaluate_index(unit_priced, choice_indices(problem, index, assignment))
+    return round(counted.transfer), round(counted.quant)
+
+
+def run_case(case: Case, done: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict]:
+    """Run every picker of ``case`` not already in ``done`` (records by picker) on one problem.
+
+    Returns the new records in picker order. Never raises for a failing model or picker: the
+    failure becomes a record with status ERROR (a :class:`~fusion.errors.TacoptError`) or CRASH.
+    """
+    done = done or {}
+    todo = [p for p in case.pickers if p not in done]
+    if not todo:
+        return []
+    base = _base_record(case)
+    try:
+        built = build_problem(case)
+    except Exception as exc:  # noqa: BLE001 - one bad model must not stop a study
+        return [_failed(_for_picker(base, case, p), exc) for p in todo]
+    problem = built.problem
+    base.update(
+        ops=built.ops,
+        units=len(problem.units),
+        choices=sum(len(u.choices) for u in problem.units),
+        tensors=len(problem.tensors),
+        cost_unit=built.cost_unit,
+        build_seconds=round(built.build_seconds, 6),
+    )
+    if not case.devices:
+        base["devices"] = ",".join(sorted({c.device for u in problem.units for c in u.choices}))
+    previous = done.get("exact", {})
+    exact = previous.get("objective") if previous.get("status") in ("OPTIMAL", "FEASIBLE") else None
+    records = []
+    for picker in todo:
+        record = _run_picker(case, problem, picker, _for_picker(base, case, picker))
+        if picker == "exact" and record["status"] in ("OPTIMAL", "FEASIBLE"):
+            exact = record["objective"]
+        records.append(record)
+    for record in records:
+        _fill_ratio(record, exact)
+    return records
+
+
+def _run_picker(case: Case, problem: Any, picker: str, record: dict) -> dict:
+    from partitioner.pickers import pick, picker_options
+
+    try:
+        accepted = picker_options(picker)
+        wanted = {"time_limit_s": case.time_limit_s, "backend": case.backend, "seed": case.seed}
+        options = {k: v for k, v in wanted.items() if v is not None and ({k, "*"} & accepted)}
+        record["params"] = {**record["params"], **options}
+        started = time.perf_counter()
+        plan = pick(problem, picker, **options)
+        wall = time.perf_counter() - started
+        transfers, conversions = count_moves(problem, plan.assignment)
+    except Exception as exc:  # noqa: BLE001 - recorded, see run_case
+        return _failed(record, exc)
+    record.update(
+        status=plan.status,
+        objective=plan.objective,
+        breakdown={
+            "compute": plan.breakdown.compute,
+            "transfer": plan.breakdown.transfer,
+            "quant": plan.breakdown.quant,
+        },
+        bound=plan.bound,
+        gap=plan.gap,
+        seconds=round(wall, 6),
+        transfers=transfers,
+        conversions=conversions,
+        params={**record["params"], **_jsonable(plan.params)},
+    )
+    return record
+
+
+def _fill_ratio(record: dict, exact: float | None) -> None:
+    record["exact_objective"] = exact
+    objective = record.get("objective")
+    if exact is None or objective is None:
+        return
+    if exact > 0:
+        record["ratio_to_exact"] = objective / exact
+        record["gap_to_exact"] = objective / exact - 1.0
+    else:  # a free optimum: any positive cost is infinitely worse, equal is ratio 1
+        record["ratio_to_exact"] = 1.0 if objective <= 0 else math.inf
+        record["gap_to_exact"] = 0.0 if objective <= 0 else math.inf
+
+
+def _base_record(case: Case) -> dict:
+    return {
+        "key": case.key,
+        "model": case.item.name,
+        "zoo": case.item.zoo,
+        "kind": case.item.kind,
+        "ops": None,
+        "units": None,
+        "choices": None,
+        "tensors": None,
+        "devices": ",".join(case.devices),
+        "granularity": case.granularity,
+        "cost_model": case.cost_model,
+        "cost_unit": None,
+        "picker": None,
+        "status": None,
+        "objective": None,
+        "breakdown": None,
+        "bound": None,
+        "gap": None,
+        "exact_objective": None,
+        "ratio_to_exact": None,
+        "gap_to_exact": None,
+        "seconds": None,
+        "build_seconds": None,
+        "transfers": None,
+        "conversions": None,
+        "seed": case.seed,
+        "params": {"time_limit_s": case.time_limit_s, "backend": case.backend},
+        "versions": versions(),
+        "error": None,
+    }
+
+
+def _for_picker(base: dict, case: Case, picker: str) -> dict:
+    return {**base, "key": case.record_key(picker), "picker": picker}
+
+
+def _failed(record: dict, exc: BaseException) -> dict:
+    out = dict(record)
+    if isinstance(exc, TacoptError):
+        out["status"], out["error"] = "ERROR", f"{type(exc).__name__}: {exc}"
+    else:
+        where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
+        at = f" at {Path(where[0].filename).name}:{where[0].lineno}" if where else ""
+        out["status"], out["error"] = "CRASH", f"{type(exc).__name__}{at}: {exc}"
+    return out
+
+
+def _jsonable(params: Mapping[str, Any]) -> dict[str, Any]:
+    return json.loads(json.dumps(dict(params), default=str))
+
+
+@lru_cache(maxsize=1)
+def versions() -> dict[str, str]:
+    """Versions of tacopt, its solver stack and Python, as recorded in every record."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("tacopt", "ortools", "numpy", "networkx", "scipy"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "absent"
+    out["python"] = platform.python_version()
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the results file
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict]:
+    """Records of a results file; a torn (unterminated, unparsable) last line is ignored.
+
+    Raises
+    ------
+    BenchmarkError
+        If another line is not a JSON object (the file is not a results file).
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    records = []
+    lines = path.read_bytes().split(b"\n")
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            if number == len(lines):  # the unterminated last line of an interrupted run
+                break
+            raise BenchmarkError(f"{path}: line {number} is not a JSON record") from None
+        if not isinstance(record, dict) or "key" not in record:
+            raise BenchmarkError(f"{path}: line {number} is not a benchmark record")
+        records.append(record)
+    return records
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut an unterminated last line so that appended records start on a line of their own."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        with path.open("r+b") as f:
+            f.truncate(data.rfind(b"\n") + 1)
+
+
+class _Appender:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _drop_torn_tail(path)
+        self._f = path.open("a", encoding="utf-8")
+
+    def write(self, records: Iterable[dict]) -> None:
+        for record in records:
+            self._f.write(json.dumps(record, sort_keys=False, allow_nan=True) + "\n")
+        self._f.flush()
+        os.fsync(self._f.fileno())
+
+    def close(self) -> None:
+        self._f.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# the study
+
+
+def run_study(
+    study: Study,
+    out: str | os.PathLike[str],
+    *,
+    jobs: int | None = None,
+    scheduler: str | Any | None = None,
+    progress: bool = False,
+    retry_failed: bool = False,
+    on_case: Callable[[Case], None] | None = None,
+) -> list[dict]:
+    """Run every case of ``study`` not yet in ``out`` and return all of the study's records.
+
+    Parameters
+    ----------
+    study : Study
+    out : path
+        The JSONL results file; created if absent, resumed if present.
+    jobs : int, optional
+        Worker processes (default: the number of cores); 1 runs in this process.
+    scheduler : str or dask.distributed.Client, optional
+        Run on a Dask cluster (``"tcp://HOST:PORT"``) instead of local processes.
+    progress : bool
+        Show a progress bar with ETA on stderr.
+    retry_failed : bool
+        Run again the records that failed (ERROR / CRASH) instead of keeping them.
+    on_case : callable, optional
+        Called with each case as its records are written (tests use it to count work).
+
+    Returns
+    -------
+    list of dict
+        The study's records in case order (records of other studies in ``out`` are kept in the
+        file but not returned).
+
+    Raises
+    ------
+    BenchmarkError
+        For a bad study, an unreadable results file or a missing Dask installation.
+    """
+    out = Path(out)
+    cases = expand_cases(study)
+    existing = read_records(out)
+    by_key = {r["key"]: r for r in existing if not (retry_failed and r.get("status") in FAILED)}
+    todo: list[tuple[Case, dict[str, dict]]] = []
+    for case in cases:
+        done = {p: by_key[case.record_key(p)] for p in case.pickers if case.record_key(p) in by_key}
+        if len(done) < len(case.pickers):
+            todo.append((case, done))
+
+    bar = _progress_bar(len(cases), len(cases) - len(todo)) if progress else None
+    appender = _Appender(out)
+    try:
+        for case, records in _execute(todo, jobs, scheduler):
+            appender.write(records)
+            by_key.update((r["key"], r) for r in records)
+            if on_case is not None:
+                on_case(case)
+            if bar is not None:
+                bar.set_postfix_str(case.item.name[:30], refresh=False)
+                bar.update(1)
+    finally:
+        appender.close()
+        if bar is not None:
+            bar.close()
+
+    wanted = [case.record_key(p) for case in cases for p in case.pickers]
+    ordered = [by_key[k] for k in wanted if k in by_key]
+    others = [r for r in read_records(out) if r["key"] not in set(wanted)]
+    if todo or len(existing) != len(ordered) + len(others):
+        atomic_write(out, "".join(json.dumps(r) + "\n" for r in ordered + others))
+    return ordered
+
+
+def _execute(
+    todo: Sequence[tuple[Case, dict[str, dict]]], jobs: int | None, scheduler: str | Any | None
+) -> Iterable[tuple[Case, list[dict]]]:
+    """Yield (case, new records) as cases finish."""
+    if not todo:
+        return
+    if scheduler is not None:
+        yield from _execute_dask(todo, scheduler)
+        return
+    jobs = jobs or os.cpu_count() or 1
+    if jobs < 1:
+        raise BenchmarkError(f"--jobs must be at least 1, got {jobs}")
+    if jobs == 1 or len(todo) == 1:
+        for case, done in todo:
+            yield case, run_case(case, done)
+        return
+    lost = yield from _execute_pool(todo, min(jobs, len(todo)))
+    # A worker died (a segfault in native code): the pool is gone with every case in flight.
+    # Run those again one per process, so the one that kills its worker is pinned down.
+    for case, done in lost:
+        if (yield from _execute_pool([(case, done)], 1)):
+            message = "worker process died while running this case (native crash?)"
+            crash = RuntimeError(message)
+            yield (
+                case,
+                [
+                    _failed(_for_picker(_base_record(case), case, p), crash)
+                    for p in case.pickers
+                    if p not in done
+                ],
+            )
+
+
+def _execute_pool(
+    todo: Sequence[tuple[Case, dict[str, dict]]], jobs: int
+) -> Generator[tuple[Case, list[dict]], None, list[tuple[Case, dict[str, dict]]]]:
+    """Run ``todo`` on ``jobs`` spawned processes; return the cases lost to a dead worker."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    # spawn: workers start clean (no copy of a parent's solver threads or progress-bar thread).
+    context = multiprocessing.get_context("spawn")
+    lost = []
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {pool.submit(run_case, case, done): (case, done) for case, done in todo}
+        try:
+            for future in as_completed(futures):
+                try:
+                    records = future.result()
+                except BrokenProcessPool:
+                    lost.append(futures[future])
+                    continue
+                yield futures[future][0], records
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise
+    return lost
+
+
+def _execute_dask(
+    todo: Sequence[tuple[Case, dict[str, dict]]], scheduler: str | Any
+) -> Iterable[tuple[Case, list[dict]]]:
+    try:
+        from dask.distributed import Client, as_completed
+    except ImportError:
+        raise BenchmarkError(
+            "--scheduler needs dask.distributed: pip install 'tacopt[dask]'"
+        ) from None
+    own = isinstance(scheduler, str)
+    try:
+        client = Client(scheduler, timeout=30) if own else scheduler
+    except OSError as exc:
+        raise BenchmarkError(f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
+    try:
+        futures = {
+            client.submit(run_case, case, done, pure=False, key=f"tacopt-{i}-{case.key}"): case
+            for i, (case, done) in enumerate(todo)
+        }
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+    finally:
+        if own:
+            client.close()
+
+
+def _progress_bar(total: int, initial: int) -> Any:
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, initial=initial, unit="case", file=sys.stderr, dynamic_ncols=True)
