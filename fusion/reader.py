@@ -21,7 +21,6 @@ from typing import Any
 
 import ai_edge_litert.schema_py_generated as fb
 import networkx as nx
-import numpy as np
 
 from fusion import schema
 from fusion.errors import ModelFormatError
@@ -122,6 +121,53 @@ def _load(source: Any) -> tuple[Any, str]:
         raise ModelFormatError(f"{where}: cannot read ({exc.strerror or exc})") from None
 
 
+# -- lean flatbuffer access for the hot tables (tensors, operators) -------------------------------
+# The generated accessors re-read the vtable and validate every number on each call, which costs
+# ~2 us per field; tensors and operators are read here with plain struct unpacking instead, one
+# vtable read per table. Cold tables (opcodes, signatures, options) still use the accessors.
+
+_U8 = struct.Struct("<B").unpack_from
+_U16 = struct.Struct("<H").unpack_from
+_I32 = struct.Struct("<i").unpack_from
+_U32 = struct.Struct("<I").unpack_from
+
+
+def _fields(buf: Any, pos: int, n: int) -> list[int]:
+    """Absolute positions of the first ``n`` fields of the table at ``pos`` (0 = absent)."""
+    vtable = pos - _I32(buf, pos)[0]
+    n_present = min(n, (_U16(buf, vtable)[0] - 4) // 2)
+    if n_present <= 0:
+        return [0] * n
+    offsets = struct.unpack_from(f"<{n_present}H", buf, vtable + 4)
+    return [pos + o if o else 0 for o in offsets] + [0] * (n - n_present)
+
+
+def _vector(buf: Any, field: int, fmt: str, size: int, nbytes: int) -> tuple:
+    """The scalar vector referenced at ``field`` (``()`` if absent), bounds-checked."""
+    if not field:
+        return ()
+    start = field + _U32(buf, field)[0]
+    n = _U32(buf, start)[0]
+    if start + 4 + n * size > nbytes:
+        raise IndexError(f"vector of {n} elements runs past the end of the buffer")
+    return struct.unpack_from(f"<{n}{fmt}", buf, start + 4)
+
+
+def _table(buf: Any, field: int) -> int:
+    """Position of the sub-table referenced at ``field`` (0 if absent)."""
+    return field + _U32(buf, field)[0] if field else 0
+
+
+def _string(buf: Any, field: int, nbytes: int) -> str:
+    if not field:
+        return ""
+    start = field + _U32(buf, field)[0]
+    n = _U32(buf, start)[0]
+    if start + 4 + n > nbytes:
+        raise IndexError(f"string of {n} bytes runs past the end of the buffer")
+    return bytes(buf[start + 4 : start + 4 + n]).decode()
+
+
 def _vector_len(tab: Any, slot: int, elem_size: int, nbytes: int) -> int:
     """Length of the vector in field ``slot`` (0 if absent), checked to lie inside the buffer."""
     o = tab.Offset(slot)
@@ -131,11 +177,6 @@ def _vector_len(tab: Any, slot: int, elem_size: int, nbytes: int) -> int:
     if tab.Vector(o) + n * elem_size > nbytes:
         raise IndexError(f"vector of {n} elements runs past the end of the buffer")
     return n
-
-
-def _ints(arr: Any) -> tuple[int, ...]:
-    """``*AsNumpy()`` result as a tuple (the accessors return 0 for an absent vector)."""
-    return tuple(arr.tolist()) if isinstance(arr, np.ndarray) else ()
 
 
 def _unique(name: str, index: int, taken: set[str]) -> str:
@@ -159,6 +200,7 @@ class _Reader:
         self.nbytes = len(buf)
         self.model = fb.Model.GetRootAs(buf, 0)
         self._buffers: dict[int, Buffer | None] = {}
+        self._options_cache: dict[tuple, dict[str, Any]] = {}
 
     def fail(self, msg: str) -> ModelFormatError:
         return ModelFormatError(f"{self.where}: {msg}")
@@ -289,121 +331,155 @@ class _Reader:
         self._buffers[index] = result
         return result
 
-    def _tensor(self, t: Any, name: str, where: str) -> Tensor:
-        dtype = TFLITE_DTYPES.get(t.Type())
+    def _tables(self, field: int) -> list[int]:
+        """Positions of the tables in the vector of tables referenced at ``field``."""
+        if not field:
+            return []
+        buf = self.buf
+        start = field + _U32(buf, field)[0]
+        n = _U32(buf, start)[0]
+        if start + 4 + 4 * n > self.nbytes:
+            raise IndexError(f"vector of {n} tables runs past the end of the buffer")
+        elems = range(start + 4, start + 4 + 4 * n, 4)
+        return [e + o for e, o in zip(elems, struct.unpack_from(f"<{n}I", buf, start + 4))]
+
+    def _tensor(self, pos: int, f: list[int], name: str, where: str) -> Tensor:
+        # Tensor fields: shape, type, buffer, name, quantization, is_variable, sparsity,
+        # shape_signature.
+        buf, nbytes = self.buf, self.nbytes
+        code = _U8(buf, f[1])[0] if f[1] else 0
+        dtype = TFLITE_DTYPES.get(code)
         if dtype is None:
-            raise self.fail(f"{where}: unknown tensor type {t.Type()}")
-        tab = t._tab
-        signature = _ints(t.ShapeSignatureAsNumpy()) if tab.Offset(18) else None
+            raise self.fail(f"{where}: unknown tensor type {code}")
         quant = None
-        q = t.Quantization()
-        if q is not None:
-            scale = _ints(q.ScaleAsNumpy())
-            zero = _ints(q.ZeroPointAsNumpy())
-            qmin, qmax = _ints(q.MinAsNumpy()), _ints(q.MaxAsNumpy())
+        q = _table(buf, f[4])
+        if q:
+            # QuantizationParameters fields: min, max, scale, zero_point, details_type, details,
+            # quantized_dimension.
+            qf = _fields(buf, q, 7)
+            qmin, qmax = _vector(buf, qf[0], "f", 4, nbytes), _vector(buf, qf[1], "f", 4, nbytes)
+            scale = _vector(buf, qf[2], "f", 4, nbytes)
+            zero = _vector(buf, qf[3], "q", 8, nbytes)
             if scale or zero or qmin or qmax:
-                quant = Quantization(
-                    scale=scale, zero_point=zero, axis=q.QuantizedDimension(), min=qmin, max=qmax
-                )
+                axis = _I32(buf, qf[6])[0] if qf[6] else 0
+                quant = Quantization(scale=scale, zero_point=zero, axis=axis, min=qmin, max=qmax)
         sparsity = None
-        sp = t.Sparsity()
-        if sp is not None:
+        if f[6]:
+            sp = fb.SparsityParameters()
+            sp.Init(buf, _table(buf, f[6]))
             sparsity = schema.plain_object(
                 fb.SparsityParametersT.InitFromObj(sp), self.subgraph_names
             )
         return Tensor(
             name=name,
-            shape=_ints(t.ShapeAsNumpy()),
+            shape=_vector(buf, f[0], "i", 4, nbytes),
             dtype=dtype,
-            shape_signature=signature,
+            shape_signature=_vector(buf, f[7], "i", 4, nbytes) if f[7] else None,
             quantization=quant,
-            is_variable=t.IsVariable(),
-            buffer=self._buffer(t.Buffer(), where),
+            is_variable=bool(_U8(buf, f[5])[0]) if f[5] else False,
+            buffer=self._buffer(_U32(buf, f[2])[0] if f[2] else 0, where),
             sparsity=sparsity,
         )
 
     # -- subgraphs and ops ---------------------------------------------------------------------
 
     def _subgraph(self, sg: Any, gname: str, gindex: int) -> nx.MultiDiGraph:
-        stab = sg._tab
-        n_tensors = _vector_len(stab, 4, 4, self.nbytes)
-        n_ops = _vector_len(stab, 10, 4, self.nbytes)
-        _vector_len(stab, 6, 4, self.nbytes)
-        _vector_len(stab, 8, 4, self.nbytes)
+        buf, nbytes = self.buf, self.nbytes
+        # SubGraph fields: tensors, inputs, outputs, operators, name.
+        sf = _fields(buf, sg._tab.Pos, 4)
+        tensor_fields = [(pos, _fields(buf, pos, 8)) for pos in self._tables(sf[0])]
+        n_tensors = len(tensor_fields)
         names: list[str] = []
         taken: set[str] = set()
-        raw_tensors = [sg.Tensors(i) for i in range(n_tensors)]
-        for i, t in enumerate(raw_tensors):
-            raw = t.Name()
-            name = _unique(raw.decode() if raw else "", i, taken)
+        for i, (_, f) in enumerate(tensor_fields):
+            name = _unique(_string(buf, f[3], nbytes), i, taken)
             taken.add(name)
             names.append(name)
         tensors = [
-            self._tensor(t, names[i], f"subgraph '{gname}' tensor {i}")
-            for i, t in enumerate(raw_tensors)
+            self._tensor(pos, f, names[i], f"subgraph '{gname}' tensor {i}")
+            for i, (pos, f) in enumerate(tensor_fields)
         ]
 
         def tensor_names(indices: tuple[int, ...], what: str, optional: bool) -> tuple:
-            out = []
+            lowest = -1 if optional else 0
             for k in indices:
-                if k == -1 and optional:
-                    out.append(None)
-                elif 0 <= k < n_tensors:
-                    out.append(names[k])
-                else:
+                if not lowest <= k < n_tensors:
                     raise self.fail(f"subgraph '{gname}' {what}: tensor index {k} out of range")
-            return tuple(out)
+            return tuple(None if k == -1 else names[k] for k in indices)
 
         ops = []
-        for i in range(n_ops):
-            op = sg.Operators(i)
+        n_codes = len(self.opcodes)
+        for i, pos in enumerate(self._tables(sf[3])):
+            # Operator fields: opcode_index, inputs, outputs, builtin_options_type,
+            # builtin_options, custom_options, custom_options_format, mutating_variable_inputs,
+            # intermediates, large_custom_options_offset / _size, builtin_options2_type,
+            # builtin_options2.
+            f = _fields(buf, pos, 13)
             where = f"subgraph '{gname}' op {i}"
-            index = op.OpcodeIndex()
-            if not 0 <= index < len(self.opcodes):
-                raise self.fail(f"{where}: opcode index {index} out of range")
+            index = _U32(buf, f[0])[0] if f[0] else 0
+            if index >= n_codes:
+                raise self.fail(f"{where}: opcode index {index} out of range ({n_codes} codes)")
             kind, version = self.opcodes[index]
-            custom = None
-            if op._tab.Offset(14):
-                custom = op.CustomOptionsAsNumpy().tobytes()
+            custom = bytes(_vector(buf, f[5], "B", 1, nbytes)) if f[5] else None
+            inputs = _vector(buf, f[1], "i", 4, nbytes)
+            outputs = _vector(buf, f[2], "i", 4, nbytes)
+            intermediates = _vector(buf, f[8], "i", 4, nbytes)
             ops.append(
                 Op(
                     name=_op_name(kind, i),
                     kind=kind,
-                    inputs=tensor_names(_ints(op.InputsAsNumpy()), f"op {i} input", True),
-                    outputs=tensor_names(_ints(op.OutputsAsNumpy()), f"op {i} output", False),
-                    options=self._options(op, where),
+                    inputs=tensor_names(inputs, f"op {i} input", True),
+                    outputs=tensor_names(outputs, f"op {i} output", False),
+                    options=self._options(f, where),
                     version=version,
                     custom_options=custom,
-                    intermediates=tensor_names(
-                        _ints(op.IntermediatesAsNumpy()), f"op {i} intermediate", False
-                    ),
+                    intermediates=tensor_names(intermediates, f"op {i} intermediate", False),
                     origin=(i,),
                 )
             )
-        inputs = tensor_names(_ints(sg.InputsAsNumpy()), "inputs", False)
-        outputs = tensor_names(_ints(sg.OutputsAsNumpy()), "outputs", False)
+        inputs = tensor_names(_vector(buf, sf[1], "i", 4, nbytes), "inputs", False)
+        outputs = tensor_names(_vector(buf, sf[2], "i", 4, nbytes), "outputs", False)
         return make_graph(gname, tensors, ops, inputs, outputs)
 
-    def _options(self, op: Any, where: str) -> dict[str, Any]:
-        kind1, kind2 = op.BuiltinOptionsType(), op.BuiltinOptions2Type()
-        if kind1 == 0 and kind2 == 0:
-            return {}
+    def _options(self, f: list[int], where: str) -> dict[str, Any]:
+        """Decoded builtin options (both unions) of the operator with fields ``f``."""
+        buf = self.buf
         out: dict[str, Any] = {}
-        for value, table, classes in (
-            (kind1, op.BuiltinOptions(), schema.OPTIONS_CLASSES),
-            (kind2, op.BuiltinOptions2(), schema.OPTIONS2_CLASSES),
+        for type_field, table_field, classes in (
+            (f[3], f[4], schema.OPTIONS_CLASSES),
+            (f[11], f[12], schema.OPTIONS2_CLASSES),
         ):
-            if value == 0 or table is None:
+            value = _U8(buf, type_field)[0] if type_field else 0
+            if value == 0 or not table_field:
                 continue
             cls = classes.get(value)
             if cls is None:
                 raise self.fail(f"{where}: unknown builtin options type {value}")
-            try:
-                obj = cls.InitFromBuf(table.Bytes, table.Pos)
-                out.update(schema.plain_object(obj, self.subgraph_names))
-            except (IndexError, KeyError) as exc:
-                raise self.fail(f"{where}: bad options ({exc})") from None
+            pos = _table(buf, table_field)
+            key = self._options_key(cls, pos)
+            decoded = self._options_cache.get(key) if key is not None else None
+            if decoded is None:
+                try:
+                    decoded = schema.plain_object(cls.InitFromBuf(buf, pos), self.subgraph_names)
+                except (IndexError, KeyError) as exc:
+                    raise self.fail(f"{where}: bad options ({exc})") from None
+                if key is not None:
+                    self._options_cache[key] = decoded
+            out.update(decoded)
         return out
+
+    def _options_key(self, cls: type, pos: int) -> tuple | None:
+        """Cache key of an options table made only of scalars: its vtable and inline bytes.
+
+        Tables with vectors or sub-tables hold relative offsets, so equal bytes do not mean equal
+        contents; those are never cached.
+        """
+        if not schema.is_scalar_table(cls):
+            return None
+        buf = self.buf
+        vtable = pos - _I32(buf, pos)[0]
+        vt_len, obj_len = _U16(buf, vtable)[0], _U16(buf, vtable + 2)[0]
+        return cls, bytes(buf[vtable : vtable + vt_len]), bytes(buf[pos + 4 : pos + obj_len])
 
 
 def _op_name(kind: str, index: int) -> str:

@@ -131,6 +131,18 @@ def options_fields(cls: type) -> dict[str, str]:
 _FIELDS_CACHE: dict[type, dict[str, str]] = {}
 
 
+def is_scalar_table(cls: type) -> bool:
+    """True if every field of the options class is a scalar (no vectors, strings or tables)."""
+    scalar = _SCALAR_CACHE.get(cls)
+    if scalar is None:
+        scalar = all(isinstance(v, (int, float)) for v in vars(cls()).values())
+        _SCALAR_CACHE[cls] = scalar
+    return scalar
+
+
+_SCALAR_CACHE: dict[type, bool] = {}
+
+
 def plain_value(camel: str, value: Any, subgraph_names: list[str]) -> Any:
     """Decode one object-API field value to its plain IR form (see the module docstring).
 
