@@ -1,0 +1,147 @@
+"""Target annotation: each op gets a device and an inference type (proposes data only).
+
+An op goes to the first device in the user's order that supports it, else the CPU (which runs
+everything). Its inference type follows its operand types, as TAC's ``GetInferenceType``: int8
+or uint8 activations make it QUANTIZED_INT8 / QUANTIZED_UINT8, float activations with quantized
+weights HYBRID, anything else FLOAT. Pins (``pattern=DEVICE``) force ops whose name, or one of
+whose output tensors, matches an ``fnmatch`` glob onto a device.
+
+Examples
+--------
+>>> from fusion.ir import Op, Tensor, make_graph
+>>> from partitioner.targets import resolve_devices
+>>> G = make_graph("g", [Tensor("x", (1, 4), "float32"), Tensor("y", (1, 4), "float32")],
+...                [Op("sub_0", "SUB", ("x", "x"), ("y",))], ["x"], ["y"])
+>>> annotate_targets(G, resolve_devices("GPU,CPU"))["sub_0"]
+Annotation(device='CPU', inference_type='FLOAT', pinned=False)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import networkx as nx
+
+from fusion.ir import FLOAT_DTYPES, Op, ops_of
+from partitioner.targets import PartitionError, Target, get_target
+
+_QUANTIZED_DTYPE_TYPES = {"int8": "QUANTIZED_INT8", "uint8": "QUANTIZED_UINT8"}
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    """Where an op runs first (TAC's initial placement) and in which inference type."""
+
+    device: str
+    inference_type: str
+    pinned: bool = False
+
+
+def inference_type(G: nx.MultiDiGraph, node: str) -> str:
+    """The inference type of op ``node`` from its operand types.
+
+    Examples
+    --------
+    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> G = make_graph("g", [Tensor("x", (4,), "int8"), Tensor("y", (4,), "int8")],
+    ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
+    >>> inference_type(G, "relu_0")
+    'QUANTIZED_INT8'
+    """
+    op: Op = G.nodes[node]["op"]
+    tensors = G.graph["tensors"]
+    outs = [tensors[t].dtype for t in op.outputs]
+    acts = [tensors[t].dtype for t in op.inputs if t is not None and not tensors[t].is_constant]
+    if op.kind == "DEQUANTIZE":
+        return "FLOAT"
+    for dtype in (*outs, *acts):
+        if dtype in _QUANTIZED_DTYPE_TYPES:
+            return _QUANTIZED_DTYPE_TYPES[dtype]
+    if any(d in FLOAT_DTYPES for d in outs):
+        weights = [tensors[t] for t in op.inputs if t is not None and tensors[t].is_constant]
+        if any(w.dtype in _QUANTIZED_DTYPE_TYPES and w.is_quantized for w in weights):
+            return "HYBRID"
+    return "FLOAT"
+
+
+def parse_pin(text: str) -> tuple[str, str]:
+    """``"conv*=GPU"`` -> ``("conv*", "GPU")``; :class:`PartitionError` if malformed.
+
+    >>> parse_pin("add_*=gpu")
+    ('add_*', 'GPU')
+    """
+    pattern, sep, device = text.rpartition("=")
+    if not sep or not pattern or not device.strip():
+        raise PartitionError(f"pin '{text}' must look like PATTERN=DEVICE, e.g. 'conv_2d_*=GPU'")
+    return pattern, device.strip().upper()
+
+
+def annotate_targets(
+    G: nx.MultiDiGraph,
+    targets: Sequence[Target],
+    *,
+    pins: Sequence[tuple[str, str]] = (),
+) -> dict[str, Annotation]:
+    """Give every op of ``G`` a device and an inference type.
+
+    Parameters
+    ----------
+    G : nx.MultiDiGraph
+        The model graph (nested graphs are not annotated: their calling op carries them).
+    targets : sequence of Target
+        The devices in the user's order of preference; must include the CPU.
+    pins : sequence of (pattern, device)
+        Globs over op names and output tensor names; the first matching pin wins.
+
+    Returns
+    -------
+    dict
+        op name -> :class:`Annotation`, in execution order.
+
+    Raises
+    ------
+    PartitionError
+        When a pin names a device not in ``targets``, matches no op, or pins an op to a device
+        that cannot run it.
+    """
+    by_name = {t.name: t for t in targets}
+    if "CPU" not in by_name:
+        raise PartitionError("the device list must include CPU, the fallback for every op")
+    for pattern, device in pins:
+        get_target(device)
+        if device not in by_name:
+            raise PartitionError(
+                f"pin '{pattern}={device}': device {device} is not in the device list "
+                f"{','.join(by_name)}"
+            )
+    used = [False] * len(pins)
+    out: dict[str, Annotation] = {}
+    for name, op in ops_of(G):
+        itype = inference_type(G, name)
+        pin = _first_pin(name, op, pins)
+        if pin is not None:
+            used[pin] = True
+            device = pins[pin][1]
+            if not by_name[device].supports(G, name, itype):
+                raise PartitionError(
+                    f"op '{name}' ({op.kind}, {itype}) is pinned to {device}, which cannot run it"
+                )
+            out[name] = Annotation(device, itype, pinned=True)
+            continue
+        device = next(t.name for t in targets if t.supports(G, name, itype))
+        out[name] = Annotation(device, itype)
+    for i, (pattern, device) in enumerate(pins):
+        if not used[i]:
+            raise PartitionError(f"pin '{pattern}={device}' matches no op or output tensor")
+    return out
+
+
+def _first_pin(name: str, op: Op, pins: Sequence[tuple[str, str]]) -> int | None:
+    for i, (pattern, _) in enumerate(pins):
+        if fnmatch.fnmatchcase(name, pattern) or any(
+            fnmatch.fnmatchcase(t, pattern) for t in op.outputs
+        ):
+            return i
+    return None

@@ -1,0 +1,350 @@
+"""Hardware targets: which ops a device runs, in which inference types, and at what price.
+
+Two extension points, as in TAC:
+
+- :class:`SimpleTarget` (TAC's ``SimpleHardware``): a deny-list of op kinds plus an advantage
+  factor over the CPU; an op costs its CPU cost divided by the factor.
+- the :class:`Target` protocol (TAC's ``TargetHardware``): a support predicate, op costs, a
+  switching cost and device-specific lowerings. :class:`TableTarget` implements it from a
+  support **table** (op kind -> inference types + an optional predicate), which is how the
+  built-ins are declared: one table per device, no per-backend support functions.
+
+Built-ins: ``CPU`` (runs everything, the fallback), ``GPU`` (float only; the op set of TAC's
+``gpu_hardware.cc``), ``NNAPI`` (float, int8, uint8; the NNAPI delegate's common ops, without
+MEAN, which TAC lowers to AVERAGE_POOL_2D for NNAPI) and ``NPU`` (an int8-only DSP example that
+lacks FULLY_CONNECTED and MEAN). Device names are case-insensitive; :func:`resolve_devices`
+always appends ``CPU``, and ``CPU`` runs every op, so every op has a device.
+
+Examples
+--------
+>>> [t.name for t in resolve_devices("gpu,nnapi")]
+['GPU', 'NNAPI', 'CPU']
+>>> get_target("tpu")
+Traceback (most recent call last):
+...
+partitioner.targets.TargetError: unknown device 'TPU'; known: CPU, GPU, NNAPI, NPU
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from fusion.errors import TacoptError
+from fusion.ir import FLOAT_DTYPES, Op
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from partitioner.lowerings import Lowering
+
+INFERENCE_TYPES = ("FLOAT", "QUANTIZED_INT8", "QUANTIZED_UINT8", "HYBRID")
+FLOAT = frozenset({"FLOAT"})
+QUANTIZED = frozenset({"QUANTIZED_INT8", "QUANTIZED_UINT8"})
+ALL_TYPES = frozenset(INFERENCE_TYPES)
+
+#: The activation dtypes an op of each inference type reads and writes.
+_TYPE_DTYPES: dict[str, frozenset[str]] = {
+    "FLOAT": FLOAT_DTYPES,
+    "HYBRID": FLOAT_DTYPES,
+    "QUANTIZED_INT8": frozenset({"int8"}),
+    "QUANTIZED_UINT8": frozenset({"uint8"}),
+}
+#: Integer activations (indices, shapes) an accelerator op may read besides its data type.
+_INDEX_DTYPES = frozenset({"int32", "int64"})
+
+
+class TargetError(TacoptError):
+    """An unknown or duplicate device, or a target that cannot be used."""
+
+
+class PartitionError(TacoptError):
+    """A partition, pin or plan that does not fit the graph it is applied to."""
+
+
+Predicate = Callable[["nx.MultiDiGraph", Op], bool]
+
+
+@runtime_checkable
+class Target(Protocol):
+    """A device the partitioner can place ops on (TAC's ``TargetHardware``).
+
+    ``supports`` says whether op ``node`` of ``G`` runs here as ``inference_type``; ``op_costs``
+    prices ops (NaN = no number); ``switching_cost`` is the link into this device from
+    ``src_device`` (``None``: ask the cost model); ``lowerings`` are rewrites tried, before the
+    built-in table of :mod:`partitioner.lowerings`, on ops this device does not support.
+    """
+
+    name: str
+    lowerings: tuple[Lowering, ...]
+
+    def supports(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> bool: ...
+
+    def op_costs(
+        self, G: nx.MultiDiGraph, nodes: Sequence[str], inference_type: str, cost_model: Any
+    ) -> np.ndarray: ...
+
+    def switching_cost(self, src_device: str) -> tuple[float, float] | None: ...
+
+
+# --------------------------------------------------------------------------------------------
+# predicates used in support tables (small, composable)
+# --------------------------------------------------------------------------------------------
+
+
+def activations_match(G: nx.MultiDiGraph, op: Op, inference_type: str) -> bool:
+    """Whether ``op``'s activations are in ``inference_type``'s dtype (index tensors allowed)."""
+    tensors = G.graph["tensors"]
+    want = _TYPE_DTYPES[inference_type]
+    for t in op.outputs:
+        if tensors[t].dtype not in want:
+            return False
+    for t in op.inputs:
+        if t is None or tensors[t].is_constant:
+            continue
+        if tensors[t].dtype not in want and tensors[t].dtype not in _INDEX_DTYPES:
+            return False
+    return True
+
+
+def rank_is(rank: int) -> Predicate:
+    """Predicate: the op's first output has exactly ``rank`` dimensions."""
+
+    def check(G: nx.MultiDiGraph, op: Op) -> bool:
+        return len(G.graph["tensors"][op.outputs[0]].shape) == rank
+
+    return check
+
+
+def all_of(*predicates: Predicate) -> Predicate:
+    """Predicate: every one of ``predicates`` holds (torch.fx's ``chain``)."""
+
+    def check(G: nx.MultiDiGraph, op: Op) -> bool:
+        return all(p(G, op) for p in predicates)
+
+    return check
+
+
+def int8_requantize(G: nx.MultiDiGraph, op: Op) -> bool:
+    """QUANTIZE from int8 to int8 (a requantization), which int8 accelerators run."""
+    tensors = G.graph["tensors"]
+    return tensors[op.inputs[0]].dtype == tensors[op.outputs[0]].dtype == "int8"
+
+
+# --------------------------------------------------------------------------------------------
+# the two target kinds
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OpSupport:
+    """One row of a support table: the inference types an op kind runs in, and when."""
+
+    types: frozenset[str]
+    when: Predicate | None = None
+
+
+def _support_table(types: frozenset[str], kinds: Iterable[str], **special: OpSupport):
+    table = {kind: OpSupport(types) for kind in kinds}
+    table.update(special)
+    return table
+
+
+@dataclass(frozen=True)
+class TableTarget:
+    """A target declared by a support table (kind -> :class:`OpSupport`).
+
+    Ops cost what ``cost_model`` says for ``cost_device`` (default: this target's name) divided
+    by ``speedup``; ``link`` = (per_byte, fixed) overrides the cost model's link into this device.
+    """
+
+    name: str
+    table: Mapping[str, OpSupport]
+    lowerings: tuple[Lowering, ...] = ()
+    cost_device: str | None = None
+    speedup: float = 1.0
+    link: tuple[float, float] | None = None
+    #: Support every kind (the CPU); the table is then ignored.
+    runs_everything: bool = False
+
+    def supports(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> bool:
+        op = G.nodes[node]["op"]
+        if self.runs_everything:
+            return True
+        row = self.table.get(op.kind)
+        if row is None or inference_type not in row.types:
+            return False
+        if not activations_match(G, op, inference_type):
+            return False
+        return row.when is None or row.when(G, op)
+
+    def op_costs(
+        self, G: nx.MultiDiGraph, nodes: Sequence[str], inference_type: str, cost_model: Any
+    ) -> np.ndarray:
+        device = self.cost_device or self.name
+        costs = np.asarray(cost_model.op_costs(G, list(nodes), device, inference_type), float)
+        return costs / self.speedup
+
+    def switching_cost(self, src_device: str) -> tuple[float, float] | None:
+        return self.link
+
+
+@dataclass(frozen=True)
+class SimpleTarget:
+    """TAC's ``SimpleHardware``: every op but the ``denied`` kinds, ``advantage_over_cpu`` faster.
+
+    Examples
+    --------
+    >>> dsp = SimpleTarget("DSP", denied=frozenset({"SOFTMAX"}), advantage_over_cpu=4.0)
+    >>> dsp.name, dsp.types
+    ('DSP', frozenset({'FLOAT'}))
+    """
+
+    name: str
+    denied: frozenset[str]
+    advantage_over_cpu: float
+    types: frozenset[str] = FLOAT
+    lowerings: tuple[Lowering, ...] = ()
+    link: tuple[float, float] | None = None
+
+    def supports(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> bool:
+        op = G.nodes[node]["op"]
+        return (
+            op.kind not in self.denied
+            and op.kind not in _NEVER_OFFLOADED
+            and inference_type in self.types
+            and activations_match(G, op, inference_type)
+        )
+
+    def op_costs(
+        self, G: nx.MultiDiGraph, nodes: Sequence[str], inference_type: str, cost_model: Any
+    ) -> np.ndarray:
+        cpu = np.asarray(cost_model.op_costs(G, list(nodes), "CPU", inference_type), float)
+        return cpu / self.advantage_over_cpu
+
+    def switching_cost(self, src_device: str) -> tuple[float, float] | None:
+        return self.link
+
+
+#: Ops that call nested graphs or hold state stay on the CPU whatever a deny-list says.
+_NEVER_OFFLOADED = frozenset({"WHILE", "IF", "CALL_ONCE", "CALL", "VAR_HANDLE", "READ_VARIABLE",
+                              "ASSIGN_VARIABLE", "STABLEHLO_COMPOSITE"})
+
+# --------------------------------------------------------------------------------------------
+# built-in tables
+# --------------------------------------------------------------------------------------------
+
+#: TAC gpu_hardware.cc (float only); SLICE / CONCATENATION on 4-D tensors only, so the
+#: PadSlice / PadConcat lowerings apply to lower ranks as in TAC's GPU transformations.
+GPU_TABLE = _support_table(
+    FLOAT,
+    ["ABS", "ADD", "AVERAGE_POOL_2D", "CONV_2D", "COS", "DEPTHWISE_CONV_2D", "DIV", "EXP",
+     "FULLY_CONNECTED", "HARD_SWISH", "LOG", "LOGISTIC", "MAX_POOL_2D", "MAXIMUM", "MEAN",
+     "MINIMUM", "MIRROR_PAD", "MUL", "PAD", "POW", "PRELU", "RELU", "RELU6", "RESHAPE", "RSQRT",
+     "SIN", "SOFTMAX", "SPACE_TO_DEPTH", "SQRT", "SQUARE", "SQUARED_DIFFERENCE", "STRIDED_SLICE",
+     "TANH", "TRANSPOSE", "TRANSPOSE_CONV"],
+    SLICE=OpSupport(FLOAT, rank_is(4)),
+    CONCATENATION=OpSupport(FLOAT, rank_is(4)),
+)  # fmt: skip
+
+#: The NNAPI delegate's common ops in float, int8 and uint8 (TAC nnapi_hardware.cc adds PACK and
+#: SQUARED_DIFFERENCE); MEAN is left out: TAC lowers it to AVERAGE_POOL_2D for NNAPI.
+NNAPI_TABLE = _support_table(
+    FLOAT | QUANTIZED,
+    ["ABS", "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTH_TO_SPACE",
+     "DEPTHWISE_CONV_2D", "EXP", "FULLY_CONNECTED", "HARD_SWISH", "L2_NORMALIZATION", "LOG",
+     "LOGISTIC", "MAX_POOL_2D", "MAXIMUM", "MINIMUM", "MUL", "NEG", "PACK", "PAD", "PADV2",
+     "PRELU", "RELU", "RELU6", "RESHAPE", "RESIZE_BILINEAR", "RESIZE_NEAREST_NEIGHBOR", "RSQRT",
+     "SLICE", "SOFTMAX", "SPACE_TO_DEPTH", "SQRT", "SQUARED_DIFFERENCE", "SQUEEZE",
+     "STRIDED_SLICE", "SUB", "TANH", "TRANSPOSE", "TRANSPOSE_CONV"],
+    DIV=OpSupport(FLOAT),
+    QUANTIZE=OpSupport(QUANTIZED, int8_requantize),
+)  # fmt: skip
+
+#: An int8-only NPU / DSP: convolutions, pools and element-wise ops on 4-D tensors; no
+#: FULLY_CONNECTED (lowered to CONV_2D) and no MEAN (lowered to AVERAGE_POOL_2D).
+NPU_TABLE = _support_table(
+    frozenset({"QUANTIZED_INT8"}),
+    ["ADD", "AVERAGE_POOL_2D", "CONV_2D", "DEPTHWISE_CONV_2D", "HARD_SWISH", "LOGISTIC",
+     "MAX_POOL_2D", "MUL", "PAD", "RELU", "RELU6", "RESHAPE", "TANH"],
+    CONCATENATION=OpSupport(frozenset({"QUANTIZED_INT8"}), rank_is(4)),
+    QUANTIZE=OpSupport(frozenset({"QUANTIZED_INT8"}), int8_requantize),
+)  # fmt: skip
+
+# --------------------------------------------------------------------------------------------
+# registry
+# --------------------------------------------------------------------------------------------
+
+_TARGETS: dict[str, Target] = {}
+
+
+def register_target(target: Target) -> Target:
+    """Register ``target`` under its (upper-cased) name and return it.
+
+    Raises
+    ------
+    TargetError
+        If the name is taken or the object lacks a part of the :class:`Target` protocol.
+
+    Examples
+    --------
+    >>> register_target(SimpleTarget("GPU", frozenset(), 2.0))
+    Traceback (most recent call last):
+    ...
+    partitioner.targets.TargetError: device 'GPU' is already registered
+    """
+    if not isinstance(target, Target):
+        raise TargetError(f"{target!r} is not a Target (needs name, lowerings, supports, "
+                          "op_costs, switching_cost)")
+    name = target.name.upper()
+    if name != target.name:
+        raise TargetError(f"device name '{target.name}' must be upper-case")
+    if name in _TARGETS:
+        raise TargetError(f"device '{name}' is already registered")
+    _TARGETS[name] = target
+    return target
+
+
+def target_names() -> tuple[str, ...]:
+    """Registered device names, sorted."""
+    return tuple(sorted(_TARGETS))
+
+
+def get_target(name: str) -> Target:
+    """The target registered as ``name`` (case-insensitive); :class:`TargetError` if unknown."""
+    key = name.strip().upper()
+    if key not in _TARGETS:
+        raise TargetError(f"unknown device '{key}'; known: {', '.join(target_names())}")
+    return _TARGETS[key]
+
+
+def resolve_devices(devices: str | Sequence[str]) -> tuple[Target, ...]:
+    """Targets for a device list (``"GPU,CPU"`` or a sequence), in order, CPU appended if absent.
+
+    Raises
+    ------
+    TargetError
+        For an unknown or repeated device, or an empty list.
+    """
+    names = devices.split(",") if isinstance(devices, str) else list(devices)
+    names = [n.strip().upper() for n in names if n.strip()]
+    if not names:
+        raise TargetError(f"empty device list; known: {', '.join(target_names())}")
+    seen = set()
+    for n in names:
+        if n in seen:
+            raise TargetError(f"device '{n}' is listed twice in '{','.join(names)}'")
+        seen.add(n)
+    if "CPU" not in seen:
+        names.append("CPU")
+    return tuple(get_target(n) for n in names)
+
+
+CPU = register_target(TableTarget("CPU", {}, runs_everything=True))
+GPU = register_target(TableTarget("GPU", GPU_TABLE))
+NNAPI = register_target(TableTarget("NNAPI", NNAPI_TABLE))
+NPU = register_target(TableTarget("NPU", NPU_TABLE, cost_device="NNAPI", speedup=2.0))
+
