@@ -1,0 +1,152 @@
+"""What a kernel receives (:class:`OpCall`), how kernels are tabled, and shared helpers."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from fusion.errors import ExecutionError
+from fusion.ir import Op, Tensor
+
+
+@dataclass(frozen=True, slots=True)
+class OpCall:
+    """One op about to run: its record, its input values and the records of its tensors.
+
+    ``inputs`` hold one array per input slot (``None`` for an omitted optional input). For a
+    kernel registered with ``raw=False`` (the default) quantized inputs arrive dequantized to
+    float32 and the kernel returns real values, which the executor requantizes into the output
+    tensors; a ``raw=True`` kernel sees and returns the stored values. ``call_graph(name, args)``
+    runs a nested graph of the model and returns its outputs; ``state`` is the run's mutable
+    store (resource variables, CALL_ONCE flags).
+    """
+
+    op: Op
+    inputs: tuple[np.ndarray | None, ...]
+    input_tensors: tuple[Tensor | None, ...]
+    output_tensors: tuple[Tensor, ...]
+    call_graph: Callable[[str, Sequence[np.ndarray]], list[np.ndarray]]
+    state: dict[str, Any] = field(default_factory=dict)
+
+    def option(self, key: str, default: Any = None) -> Any:
+        """The op option ``key`` (snake_case schema name), or ``default`` when absent."""
+        return self.op.options.get(key, default)
+
+    def fail(self, why: str) -> ExecutionError:
+        """An :class:`ExecutionError` naming this op; ``raise call.fail("...")``."""
+        return ExecutionError(f"op '{self.op.name}' ({self.op.kind}): {why}")
+
+    def input(self, slot: int) -> np.ndarray:
+        """The value at ``slot``; raises when the slot is missing or omitted."""
+        if slot >= len(self.inputs) or self.inputs[slot] is None:
+            raise self.fail(f"input {slot} is required but missing")
+        return self.inputs[slot]  # type: ignore[return-value]
+
+    def optional(self, slot: int) -> np.ndarray | None:
+        return self.inputs[slot] if slot < len(self.inputs) else None
+
+    def ints(self, slot: int) -> list[int]:
+        """A small integer input (axis, shape, paddings) as a flat list of Python ints."""
+        return [int(v) for v in np.asarray(self.input(slot)).reshape(-1)]
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return tuple(self.output_tensors[0].shape)
+
+
+#: A kernel maps an :class:`OpCall` to its output arrays (a single array for one output).
+Kernel = Callable[[OpCall], "np.ndarray | Sequence[np.ndarray]"]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelSpec:
+    """A registered kernel: the function and whether it works on stored (raw) values."""
+
+    fn: Kernel
+    raw: bool = False
+
+
+def kernel_table() -> tuple[dict[str, KernelSpec], Callable[..., Callable[[Kernel], Kernel]]]:
+    """A fresh table and a decorator ``@kernel("ADD", "SUB", raw=False)`` that fills it."""
+    table: dict[str, KernelSpec] = {}
+
+    def kernel(*kinds: str, raw: bool = False) -> Callable[[Kernel], Kernel]:
+        def deco(fn: Kernel) -> Kernel:
+            for kind in kinds:
+                assert kind not in table, kind
+                table[kind] = KernelSpec(fn, raw)
+            return fn
+
+        return deco
+
+    return table, kernel
+
+
+# --------------------------------------------------------------------------------------------
+# activations and geometry shared by several families
+# --------------------------------------------------------------------------------------------
+
+ACTIVATIONS: Mapping[str, Callable[[np.ndarray], np.ndarray]] = {
+    "NONE": lambda x: x,
+    "RELU": lambda x: np.maximum(x, 0),
+    "RELU_N1_TO_1": lambda x: np.clip(x, -1, 1),
+    "RELU6": lambda x: np.clip(x, 0, 6),
+    "RELU_0_TO_1": lambda x: np.clip(x, 0, 1),
+    "TANH": np.tanh,
+    "SIGN_BIT": lambda x: np.signbit(x).astype(x.dtype),
+}
+
+
+def activate(x: np.ndarray, name: str | None, where: str) -> np.ndarray:
+    """Apply a fused activation by its schema name (``None`` / ``"NONE"`` = identity)."""
+    if not name or name == "NONE":
+        return x
+    fn = ACTIVATIONS.get(str(name))
+    if fn is None:
+        raise ExecutionError(f"{where}: unknown fused activation '{name}'")
+    return fn(x)
+
+
+def window_geometry(
+    size: int, k: int, stride: int, dilation: int, padding: str
+) -> tuple[int, int, int]:
+    """(output size, padding before, padding after) of one spatial axis, TFLite's rules."""
+    eff = (k - 1) * dilation + 1
+    if padding == "SAME":
+        out = math.ceil(size / stride)
+    elif padding == "VALID":
+        out = math.ceil((size - eff + 1) / stride)
+    else:
+        raise ExecutionError(f"unsupported padding '{padding}'")
+    total = max((out - 1) * stride + eff - size, 0)
+    return max(out, 0), total // 2, total - total // 2
+
+
+def taps(
+    xp: np.ndarray, kh: int, kw: int, oh: int, ow: int, s: tuple[int, int], d: tuple[int, int]
+):
+    """Yield ``(i, j, view)``: the strided NHWC window of padded ``xp`` seen by kernel tap i, j."""
+    for i in range(kh):
+        for j in range(kw):
+            y0, x0 = i * d[0], j * d[1]
+            yield (
+                i,
+                j,
+                xp[:, y0 : y0 + (oh - 1) * s[0] + 1 : s[0], x0 : x0 + (ow - 1) * s[1] + 1 : s[1]],
+            )
+
+
+def axis_of(axis: int, rank: int, call: OpCall) -> int:
+    """Normalise a possibly negative axis; raise naming the op when out of range."""
+    if not -rank <= axis < max(rank, 1):
+        raise call.fail(f"axis {axis} out of range for rank {rank}")
+    return axis % max(rank, 1)
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """Round to nearest, ties away from zero (C ``round``, what TFLite quantization uses)."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
