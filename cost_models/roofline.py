@@ -1,0 +1,226 @@
+"""``roofline``: op latency in microseconds from device profiles (JSON data files).
+
+A profile (``cost_models/profiles/*.json``, format ``tacopt-device-profile``) describes one device:
+peak throughput per dtype (``peak_gflops``), the fraction of it kernels achieve (``efficiency``),
+memory bandwidth, a per-op launch overhead, the inference types and ops it supports, and links
+(bandwidth, latency) to other devices. The numbers are indicative, with rough public sources in
+each file's ``source`` field.
+
+    latency_us = max(FLOPs / (peak x efficiency), bytes / bandwidth) + launch_overhead_us
+
+FLOPs and bytes come from :func:`cost_models.ops.op_counts`. The compute peak is chosen by the
+inference type: FLOAT uses the profile's ``float_precision`` (default float32), QUANTIZED_* use
+int8, HYBRID uses ``hybrid`` (else float32). When the requested inference type differs from the
+op's own (a quantized op run in float after dequantizing, say), activation bytes scale with the
+element size (x4 from int8 to float, /4 back).
+
+Transfers: ``link_cost(a, b)`` = bytes / bandwidth + latency, taken from ``a``'s profile (else
+``b``'s); conversions cost one memory pass per element on the host CPU profile.
+
+Examples
+--------
+>>> m = RooflineCostModel.default()
+>>> m.devices
+('CPU', 'DGPU', 'GPU', 'NPU')
+>>> link = m.link_cost("CPU", "GPU")
+>>> round(link.per_byte * 1e6, 3), link.fixed   # us per MB, us per crossing
+(125.0, 50.0)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from cost_models.base import (
+    CostModelBase,
+    CostModelError,
+    LinkCost,
+    check_inference_type,
+    register_cost_model,
+    register_model_format,
+)
+from cost_models.ops import inference_type as op_inference_type
+from cost_models.ops import op_counts
+
+PROFILE_DIR = Path(__file__).with_name("profiles")
+DEFAULT_PROFILES = ("mobile_cpu", "mobile_gpu", "mobile_npu", "desktop_gpu")
+_QUANT = {"QUANTIZED_INT8", "QUANTIZED_UINT8"}
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceProfile:
+    """One device of the roofline model (see the module docstring for the fields)."""
+
+    device: str
+    peak_gflops: Mapping[str, float]
+    efficiency: float
+    memory_bandwidth_gbps: float
+    launch_overhead_us: float
+    inference_types: tuple[str, ...]
+    supported_ops: frozenset[str] | None  # None = every op
+    unsupported_ops: frozenset[str]
+    links: Mapping[str, tuple[float, float]]  # device -> (GB/s, latency us)
+    float_precision: str = "float32"
+    description: str = ""
+
+    def supports(self, kind: str, inference_type: str) -> bool:
+        if inference_type not in self.inference_types or kind in self.unsupported_ops:
+            return False
+        return self.supported_ops is None or kind in self.supported_ops
+
+    def peak_for(self, inference_type: str) -> float:
+        """Achievable FLOP/s for ``inference_type``."""
+        if inference_type in _QUANT:
+            key = "int8"
+        elif inference_type == "HYBRID":
+            key = "hybrid" if "hybrid" in self.peak_gflops else "float32"
+        else:
+            key = self.float_precision
+        gflops = self.peak_gflops.get(key) or self.peak_gflops.get("float32")
+        if not gflops:
+            raise CostModelError(f"device profile '{self.device}': no peak for {inference_type}")
+        return gflops * 1e9 * self.efficiency
+
+
+def load_profile(source: str | Path | Mapping[str, Any]) -> DeviceProfile:
+    """Read a device profile from a JSON file (or an already-parsed dict).
+
+    Raises
+    ------
+    CostModelError
+        For a missing file or a field that is missing or not positive.
+
+    Examples
+    --------
+    >>> load_profile(PROFILE_DIR / "mobile_gpu.json").device
+    'GPU'
+    """
+    where = str(source) if not isinstance(source, Mapping) else "<dict>"
+    if isinstance(source, Mapping):
+        doc = dict(source)
+    else:
+        try:
+            doc = json.loads(Path(source).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CostModelError(f"device profile '{where}': {exc}") from None
+    try:
+        ops = doc.get("supported_ops", "*")
+        profile = DeviceProfile(
+            device=str(doc["device"]).upper(),
+            peak_gflops={k: float(v) for k, v in doc["peak_gflops"].items()},
+            efficiency=float(doc.get("efficiency", 1.0)),
+            memory_bandwidth_gbps=float(doc["memory_bandwidth_gbps"]),
+            launch_overhead_us=float(doc.get("launch_overhead_us", 0.0)),
+            inference_types=tuple(doc.get("inference_types", ["FLOAT"])),
+            supported_ops=None if ops == "*" else frozenset(ops),
+            unsupported_ops=frozenset(doc.get("unsupported_ops", ())),
+            links={
+                k.upper(): (float(v["bandwidth_gbps"]), float(v["latency_us"]))
+                for k, v in doc.get("links", {}).items()
+            },
+            float_precision=doc.get("float_precision", "float32"),
+            description=doc.get("description", ""),
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise CostModelError(f"device profile '{where}': bad or missing field {exc}") from None
+    numbers = [profile.efficiency, profile.memory_bandwidth_gbps, *profile.peak_gflops.values()]
+    if not all(np.isfinite(v) and v > 0 for v in numbers) or profile.launch_overhead_us < 0:
+        raise CostModelError(f"device profile '{where}': throughputs must be positive")
+    for t in profile.inference_types:
+        check_inference_type(t, model=f"profile {profile.device}")
+    return profile
+
+
+class RooflineCostModel(CostModelBase):
+    """Roofline latency (us) over a set of device profiles."""
+
+    name = "roofline"
+    unit = "us"
+
+    def __init__(self, profiles: Sequence[DeviceProfile], *, host: str = "CPU") -> None:
+        self.profiles = {p.device: p for p in profiles}
+        if len(self.profiles) != len(profiles):
+            raise CostModelError("roofline: two profiles name the same device")
+        self.devices = tuple(sorted(self.profiles))
+        self.host = host if host in self.profiles else self.devices[0]
+
+    @classmethod
+    def default(cls) -> RooflineCostModel:
+        """The four bundled profiles: CPU, GPU, NPU (mobile) and DGPU (desktop)."""
+        return cls([load_profile(PROFILE_DIR / f"{n}.json") for n in DEFAULT_PROFILES])
+
+    def op_cost(
+        self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
+    ) -> float | None:
+        """Latency in us of op ``node`` on ``device``; None when the profile does not support it.
+
+        >>> from fusion.ir import Op, Tensor, make_graph
+        >>> ts = [Tensor("x", (1, 1000), "float32"), Tensor("y", (1, 1000), "float32")]
+        >>> G = make_graph("g", ts, [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
+        >>> round(RooflineCostModel.default().op_cost(G, "relu_0", "CPU", "FLOAT"), 3)
+        1.533
+        """
+        self.check_device(device)
+        check_inference_type(inference_type, model=self.name)
+        if node not in G:
+            raise CostModelError(f"cost model 'roofline': op '{node}' is not in the graph")
+        prof = self.profiles[device]
+        op = G.nodes[node]["op"]
+        if not prof.supports(op.kind, inference_type):
+            return None
+        counts = op_counts(G, node)
+        nbytes = counts.nbytes * _bytes_factor(op_inference_type(G, node), inference_type)
+        compute_us = counts.flops / prof.peak_for(inference_type) * 1e6
+        memory_us = nbytes / (prof.memory_bandwidth_gbps * 1e9) * 1e6
+        return max(compute_us, memory_us) + prof.launch_overhead_us
+
+    def link_cost(self, src_device: str, dst_device: str) -> LinkCost:
+        self.check_device(src_device)
+        self.check_device(dst_device)
+        if src_device == dst_device:
+            return LinkCost(0.0, 0.0)
+        link = self.profiles[src_device].links.get(dst_device) or self.profiles[
+            dst_device
+        ].links.get(src_device)
+        if link is None:
+            raise CostModelError(
+                f"cost model 'roofline': no link between {src_device} and {dst_device} "
+                "in the device profiles"
+            )
+        gbps, latency_us = link
+        return LinkCost(per_byte=1e6 / (gbps * 1e9), fixed=latency_us)
+
+    def conversion_cost_per_element(self, src_type: str, dst_type: str) -> float:
+        """One read and one write per element on the host (float <-> int8), in us."""
+        check_inference_type(src_type, model=self.name)
+        check_inference_type(dst_type, model=self.name)
+        floats = {"FLOAT", "HYBRID"}
+        if src_type == dst_type or (src_type in floats and dst_type in floats):
+            return 0.0
+        host = self.profiles[self.host]
+        return 5.0 / (host.memory_bandwidth_gbps * 1e9) * 1e6  # 4 bytes float + 1 byte int8
+
+
+def _bytes_factor(own: str, want: str) -> float:
+    if own in _QUANT and want not in _QUANT:
+        return 4.0
+    if own not in _QUANT and want in _QUANT:
+        return 0.25
+    return 1.0
+
+
+def _from_profile_file(doc: dict[str, Any], path: Path) -> RooflineCostModel:
+    profile = load_profile(doc)
+    cpu = load_profile(PROFILE_DIR / "mobile_cpu.json")
+    return RooflineCostModel([profile] if profile.device == "CPU" else [cpu, profile])
+
+
+register_cost_model("roofline", RooflineCostModel.default)
+register_model_format("tacopt-device-profile", _from_profile_file)

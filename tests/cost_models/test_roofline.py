@@ -1,0 +1,68 @@
+"""Roofline model: profiles as data, max(compute, memory) + overhead, links, bad profiles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cost_models.base import CostModelError, get_cost_model
+from cost_models.roofline import PROFILE_DIR, RooflineCostModel, load_profile
+from fusion.ir import Buffer, Op, Tensor, make_graph
+
+
+def fc(n: int) -> object:
+    #  x[1,n] -> [FULLY_CONNECTED w[n,n]] -> y[1,n]
+    ts = [
+        Tensor("x", (1, n), "float32"),
+        Tensor("y", (1, n), "float32"),
+        Tensor("w", (n, n), "float32", buffer=Buffer.placeholder(n * n * 4)),
+    ]
+    return make_graph(
+        "g", ts, [Op("fc_0", "FULLY_CONNECTED", ("x", "w", None), ("y",))], ["x"], ["y"]
+    )
+
+
+def test_every_bundled_profile_loads_and_cites_sources() -> None:
+    for path in sorted(PROFILE_DIR.glob("*.json")):
+        doc = json.loads(path.read_text())
+        assert doc["source"] and "indicative" in doc
+        assert load_profile(path).device == doc["device"]
+
+
+def test_matrix_vector_is_memory_bound_on_cpu() -> None:
+    m = RooflineCostModel.default()
+    cpu = m.profiles["CPU"]
+    G = fc(1024)
+    nbytes = (1024 * 1024 + 2 * 1024) * 4
+    expected = nbytes / (cpu.memory_bandwidth_gbps * 1e9) * 1e6 + cpu.launch_overhead_us
+    assert m.op_cost(G, "fc_0", "CPU", "FLOAT") == pytest.approx(expected)
+    assert m.op_cost(G, "fc_0", "CPU", "QUANTIZED_INT8") < expected  # int8 moves 4x fewer bytes
+    assert m.op_cost(G, "fc_0", "GPU", "QUANTIZED_INT8") is None  # GPU profile is float only
+    assert m.op_cost(G, "fc_0", "NPU", "FLOAT") is None
+
+
+def test_links_and_bad_devices() -> None:
+    m = get_cost_model("roofline")
+    assert m.link_cost("GPU", "CPU").fixed == 50.0 and m.link_cost("CPU", "CPU").cost(9) == 0
+    with pytest.raises(CostModelError, match="no link between GPU and NPU"):
+        m.link_cost("GPU", "NPU")
+    with pytest.raises(CostModelError, match="unknown device 'TPU'"):
+        m.op_cost(fc(4), "fc_0", "TPU", "FLOAT")
+    assert m.conversion_cost_per_element("FLOAT", "QUANTIZED_INT8") > 0
+
+
+def test_profile_file_as_spec_and_bad_profile(tmp_path: Path) -> None:
+    doc = json.loads((PROFILE_DIR / "mobile_gpu.json").read_text())
+    path = tmp_path / "gpu.json"
+    path.write_text(json.dumps(doc))
+    m = get_cost_model(str(path))
+    assert m.devices == ("CPU", "GPU") and m.unit == "us"
+    doc["memory_bandwidth_gbps"] = -1
+    path.write_text(json.dumps(doc))
+    with pytest.raises(CostModelError, match="must be positive"):
+        get_cost_model(str(path))
+    del doc["peak_gflops"]
+    with pytest.raises(CostModelError, match="missing field"):
+        load_profile(doc)
