@@ -1,0 +1,10 @@
+"""``python -m benchmarks``: the same command as ``tacopt bench``."""
+
+from __future__ import annotations
+
+import sys
+
+from benchmarks.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
