@@ -1,9 +1,9 @@
 """Target annotation: each op gets a device and an inference type (proposes data only).
 
 An op goes to the first device in the user's order that supports it, else the CPU (which runs
-everything). Its inference type follows its operand types, as TAC's ``GetInferenceType``: int8
-or uint8 activations make it QUANTIZED_INT8 / QUANTIZED_UINT8, float activations with quantized
-weights HYBRID, anything else FLOAT. Pins (``pattern=DEVICE``) force ops whose name, or one of
+everything). Its inference type follows its operand types, as TAC's ``GetInferenceType``
+(:func:`cost_models.ops.inference_type`; its rare UNKNOWN, int8 mixed with uint8, counts as
+FLOAT here). Pins (``pattern=DEVICE``) force ops whose name, or one of
 whose output tensors, matches an ``fnmatch`` glob onto a device.
 
 Examples
@@ -24,10 +24,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from fusion.ir import FLOAT_DTYPES, Op, ops_of
+from cost_models.ops import inference_type as tac_inference_type
+from fusion.ir import Op, ops_of
 from partitioner.targets import PartitionError, Target, get_target
-
-_QUANTIZED_DTYPE_TYPES = {"int8": "QUANTIZED_INT8", "uint8": "QUANTIZED_UINT8"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,30 +39,9 @@ class Annotation:
 
 
 def inference_type(G: nx.MultiDiGraph, node: str) -> str:
-    """The inference type of op ``node`` from its operand types.
-
-    Examples
-    --------
-    >>> from fusion.ir import Op, Tensor, make_graph
-    >>> G = make_graph("g", [Tensor("x", (4,), "int8"), Tensor("y", (4,), "int8")],
-    ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
-    >>> inference_type(G, "relu_0")
-    'QUANTIZED_INT8'
-    """
-    op: Op = G.nodes[node]["op"]
-    tensors = G.graph["tensors"]
-    outs = [tensors[t].dtype for t in op.outputs]
-    acts = [tensors[t].dtype for t in op.inputs if t is not None and not tensors[t].is_constant]
-    if op.kind == "DEQUANTIZE":
-        return "FLOAT"
-    for dtype in (*outs, *acts):
-        if dtype in _QUANTIZED_DTYPE_TYPES:
-            return _QUANTIZED_DTYPE_TYPES[dtype]
-    if any(d in FLOAT_DTYPES for d in outs):
-        weights = [tensors[t] for t in op.inputs if t is not None and tensors[t].is_constant]
-        if any(w.dtype in _QUANTIZED_DTYPE_TYPES and w.is_quantized for w in weights):
-            return "HYBRID"
-    return "FLOAT"
+    """TAC's inference type of op ``node``, with UNKNOWN mapped to FLOAT."""
+    itype = tac_inference_type(G, node)
+    return "FLOAT" if itype == "UNKNOWN" else itype
 
 
 def parse_pin(text: str) -> tuple[str, str]:

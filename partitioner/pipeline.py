@@ -1,0 +1,154 @@
+"""The partitioning pipeline as straight-line code: annotate, raise, views, cost, pick, apply.
+
+Examples
+--------
+>>> from fusion.ir import Op, Tensor, make_graph, validate_graph
+>>> G = make_graph("g", [Tensor(n, (1, 8, 8, 4), "float32") for n in "xyz"],
+...     [Op("relu_0", "RELU", ("x",), ("y",)), Op("tanh_1", "TANH", ("y",), ("z",))], ["x"], ["z"])
+>>> r = partition(G, "GPU,CPU", picker="exact")
+>>> r.plan.status, sorted(r.plan.assignment)
+('OPTIMAL', ['subgraph_0'])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import networkx as nx
+
+from partitioner.annotate import Annotation, annotate_targets
+from partitioner.subgraphs import Partition, op_units, raise_subgraphs, validate_partition
+from partitioner.targets import PartitionError, Target, resolve_devices
+
+GRANULARITIES = ("subgraph", "op")
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionResult:
+    """Everything the pipeline decided, stage by stage, and the partitioned graph."""
+
+    graph: nx.MultiDiGraph
+    plan: Any  # partitioner.plan.Plan
+    problem: Any  # partitioner.problem.PickProblem
+    partition: Partition
+    annotations: dict[str, Annotation]
+    views: dict[str, tuple[Any, ...]]
+    devices: tuple[str, ...]
+    granularity: str
+    cost_model: str
+    seconds: dict[str, float]
+
+    def summary(self) -> dict[str, Any]:
+        """The plan as JSON-ready data with the pipeline's knobs and stage timings."""
+        out = self.plan.to_dict()
+        out["units"] = {
+            s.name: {
+                "ops": list(s.ops),
+                "initial": f"{s.device}/{s.inference_type}",
+                "views": [
+                    {"device": v.device, "type": v.inference_type, "lowerings": list(v.lowerings)}
+                    for v in self.views[s.name]
+                ],
+            }
+            for s in self.partition.subgraphs
+        }
+        out["devices"] = list(self.devices)
+        out["granularity"] = self.granularity
+        out["cost_model"] = self.cost_model
+        out["stage_seconds"] = dict(self.seconds)
+        return out
+
+
+def partition(
+    G: nx.MultiDiGraph,
+    devices: str | Sequence[str] | Sequence[Target],
+    *,
+    picker: str = "exact",
+    cost_model: str | Any = "tac",
+    granularity: str = "subgraph",
+    pins: Sequence[tuple[str, str]] = (),
+    time_limit_s: float | None = None,
+) -> PartitionResult:
+    """Partition ``G`` across ``devices`` and return the applied plan.
+
+    Parameters
+    ----------
+    G : nx.MultiDiGraph
+        The model (not modified).
+    devices : str or sequence
+        ``"GPU,CPU"``, device names or :class:`~partitioner.targets.Target` objects, in order
+        of preference; the CPU is appended when absent.
+    picker : str
+        A registered picker (:func:`partitioner.pickers.picker_names`).
+    cost_model : str or CostModel
+        A spec for :func:`cost_models.base.get_cost_model`, or a model object.
+    granularity : {"subgraph", "op"}
+        TAC's raised subgraphs, or one unit per op.
+    pins : sequence of (pattern, device)
+        Force matching ops (by op or output tensor name glob) onto a device.
+    time_limit_s : float, optional
+        Passed to pickers that take a time limit.
+
+    Returns
+    -------
+    PartitionResult
+
+    Raises
+    ------
+    TacoptError
+        Unknown device, picker or cost model, a bad pin, a cost model without a number for a
+        CPU op, or a malformed graph (subclasses name what and where).
+    """
+    from cost_models.base import get_cost_model
+    from fusion.ir import validate_graph
+    from partitioner.apply import apply_plan
+    from partitioner.costing import build_problem
+    from partitioner.pickers import pick, picker_options
+    from partitioner.views import enumerate_views
+
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[stage] = now - clock
+        clock = now
+
+    if granularity not in GRANULARITIES:
+        raise PartitionError(f"unknown granularity '{granularity}'; known: subgraph, op")
+    validate_graph(G)
+    targets = (
+        resolve_devices(devices)
+        if isinstance(devices, str) or all(isinstance(d, str) for d in devices)
+        else tuple(devices)
+    )
+    model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
+    lap("setup")
+    annotations = annotate_targets(G, targets, pins=pins)
+    raise_units = raise_subgraphs if granularity == "subgraph" else op_units
+    part = raise_units(G, annotations)
+    validate_partition(G, part)
+    lap("raise")
+    units = enumerate_views(G, part, targets)
+    lap("views")
+    problem, views = build_problem(G, units, targets, model)
+    lap("cost")
+    options: dict[str, Any] = {}
+    if time_limit_s is not None:
+        accepted = picker_options(picker)
+        for key in ("time_limit_s", "time_limit"):
+            if key in accepted or "*" in accepted:
+                options[key] = time_limit_s
+                break
+    plan = pick(problem, picker, **options)
+    lap("pick")
+    H = apply_plan(G, part, views, plan.assignment)
+    lap("apply")
+    return PartitionResult(
+        H, plan, problem, part, annotations, views, tuple(t.name for t in targets), granularity,
+        getattr(model, "name", str(cost_model)), seconds,
+    )

@@ -1,0 +1,195 @@
+"""Alternative views: every subgraph as it would run on each device and inference type.
+
+For each unit (a raised subgraph, or one op at ``op`` granularity) :func:`enumerate_views`
+clones the unit for every device of the user's list in the unit's own inference type, and, for
+a quantized unit, in FLOAT as well (:func:`float_view`: activations and weights dequantized).
+Each clone is lowered for its device (:func:`partitioner.lowerings.lower_graph`); a clone that
+still holds an op its device cannot run is dropped, never the CPU one. Pinned units only get
+views on their pinned device.
+
+Activation tensors of a view are named by the format they travel in: a quantized tensor ``t``
+keeps its name in its own format and is called ``t + FLOAT_SUFFIX`` in a float view, so
+:mod:`partitioner.apply` can tell where a conversion (QUANTIZE / DEQUANTIZE) is needed.
+
+Examples
+--------
+>>> from fusion.ir import Op, Tensor, make_graph
+>>> from partitioner.annotate import annotate_targets
+>>> from partitioner.subgraphs import raise_subgraphs
+>>> from partitioner.targets import resolve_devices
+>>> ts = [Tensor(n, (1, 4), "float32") for n in ("a", "b")] + [Tensor("c", (2, 1, 4), "float32")]
+>>> G = make_graph("g", ts, [Op("pack_0", "PACK", ("a", "b"), ("c",), {"axis": 0})],
+...                ["a", "b"], ["c"])
+>>> targets = resolve_devices("GPU,CPU")
+>>> part = raise_subgraphs(G, annotate_targets(G, targets))
+>>> [(v.device, v.lowerings) for v in enumerate_views(G, part, targets)[0].views]
+[('CPU', ()), ('GPU', ('pack_to_concat', 'concat_to_4d'))]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import networkx as nx
+import numpy as np
+
+from fusion.ir import Buffer, Tensor, make_graph
+from partitioner.lowerings import LOWERINGS, lower_graph
+from partitioner.subgraphs import Partition, Subgraph, extract_subgraph
+from partitioner.targets import Target
+
+FLOAT_SUFFIX = "__float"
+_QUANTIZED_DTYPES = frozenset({"int8", "uint8"})
+#: Ops that change the format themselves; a unit holding one has no float view.
+_FORMAT_OPS = frozenset({"QUANTIZE", "DEQUANTIZE"})
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """One way to run a unit: its graph on ``device`` as ``inference_type``, lowerings used."""
+
+    unit: str
+    device: str
+    inference_type: str
+    graph: nx.MultiDiGraph
+    lowerings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class UnitViews:
+    """A unit and its views, the initial (annotated) one first when it survived."""
+
+    subgraph: Subgraph
+    views: tuple[View, ...]
+
+
+def is_quantized_activation(t: Tensor) -> bool:
+    """An int8 / uint8 activation with quantization parameters (what a float view converts)."""
+    return t.dtype in _QUANTIZED_DTYPES and t.is_quantized and not t.is_constant
+
+
+def float_name(name: str) -> str:
+    """The name of tensor ``name`` in a float view of a quantized unit."""
+    return name + FLOAT_SUFFIX
+
+
+def float_view(S: nx.MultiDiGraph) -> nx.MultiDiGraph | None:
+    """``S`` with quantized activations and weights in float32, or None if it has no float form.
+
+    Quantized activations ``t`` become float32 tensors ``float_name(t)``; quantized constants
+    are dequantized (placeholders stay placeholders, four bytes per element). Units holding a
+    QUANTIZE / DEQUANTIZE op or an int8 activation without quantization have no float view.
+
+    Examples
+    --------
+    >>> from fusion.ir import Op, Quantization, Tensor, make_graph
+    >>> q = Quantization((0.1,), (0,))
+    >>> S = make_graph("s", [Tensor("x", (4,), "int8", quantization=q),
+    ...                      Tensor("y", (4,), "int8", quantization=q)],
+    ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
+    >>> F = float_view(S)
+    >>> F.graph["inputs"], F.graph["tensors"]["y__float"].dtype
+    (('x__float',), 'float32')
+    """
+    tensors = S.graph["tensors"]
+    renamed: dict[str, Tensor] = {}
+    for name, t in tensors.items():
+        if t.dtype in _QUANTIZED_DTYPES and not t.is_quantized and not t.is_constant:
+            return None
+        if is_quantized_activation(t):
+            renamed[name] = Tensor(float_name(name), t.shape, "float32", t.shape_signature)
+        elif t.is_constant and t.is_quantized:
+            renamed[name] = _dequantized_constant(t)
+    ops = []
+    for op in (data["op"] for _, data in S.nodes(data=True)):
+        if op.kind in _FORMAT_OPS:
+            return None
+        ops.append(replace(
+            op,
+            inputs=tuple(None if i is None else renamed.get(i, tensors[i]).name
+                         for i in op.inputs),
+            outputs=tuple(renamed.get(o, tensors[o]).name for o in op.outputs),
+        ))
+    kept = [t for name, t in tensors.items() if name not in renamed]
+    return make_graph(
+        S.graph["name"],
+        [*kept, *renamed.values()],
+        ops,
+        [renamed[t].name if t in renamed else t for t in S.graph["inputs"]],
+        [renamed[t].name if t in renamed else t for t in S.graph["outputs"]],
+        subgraphs=S.graph.get("subgraphs"),
+    )
+
+
+def _dequantized_constant(t: Tensor) -> Tensor:
+    name = float_name(t.name)
+    if t.buffer is None or t.buffer.is_placeholder:
+        buffer = Buffer.placeholder(4 * t.num_elements)
+    else:
+        q = t.quantization
+        shape = [1] * len(t.shape)
+        if shape and q.per_channel:
+            shape[q.axis] = -1
+        scale = np.asarray(q.scale, np.float64).reshape(shape or ())
+        zero = np.asarray(q.zero_point, np.float64).reshape(shape or ())
+        real = (np.asarray(t.data(), np.float64) - zero) * scale
+        buffer = Buffer.from_bytes(real.astype(np.float32))
+    return Tensor(name, t.shape, "float32", t.shape_signature, buffer=buffer)
+
+
+def enumerate_views(
+    G: nx.MultiDiGraph, partition: Partition, targets: Sequence[Target]
+) -> tuple[UnitViews, ...]:
+    """Every runnable view of every unit of ``partition``.
+
+    Parameters
+    ----------
+    G : nx.MultiDiGraph
+        The model graph (not modified).
+    partition : Partition
+        The units (raised subgraphs or single ops).
+    targets : sequence of Target
+        The user's devices; must include the CPU.
+
+    Returns
+    -------
+    tuple of UnitViews
+        In the partition's order; within a unit, the annotated (device, type) first, then the
+        others by device order and type.
+    """
+    out = []
+    for s in partition.subgraphs:
+        S = extract_subgraph(G, s)
+        types = [s.inference_type]
+        if s.inference_type in ("QUANTIZED_INT8", "QUANTIZED_UINT8") and not s.pinned:
+            types.append("FLOAT")
+        bases: dict[str, nx.MultiDiGraph | None] = {s.inference_type: S}
+        views = []
+        for target in targets:
+            if s.pinned and target.name != s.device:
+                continue
+            for itype in types:
+                if itype not in bases:
+                    bases[itype] = float_view(S)
+                view = _view_for(s, bases[itype], target, itype)
+                if view is not None:
+                    views.append(view)
+        views.sort(key=lambda v: (v.device, v.inference_type) != (s.device, s.inference_type))
+        out.append(UnitViews(s, tuple(views)))
+    return tuple(out)
+
+
+def _view_for(
+    s: Subgraph, base: nx.MultiDiGraph | None, target: Target, itype: str
+) -> View | None:
+    if base is None:
+        return None
+
+    def supports(H: nx.MultiDiGraph, node: str) -> bool:
+        return target.supports(H, node, itype)
+
+    H, used = lower_graph(base, supports, (*target.lowerings, *LOWERINGS))
+    if not all(supports(H, n) for n in H):
+        return None
+    return View(s.name, target.name, itype, H, used)
