@@ -52,8 +52,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--devices", nargs="+", action="extend", type=_devices, metavar="D1,D2",
                    help="device sets, each a comma list (default: GPU,CPU NNAPI,CPU "
                    "GPU,NNAPI,CPU)")  # fmt: skip
-    p.add_argument("--granularity", type=_list, default=("subgraph",), metavar="G1,G2",
-                   help="granularities: subgraph, op (default: subgraph)")  # fmt: skip
+    p.add_argument("--granularity", type=_list, default=("subgraph", "op"), metavar="G1,G2",
+                   help="granularities: subgraph, op (default: subgraph,op)")  # fmt: skip
     p.add_argument(
         "--cost-model",
         type=_list,

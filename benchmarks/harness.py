@@ -79,7 +79,7 @@ class Study:
 
     zoos: tuple[str, ...] = ("bundled",)
     device_sets: tuple[tuple[str, ...], ...] = DEFAULT_DEVICE_SETS
-    granularities: tuple[str, ...] = ("subgraph",)
+    granularities: tuple[str, ...] = ("subgraph", "op")
     cost_models: tuple[str, ...] = ("tac",)
     pickers: tuple[str, ...] = DEFAULT_PICKERS
     time_limit_s: float | None = 60.0
@@ -139,7 +139,7 @@ def expand_cases(study: Study) -> list[Case]:
 
     Examples
     --------
-    >>> cases = expand_cases(Study(zoos=("transformer:1",), granularities=("subgraph", "op")))
+    >>> cases = expand_cases(Study(zoos=("transformer:1",)))
     >>> len(cases), cases[0].pickers
     (6, ('exact', 'tac', 'greedy', 'first-fit'))
     >>> cases[0].key
@@ -185,16 +185,29 @@ def build_problem(case: Case) -> BuiltProblem:
     if case.item.kind == "problem":
         n = len(loaded.units)
         return BuiltProblem(loaded, n, "us", time.perf_counter() - started)
-    from partitioner.pipeline import build_pick_problem
-
     from cost_models.base import get_cost_model
 
     cost_model = get_cost_model(case.cost_model)
-    problem = build_pick_problem(
-        loaded, case.devices, cost_model=cost_model, granularity=case.granularity
-    )
+    problem = problem_of_graph(loaded, case.devices, cost_model, case.granularity)
     ops = sum(g.number_of_nodes() for g in [loaded, *loaded.graph.get("subgraphs", {}).values()])
     return BuiltProblem(problem, ops, cost_model.unit, time.perf_counter() - started)
+
+
+def problem_of_graph(G: Any, devices: Sequence[str], cost_model: Any, granularity: str) -> Any:
+    """The partitioner's pick problem of ``G``: annotate, raise units, enumerate views, cost."""
+    from partitioner.annotate import annotate_targets
+    from partitioner.costing import build_problem as cost_views
+    from partitioner.subgraphs import op_units, raise_subgraphs
+    from partitioner.targets import resolve_devices
+    from partitioner.views import enumerate_views
+
+    units_of = {"subgraph": raise_subgraphs, "op": op_units}
+    if granularity not in units_of:
+        raise BenchmarkError(f"unknown granularity {granularity!r}; known: op, subgraph")
+    targets = resolve_devices(devices)
+    partition = units_of[granularity](G, annotate_targets(G, targets))
+    problem, _views = cost_views(G, enumerate_views(G, partition, targets), targets, cost_model)
+    return problem
 
 
 def count_moves(problem: Any, assignment: Mapping[str, Any]) -> tuple[int, int]:

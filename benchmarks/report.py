@@ -401,6 +401,7 @@ def plot_breakdown(records: Sequence[Mapping[str, Any]], path: Path) -> Path | N
         ax.annotate(f"{total:.3f}", (i, total), ha="center", va="bottom", fontsize=9,
                     xytext=(0, 2), textcoords="offset points")  # fmt: skip
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
+    ax.set_ylim(0, max(bottom) * 1.12)
     ax.set_ylabel("mean cost / exact optimum")
     ax.set_title(f"Cost breakdown per picker ({len(exact_of)} problems)")
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))

@@ -57,7 +57,8 @@ class ZooItem:
     """One model of a zoo, as a picklable description.
 
     ``kind`` is ``"tflite"`` (``source`` is a file path), ``"graph"`` (``source`` names a graph
-    generator, ``size`` its size) or ``"problem"`` (a pick-problem generator).
+    generator, ``size`` its size) or ``"problem"`` (a pick-problem generator called with
+    ``size`` and ``seed``). A generator is a built-in name or an importable ``pkg.mod:function``.
     """
 
     name: str
@@ -141,10 +142,31 @@ def load_item(item: ZooItem) -> nx.MultiDiGraph | Any:
 
         return read_tflite(item.source)
     if item.kind == "graph":
-        return GRAPH_GENERATORS[item.source](item.size)
+        return _generator(item, GRAPH_GENERATORS)(item.size)
     if item.kind == "problem":
-        return PROBLEM_GENERATORS[item.source](item.size, item.seed)
+        return _generator(item, PROBLEM_GENERATORS)(item.size, item.seed)
     raise BenchmarkError(f"zoo item {item.name!r}: unknown kind {item.kind!r}")
+
+
+def _generator(item: ZooItem, known: dict[str, Callable[..., Any]]) -> Callable[..., Any]:
+    """A built-in generator by name, or ``pkg.mod:function`` imported (so that the zoos users
+    register in their own module also load in worker processes, which start afresh)."""
+    if item.source in known:
+        return known[item.source]
+    module, _, attr = item.source.partition(":")
+    if not attr:
+        raise BenchmarkError(
+            f"zoo item {item.name!r}: unknown generator {item.source!r}; known: "
+            f"{', '.join(sorted(known))} (or give pkg.mod:function)"
+        )
+    import importlib
+
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise BenchmarkError(
+            f"zoo item {item.name!r}: cannot import {item.source!r}: {exc}"
+        ) from None
 
 
 # ---------------------------------------------------------------------------------------------
