@@ -111,10 +111,10 @@ def fold_bias_scale(ed: Editor, op: Op) -> Rewrite | None:
     """A per-channel constant ADD / SUB / MUL / DIV after a weighted op, folded into its weights.
 
     ``conv(x) + c`` adds ``c`` to the bias; ``conv(x) * c`` scales the filter's output channels
-    and the bias (batch norm left as MUL + ADD folds in two steps).
+    and the bias (batch norm left as MUL + ADD folds in two steps). The ADD's fused activation
+    moves to the weighted op.
     """
-    if op.options.get("fused_activation_function", "NONE") != "NONE":
-        return None
+    act = op.options.get("fused_activation_function", "NONE")
     a, b = op.inputs[:2]
     if ed.is_const(b) and not ed.is_const(a):
         x, c = a, b
@@ -162,12 +162,19 @@ def fold_bias_scale(ed: Editor, op: Op) -> Rewrite | None:
         if bias is None:
             new_b = None if scale is None else np.zeros(channels, np.float32)
     if op.kind in ("MUL", "DIV") and bias is None:
-        fused = replace(prod, inputs=tuple(inputs), outputs=op.outputs)
+        fused = replace(
+            prod,
+            inputs=tuple(inputs),
+            outputs=op.outputs,
+            options={"fused_activation_function": act},
+        )
         return Rewrite((prod.name, op.name), (fused,), tuple(tensors))
     bt = ed.const(f"{prod.name}_bias", new_b, (channels,), "float32")
     tensors.append(bt)
     inputs[b_slot] = bt.name
-    fused = replace(prod, inputs=tuple(inputs), outputs=op.outputs)
+    fused = replace(
+        prod, inputs=tuple(inputs), outputs=op.outputs, options={"fused_activation_function": act}
+    )
     return Rewrite((prod.name, op.name), (fused,), tuple(tensors))
 
 
