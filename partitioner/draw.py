@@ -1,0 +1,61 @@
+"""Draw a partitioned graph: DOT text with ops coloured by device, SVG through graphviz.
+
+Examples
+--------
+>>> from fusion.ir import Op, Tensor, make_graph
+>>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xy"],
+...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
+>>> G.nodes["relu_0"].update(device="GPU", inference_type="FLOAT")
+>>> 'fillcolor="#9fd49f"' in to_dot(G)
+True
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import networkx as nx
+
+from partitioner.targets import PartitionError
+
+#: Fill colours of the built-in devices; other devices cycle through :data:`_SPARE`.
+DEVICE_COLORS = {"CPU": "#a6c8ec", "GPU": "#9fd49f", "NNAPI": "#f3c48b", "NPU": "#d9a9e0"}
+_SPARE = ("#f2e394", "#e8a0a0", "#b5e3e0", "#cccccc")
+
+
+def _quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_dot(G: nx.MultiDiGraph) -> str:
+    """DOT text of ``G``: one box per op (kind, name, device/type), edges labelled by shape."""
+    devices = sorted({d.get("device", "?") for _, d in G.nodes(data=True)})
+    spare = iter(_SPARE * (len(devices) + 1))
+    colors = {d: DEVICE_COLORS.get(d) or next(spare) for d in devices}
+    lines = [f"digraph {_quote(G.graph.get('name', 'model'))} {{",
+             "  rankdir=TB;", '  node [shape=box, style="rounded,filled", fontsize=10];']
+    for n, data in G.nodes(data=True):
+        device = data.get("device", "?")
+        label = f"{data['op'].kind}\\n{n}\\n{device}/{data.get('inference_type', '?')}"
+        lines.append(f'  {_quote(n)} [label="{label}", fillcolor="{colors[device]}"];')
+    tensors = G.graph["tensors"]
+    for u, v, k in G.edges(keys=True):
+        shape = "x".join(str(d) for d in tensors[k].shape)
+        lines.append(f"  {_quote(u)} -> {_quote(v)} [label={_quote(shape)}, fontsize=8];")
+    legend = " | ".join(f"{d}" for d in devices)
+    lines.append(f'  legend [shape=note, label="devices: {legend}", style=""];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def to_svg(G: nx.MultiDiGraph) -> str:
+    """SVG text rendered by graphviz ``dot``; :class:`PartitionError` when it is not installed."""
+    dot = shutil.which("dot")
+    if dot is None:
+        raise PartitionError("graphviz 'dot' is not installed; write DOT text with --dot instead")
+    done = subprocess.run([dot, "-Tsvg"], input=to_dot(G), capture_output=True, text=True,
+                          check=False)
+    if done.returncode != 0:
+        raise PartitionError(f"graphviz dot failed: {done.stderr.strip().splitlines()[-1:]}")
+    return done.stdout
