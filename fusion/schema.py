@@ -17,10 +17,13 @@ Examples
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import ai_edge_litert.schema_py_generated as fb
 import numpy as np
+
+from fusion.errors import GraphError
 
 
 def _enum_names(enum_cls: type) -> dict[int, str]:
@@ -69,6 +72,9 @@ ENUM_FIELDS: dict[str, dict[int, str]] = {
     "reduceFunction": _enum_names(fb.ReduceWindowFunction),
     "compositeAttributesFormat": _enum_names(fb.CustomOptionsFormat),
     "precisionConfig": _enum_names(fb.StablehloPrecisionConfig),
+    "format": _enum_names(fb.DimensionType),
+    "arraySegmentsType": _enum_names(fb.SparseIndexVector),
+    "arrayIndicesType": _enum_names(fb.SparseIndexVector),
     **{
         key: _enum_names(fb.TensorType)
         for key in (
@@ -192,3 +198,124 @@ def _subgraph_name(index: int, subgraph_names: list[str]) -> str:
     if not 0 <= index < len(subgraph_names):
         raise IndexError(f"subgraph index {index} out of range (model has {len(subgraph_names)})")
     return subgraph_names[index]
+
+
+# -- plain dicts back to object-API tables (for the writer) -------------------------------------
+
+#: Nested table fields: attribute -> object-API class.
+_NESTED: dict[str, type] = {"dimMetadata": fb.DimensionMetadataT}
+#: Union fields: attribute -> (attribute holding the union type, type value -> class).
+_UNIONS: dict[str, tuple[str, dict[int, type]]] = {
+    field: (
+        field + "Type",
+        {
+            value: getattr(fb, name + "T")
+            for value, name in _enum_names(fb.SparseIndexVector).items()
+            if name != "NONE"
+        },
+    )
+    for field in ("arraySegments", "arrayIndices")
+}
+
+
+def object_from_plain(
+    cls: type, plain: Mapping[str, Any], subgraph_index: Mapping[str, int], where: str
+) -> Any:
+    """The object-API table of class ``cls`` holding ``plain`` (inverse of :func:`plain_object`).
+
+    Fields missing from ``plain`` keep the schema's defaults. Raises :class:`GraphError` naming
+    ``where`` for an unknown key, enum name or subgraph.
+    """
+    obj = cls()
+    fields = options_fields(cls)
+    for key, value in plain.items():
+        camel = fields.get(key)
+        if camel is None:
+            known = ", ".join(sorted(fields))
+            raise GraphError(f"{where}: unknown option '{key}' (known: {known})")
+        setattr(obj, camel, _object_value(obj, camel, value, plain, subgraph_index, where))
+    return obj
+
+
+def _object_value(
+    obj: Any,
+    camel: str,
+    value: Any,
+    plain: Mapping[str, Any],
+    subgraph_index: Mapping[str, int],
+    where: str,
+) -> Any:
+    if value is None:
+        return None
+    if subgraph_key(camel) is not None:
+        names = [value] if isinstance(value, str) else list(value)
+        for name in names:
+            if name not in subgraph_index:
+                raise GraphError(f"{where}: option '{camel}' names missing subgraph '{name}'")
+        indices = [subgraph_index[n] for n in names]
+        return indices[0] if isinstance(value, str) else indices
+    if camel in BYTES_FIELDS:
+        return np.frombuffer(bytes(value), dtype=np.uint8)
+    if camel in STRING_FIELDS:
+        return value if isinstance(value, str) else list(value)
+    if camel in _NESTED:
+        return [object_from_plain(_NESTED[camel], v, subgraph_index, where) for v in value]
+    if camel in _UNIONS:
+        type_key, classes = _UNIONS[camel]
+        type_value = _enum_value(type_key, plain.get(snake_case(type_key), 0), where)
+        return object_from_plain(classes[type_value], value, subgraph_index, where)
+    if camel in ENUM_FIELDS:
+        if isinstance(value, (tuple, list)):
+            return [_enum_value(camel, v, where) for v in value]
+        return _enum_value(camel, value, where)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def _enum_value(camel: str, value: Any, where: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    values = ENUM_VALUES[camel]
+    if value not in values:
+        known = ", ".join(sorted(values))
+        raise GraphError(f"{where}: option '{snake_case(camel)}' = {value!r} (known: {known})")
+    return values[value]
+
+
+# -- which options table each builtin op uses (for the writer) ----------------------------------
+
+#: Ops whose options class is not simply their name in CamelCase + "Options".
+_OPTIONS_EXCEPTIONS: dict[str, str] = {
+    **dict.fromkeys(("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"), "Pool2DOptions"),
+    **dict.fromkeys(
+        ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL"),
+        "ReducerOptions",
+    ),
+    **dict.fromkeys(("MAXIMUM", "MINIMUM"), "MaximumMinimumOptions"),
+    **dict.fromkeys(("RANDOM_STANDARD_NORMAL", "RANDOM_UNIFORM", "MULTINOMIAL"), "RandomOptions"),
+    "L2_NORMALIZATION": "L2NormOptions",
+    "UNIDIRECTIONAL_SEQUENCE_RNN": "SequenceRNNOptions",
+    "CONV_3D_TRANSPOSE": "Conv3DOptions",
+    "LESS_EQUAL": "LessEqualOptions",
+    "SCATTER_ND": "ScatterNdOptions",
+}
+
+
+def _options_for_kinds() -> dict[str, tuple[int, type]]:
+    by_key: dict[str, tuple[int, type]] = {}
+    for union, classes in ((1, OPTIONS_CLASSES), (2, OPTIONS2_CLASSES)):
+        for cls in classes.values():
+            by_key.setdefault(cls.__name__[: -len("OptionsT")].lower(), (union, cls))
+    by_name = {cls.__name__[:-1]: (u, cls) for u, cls in by_key.values()}
+    out: dict[str, tuple[int, type]] = {}
+    for kind in BUILTIN_CODES:
+        if kind in _OPTIONS_EXCEPTIONS:
+            out[kind] = by_name[_OPTIONS_EXCEPTIONS[kind]]
+        elif kind.replace("_", "").lower() in by_key:
+            out[kind] = by_key[kind.replace("_", "").lower()]
+    return out
+
+
+#: Builtin op kind -> (options union 1 or 2, object-API options class).
+OPTIONS_FOR_KIND: dict[str, tuple[int, type]] = _options_for_kinds()

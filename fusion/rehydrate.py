@@ -1,0 +1,116 @@
+"""Fill the dropped constants of a structure-only model with random values so that it runs.
+
+Structure-only models keep every op, tensor and quantization parameter but drop large weight
+buffers (see ``../shared/zoo/README.md``). :func:`rehydrate` returns a new graph in which each
+dropped constant holds seeded random values of its dtype, in ranges that keep a network's
+activations finite: weights of rank >= 2 are uniform with variance ``1 / fan_in`` (LeCun),
+vectors (biases, scales) uniform in [-0.1, 0.1], int8 weights in [-127, 127], int32 / int64
+values (biases) in [-64, 64]. INT32 / INT64 / BOOL shape-like buffers are never dropped by the
+convention, so they keep their real values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import networkx as nx
+import numpy as np
+
+from fusion.ir import FLOAT_DTYPES, Buffer, Tensor, all_graphs, make_graph, numpy_dtype, ops_of
+
+_INT_RANGES: dict[str, tuple[int, int]] = {
+    "int8": (-127, 127),
+    "uint8": (0, 255),
+    "int16": (-1024, 1024),
+    "uint16": (0, 2048),
+    "int32": (-64, 64),
+    "uint32": (0, 64),
+    "int64": (-64, 64),
+    "uint64": (0, 64),
+}
+
+
+def rehydrate(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
+    """A new graph whose dropped (placeholder) constants hold random values of their dtype.
+
+    Parameters
+    ----------
+    G
+        A graph read from a structure-only model (or any graph; constants with data are kept).
+    seed
+        Seed of the random generator; equal seeds give byte-identical constants.
+
+    Returns
+    -------
+    networkx.MultiDiGraph
+        A new graph (``G`` is not modified); a placeholder shared by several tensors becomes one
+        shared buffer of random values.
+
+    Examples
+    --------
+    >>> from fusion.ir import Buffer, Op, Tensor, make_graph
+    >>> w = Tensor("w", (4, 8), "float32", buffer=Buffer.placeholder(128))
+    >>> G = make_graph("main", [Tensor("x", (1, 8), "float32"), w, Tensor("y", (1, 4), "float32")],
+    ...                [Op("fc_0", "FULLY_CONNECTED", ("x", "w"), ("y",))], ["x"], ["y"])
+    >>> H = rehydrate(G, seed=0)
+    >>> H.graph["tensors"]["w"].data().shape, G.graph["tensors"]["w"].buffer.is_placeholder
+    ((4, 8), True)
+    """
+    rng = np.random.default_rng(seed)
+    filled: dict[int, Buffer] = {}
+
+    def fill(t: Tensor) -> Tensor:
+        if t.buffer is None or not t.buffer.is_placeholder:
+            return t
+        key = id(t.buffer)
+        if key not in filled:
+            filled[key] = Buffer.from_bytes(random_bytes(t, rng))
+        return dataclasses.replace(t, buffer=filled[key])
+
+    graphs = [_rebuild(g, fill) for g in all_graphs(G)]
+    H = graphs[0]
+    if "model" in G.graph:
+        H.graph["model"] = G.graph["model"]
+    H.graph["subgraphs"] = {g.graph["name"]: g for g in graphs[1:]}
+    return H
+
+
+def random_bytes(t: Tensor, rng: np.random.Generator) -> bytes:
+    """Random contents for the dropped constant ``t`` (exactly ``t.buffer.nbytes`` bytes)."""
+    assert t.buffer is not None
+    nbytes = t.buffer.nbytes
+    dtype = numpy_dtype(t.dtype)
+    count = t.num_elements
+    if count * dtype.itemsize != nbytes or t.dtype not in FLOAT_DTYPES | set(_INT_RANGES) | {
+        "bool"
+    }:
+        # Packed (int4, ...) or opaque storage: random bytes of the stored size.
+        return rng.integers(0, 256, size=nbytes, dtype=np.uint8).tobytes()
+    if t.dtype == "bool":
+        return rng.integers(0, 2, size=count, dtype=np.uint8).tobytes()
+    if t.dtype in _INT_RANGES:
+        low, high = _INT_RANGES[t.dtype]
+        return rng.integers(low, high, size=count, endpoint=True).astype(dtype).tobytes()
+    if len(t.shape) >= 2:
+        fan_in = max(1, math.prod(max(d, 1) for d in t.shape[1:]))
+        bound = math.sqrt(3.0 / fan_in)
+    else:
+        bound = 0.1
+    values = rng.uniform(-bound, bound, size=count)
+    if t.dtype == "bfloat16":
+        bits = values.astype(np.float32).view(np.uint32) >> 16
+        return bits.astype(np.uint16).tobytes()
+    return values.astype(dtype).tobytes()
+
+
+def _rebuild(g: nx.MultiDiGraph, fill: Callable[[Tensor], Tensor]) -> nx.MultiDiGraph:
+    tensors = [fill(t) for t in g.graph["tensors"].values()]
+    return make_graph(
+        g.graph["name"],
+        tensors,
+        [op for _, op in ops_of(g)],
+        g.graph["inputs"],
+        g.graph["outputs"],
+    )
