@@ -194,10 +194,14 @@ def build_problem(case: Case) -> BuiltProblem:
 
 
 def problem_of_graph(G: Any, devices: Sequence[str], cost_model: Any, granularity: str) -> Any:
-    """The partitioner's pick problem of ``G``: annotate, raise units, enumerate views, cost."""
+    """The partitioner's pick problem of ``G``: annotate, raise units, enumerate views, cost.
+
+    The same stages, in the same order, as :func:`partitioner.pipeline.partition` runs before
+    it picks; stopping here lets every picker of a case solve one problem.
+    """
     from partitioner.annotate import annotate_targets
     from partitioner.costing import build_problem as cost_views
-    from partitioner.subgraphs import op_units, raise_subgraphs
+    from partitioner.subgraphs import op_units, raise_subgraphs, validate_partition
     from partitioner.targets import resolve_devices
     from partitioner.views import enumerate_views
 
@@ -206,6 +210,7 @@ def problem_of_graph(G: Any, devices: Sequence[str], cost_model: Any, granularit
         raise BenchmarkError(f"unknown granularity {granularity!r}; known: op, subgraph")
     targets = resolve_devices(devices)
     partition = units_of[granularity](G, annotate_targets(G, targets))
+    validate_partition(G, partition)
     problem, _views = cost_views(G, enumerate_views(G, partition, targets), targets, cost_model)
     return problem
 
