@@ -1,0 +1,175 @@
+"""Each pattern rule on a small builder graph: structure, origin, and executor numerics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fusion.builder import GraphBuilder
+from fusion.executor import random_inputs, run_graph
+from fusion.fuse import fuse
+from fusion.ir import ops_of, validate_graph
+from fusion.rules import custom  # noqa: F401  (custom kernels)
+from fusion.unfuse import unfuse
+
+RNG = np.random.default_rng(0)
+
+
+def _w(*shape):
+    return RNG.standard_normal(shape).astype(np.float32)
+
+
+def _kinds(G):
+    return [op.kind for _, op in ops_of(G)]
+
+
+def _check(G, want_kinds, want_counts):
+    r = fuse(G)
+    validate_graph(r.graph)
+    assert _kinds(r.graph) == want_kinds
+    assert r.counts == want_counts
+    inputs = random_inputs(G, seed=3)
+    a, b = run_graph(G, inputs), run_graph(r.graph, inputs)
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], rtol=1e-5, atol=1e-5)
+    return r
+
+
+def test_conv_batchnorm_relu_folds_into_one_conv():
+    """x ─CONV_2D─MUL(s)─ADD(t)─RELU─► y   =>   x ─CONV_2D(relu)─► y"""
+    b = GraphBuilder()
+    x = b.input("x", (1, 6, 6, 3))
+    h = b.op("CONV_2D", x, _w(4, 3, 3, 3), _w(4))
+    h = b.op("ADD", b.op("MUL", h, _w(4)), _w(1, 1, 1, 4))
+    G = b.build(outputs=[b.op("RELU", h)])
+    r = _check(G, ["CONV_2D"], {"fold_activation": 1, "fold_bias_scale": 2})
+    conv = next(op for _, op in ops_of(r.graph))
+    assert conv.options["fused_activation_function"] == "RELU"
+    assert conv.origin == (0, 1, 2, 3)
+
+
+def test_intermediate_read_twice_blocks_folding():
+    """x ─CONV_2D─┬─ADD(c)─► y
+    └────────► z   (conv output is a graph output: no fold)"""
+    b = GraphBuilder()
+    h = b.op("CONV_2D", b.input("x", (1, 4, 4, 2)), _w(2, 1, 1, 2), _w(2))
+    G = b.build(outputs=[b.op("ADD", h, _w(2)), h])
+    assert fuse(G).counts == {}
+
+
+def test_pad_valid_conv_becomes_same_only_when_pads_match():
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 2))
+    p = b.op("PAD", x, np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))
+    G = b.build(outputs=[b.op("CONV_2D", p, _w(3, 3, 3, 2), _w(3), padding="VALID")])
+    r = _check(G, ["CONV_2D"], {"fold_pad": 1})
+    assert next(op for _, op in ops_of(r.graph)).options["padding"] == "SAME"
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 2))
+    p = b.op("PAD", x, np.array([[0, 0], [2, 0], [1, 1], [0, 0]], np.int32))
+    G = b.build(outputs=[b.op("CONV_2D", p, _w(3, 3, 3, 2), _w(3), padding="VALID")])
+    assert fuse(G).counts == {}
+
+
+def _hard_swish(b, x):
+    r = b.op("RELU6", b.op("ADD", x, np.float32(3)))
+    return b.op("MUL", x, b.op("MUL", r, np.float32(1 / 6)))
+
+
+def _gelu_tanh(b, x):
+    cube = b.op("MUL", b.op("MUL", x, x), x)
+    inner = b.op("ADD", x, b.op("MUL", cube, np.float32(0.044715)))
+    t = b.op("TANH", b.op("MUL", inner, np.float32(math.sqrt(2 / math.pi))))
+    return b.op("MUL", b.op("MUL", x, np.float32(0.5)), b.op("ADD", t, np.float32(1)))
+
+
+def _gelu_erf(b, x):
+    e = b.op("CUSTOM:Erf", b.op("MUL", x, np.float32(1 / math.sqrt(2))), shape=(2, 8))
+    return b.op("MUL", b.op("MUL", x, np.float32(0.5)), b.op("ADD", e, np.float32(1)))
+
+
+def _swish(b, x):
+    return b.op("MUL", x, b.op("LOGISTIC", x))
+
+
+def _layer_norm(b, x):
+    axes = np.array([-1], np.int32)
+    m = b.op("MEAN", x, axes, keep_dims=True)
+    v = b.op("MEAN", b.op("SQUARED_DIFFERENCE", x, m), axes, keep_dims=True)
+    g = b.op("MUL", b.op("RSQRT", b.op("ADD", v, np.float32(1e-3))), _w(8))
+    return b.op("ADD", b.op("MUL", x, g), b.op("MUL", b.op("NEG", m), g))
+
+
+def _softmax(b, x):
+    axes = np.array([-1], np.int32)
+    e = b.op("EXP", b.op("SUB", x, b.op("REDUCE_MAX", x, axes, keep_dims=True)))
+    return b.op("DIV", e, b.op("SUM", e, axes, keep_dims=True))
+
+
+def _l2(b, x):
+    s = b.op("SUM", b.op("MUL", x, x), np.array([-1], np.int32), keep_dims=True)
+    return b.op("MUL", x, b.op("RSQRT", b.op("MAXIMUM", s, np.float32(1e-12))))
+
+
+def _leaky(b, x):
+    return b.op("MAXIMUM", x, b.op("MUL", x, np.float32(0.2)))
+
+
+@pytest.mark.parametrize(
+    "build, kind, rule",
+    [
+        (_hard_swish, "HARD_SWISH", "hard_swish"),
+        (_gelu_tanh, "GELU", "gelu"),
+        (_gelu_erf, "GELU", "gelu"),
+        (_swish, "CUSTOM:Swish", "swish"),
+        (_layer_norm, "CUSTOM:LayerNorm", "layer_norm"),
+        (_softmax, "SOFTMAX", "softmax"),
+        (_l2, "L2_NORMALIZATION", "l2_normalization"),
+        (_leaky, "LEAKY_RELU", "leaky_relu"),
+    ],
+)
+def test_recognizer_fuses_and_matches_numerics(build, kind, rule):
+    b = GraphBuilder()
+    G = b.build(outputs=[build(b, b.input("x", (2, 8)))])
+    r = _check(G, [kind], {rule: 1})
+    assert r.graph.nodes[next(iter(r.graph))]["op"].origin == tuple(range(G.number_of_nodes()))
+
+
+def test_recognizer_guard_wrong_constant():
+    b = GraphBuilder()
+    x = b.input("x", (2, 8))
+    r = b.op("RELU6", b.op("ADD", x, np.float32(2.5)))
+    G = b.build(outputs=[b.op("MUL", x, b.op("MUL", r, np.float32(1 / 6)))])
+    assert "HARD_SWISH" not in _kinds(fuse(G).graph)
+
+
+def test_quantized_tensors_are_not_recognized():
+    from fusion.ir import Quantization
+
+    b = GraphBuilder()
+    x = b.input("x", (4,), "int8", quantization=Quantization((0.1,), (0,)))
+    G = b.build(outputs=[b.op("MUL", x, b.op("LOGISTIC", x))])
+    assert fuse(G).counts == {}
+
+
+def test_fp16_dequantize_folds_into_float_constant():
+    b = GraphBuilder()
+    w = b.op("DEQUANTIZE", b.const(_w(4).astype(np.float16)))
+    G = b.build(outputs=[b.op("ADD", b.input("x", (4,)), w)])
+    r = _check(G, ["ADD"], {"fold_dequantize": 1})
+    assert r.graph.graph["tensors"][w].dtype == "float32"
+
+
+@pytest.mark.parametrize("build", [_hard_swish, _gelu_tanh, _gelu_erf, _swish, _layer_norm])
+def test_unfuse_inverts_recognizers(build):
+    b = GraphBuilder()
+    F = fuse(b.build(outputs=[build(b, b.input("x", (2, 8)))])).graph
+    U = unfuse(F)
+    validate_graph(U)
+    assert len(U) > 1 and _kinds(fuse(U).graph) == _kinds(F)
+    inputs = random_inputs(F, seed=5)
+    np.testing.assert_allclose(
+        *(run_graph(g, inputs)[F.graph["outputs"][0]] for g in (F, U)), rtol=1e-5, atol=1e-5
+    )
