@@ -49,11 +49,17 @@ def to_dot(G: nx.MultiDiGraph) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_svg(G: nx.MultiDiGraph) -> str:
-    """SVG text rendered by graphviz ``dot``; :class:`PartitionError` when it is not installed."""
+def require_graphviz() -> str:
+    """The path of graphviz ``dot``; :class:`PartitionError` when it is not installed."""
     dot = shutil.which("dot")
     if dot is None:
         raise PartitionError("graphviz 'dot' is not installed; write DOT text with --dot instead")
+    return dot
+
+
+def to_svg(G: nx.MultiDiGraph) -> str:
+    """SVG text rendered by graphviz ``dot``; :class:`PartitionError` when it is not installed."""
+    dot = require_graphviz()
     done = subprocess.run([dot, "-Tsvg"], input=to_dot(G), capture_output=True, text=True,
                           check=False)
     if done.returncode != 0:
