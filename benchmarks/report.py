@@ -235,8 +235,10 @@ def failure_table(records: Sequence[Mapping[str, Any]], limit: int = 50) -> str:
     return _table(("model", "devices", "gran.", "picker", "status", "error"), rows, "llllll") + more
 
 
-def markdown(records: Sequence[Mapping[str, Any]], *, title: str, plots: Sequence[str] = ()) -> str:
-    """The whole Markdown report."""
+def markdown(
+    records: Sequence[Mapping[str, Any]], *, title: str, plots: Sequence[str] = (), extra: str = ""
+) -> str:
+    """The whole Markdown report; ``extra`` (Markdown) goes after the per-picker table."""
     versions = next((r.get("versions") for r in records if r.get("versions")), {}) or {}
     params = next((r.get("params") for r in records if r.get("picker") == "exact"), None)
     distinct = {f: sorted({str(r.get(f)) for r in records}) for f in _CASE_FIELDS}
@@ -256,6 +258,8 @@ def markdown(records: Sequence[Mapping[str, Any]], *, title: str, plots: Sequenc
         parts.append(f"Exact picker parameters: `{params}`.\n")
     if versions:
         parts.append("Versions: " + ", ".join(f"{k} {v}" for k, v in versions.items()) + ".\n")
+    if extra:
+        parts.append(extra)
     parts += [f"![{Path(p).stem}]({p})\n" for p in plots]
     parts += ["## Per case\n", case_table(records)]
     if any(not _ok(r) for r in records):
@@ -417,6 +421,7 @@ def write_report(
     *,
     title: str = "tacopt benchmark",
     plots: bool = True,
+    extra: str = "",
 ) -> Path:
     """Write ``report.md`` and the PNG plots into ``out_dir``; return the Markdown path.
 
@@ -430,6 +435,8 @@ def write_report(
         The report's heading.
     plots : bool
         Draw the PNGs (needs matplotlib).
+    extra : str
+        More Markdown, placed after the per-picker table.
 
     Raises
     ------
@@ -457,7 +464,8 @@ def write_report(
         ):
             if draw(records, out / name) is not None:
                 drawn.append(name)
-    return atomic_write(out / "report.md", markdown(records, title=title, plots=drawn))
+    text = markdown(records, title=title, plots=drawn, extra=extra)
+    return atomic_write(out / "report.md", text)
 
 
 def report_file(
