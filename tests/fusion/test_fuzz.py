@@ -1,0 +1,177 @@
+"""Fuzzing the reader with mutated real models: every failure is a ModelFormatError.
+
+Mutations of real files (bit flips, truncation, byte overwrites, and overwrites of the index
+fields themselves: op inputs / outputs, opcode indices, tensor buffers, subgraph inputs /
+outputs, WHILE body / cond indices, signature indices). A mutated file must either be refused
+with :class:`ModelFormatError`, or read into a graph that :func:`validate_graph` accepts or
+refuses with :class:`GraphError`; IndexError, struct.error, a crash or a hang fail the test.
+About 2,400 cases per run, deterministic (``derandomize=True``).
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from pathlib import Path
+
+import ai_edge_litert.schema_py_generated as fb
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from fusion.errors import GraphError, ModelFormatError
+from fusion.ir import validate_graph
+from fusion.reader import read_tflite
+from tests.conftest import BUNDLED_DIR, ZOO_DIR
+
+#: Small models with a spread of features: WHILE loops, fused LSTM, int8, attention, PyTorch.
+FUZZ_MODELS = [
+    "keras__text_lstm_float32.tflite",
+    "keras__text_lstm_tfkeras_int8.tflite",
+    "keras__text_gru_tfkeras_float32.tflite",
+    "keras__text_transformer_float32.tflite",
+    "keras__mobilenet_v2_float32.tflite",
+    "torch__resnet18_float32.tflite",
+]
+
+
+@functools.cache
+def _models() -> tuple[bytes, ...]:
+    """The fuzzed files: from the shared zoo when present, else the bundled copies."""
+    out = []
+    for name in FUZZ_MODELS:
+        path = ZOO_DIR / name if (ZOO_DIR / name).is_file() else BUNDLED_DIR / name
+        if path.is_file():
+            out.append(path.read_bytes())
+    assert out, "no models to fuzz"
+    return tuple(out)
+
+
+def _check(data: bytes) -> None:
+    try:
+        G = read_tflite(data)
+    except ModelFormatError as exc:
+        assert "\n" not in str(exc)
+        return
+    try:
+        validate_graph(G)
+    except GraphError:
+        pass
+
+
+def fuzz(max_examples: int) -> settings:
+    return settings(_FUZZ, max_examples=max_examples)
+
+
+_FUZZ = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+model_index = st.integers(min_value=0, max_value=len(FUZZ_MODELS) - 1)
+
+
+@fuzz(800)
+@given(
+    model=model_index,
+    flips=st.lists(st.tuples(st.floats(0, 1), st.integers(0, 7)), max_size=8, min_size=1),
+)
+def test_bit_flips(model: int, flips: list[tuple[float, int]]) -> None:
+    data = bytearray(_models()[model % len(_models())])
+    for where, bit in flips:
+        data[min(int(where * len(data)), len(data) - 1)] ^= 1 << bit
+    _check(bytes(data))
+
+
+@fuzz(300)
+@given(model=model_index, keep=st.floats(0, 1))
+def test_truncation(model: int, keep: float) -> None:
+    data = _models()[model % len(_models())]
+    _check(data[: int(keep * (len(data) - 1))])
+
+
+@fuzz(700)
+@given(model=model_index, where=st.floats(0, 1), payload=st.binary(min_size=1, max_size=8))
+def test_byte_overwrites(model: int, where: float, payload: bytes) -> None:
+    data = bytearray(_models()[model % len(_models())])
+    pos = min(int(where * len(data)), len(data) - len(payload))
+    data[pos : pos + len(payload)] = payload
+    _check(bytes(data))
+
+
+def _index_sites(data: bytes) -> list[tuple[int, str]]:
+    """(byte position, struct format) of every index field of a model."""
+    model = fb.Model.GetRootAs(data, 0)
+    sites: list[tuple[int, str]] = []
+
+    def field(tab: object, slot: int, fmt: str) -> None:
+        o = tab.Offset(slot)  # type: ignore[attr-defined]
+        if o:
+            sites.append((tab.Pos + o, fmt))  # type: ignore[attr-defined]
+
+    def vector(tab: object, slot: int) -> None:
+        o = tab.Offset(slot)  # type: ignore[attr-defined]
+        if o:
+            start, n = tab.Vector(o), tab.VectorLen(o)  # type: ignore[attr-defined]
+            sites.extend((start + 4 * k, "<i") for k in range(n))
+
+    for s in range(model.SubgraphsLength()):
+        sg = model.Subgraphs(s)
+        vector(sg._tab, 6)
+        vector(sg._tab, 8)
+        for t in range(sg.TensorsLength()):
+            field(sg.Tensors(t)._tab, 8, "<I")
+        for i in range(sg.OperatorsLength()):
+            op = sg.Operators(i)
+            field(op._tab, 4, "<I")
+            vector(op._tab, 6)
+            vector(op._tab, 8)
+            if op.BuiltinOptionsType() == fb.BuiltinOptions.WhileOptions:
+                table = op.BuiltinOptions()
+                field(table, 4, "<i")
+                field(table, 6, "<i")
+    for k in range(model.SignatureDefsLength()):
+        sig = model.SignatureDefs(k)
+        field(sig._tab, 10, "<I")
+        for j in range(sig.InputsLength()):
+            field(sig.Inputs(j)._tab, 6, "<I")
+    return sites
+
+
+@functools.cache
+def _sites() -> tuple[list[tuple[int, str]], ...]:
+    return tuple(_index_sites(d) for d in _models())
+
+
+INDEX_VALUES = st.one_of(
+    st.integers(-3, 3), st.integers(0, 2000), st.sampled_from([2**31 - 1, -(2**31), 65535])
+)
+
+
+@fuzz(600)
+@given(model=model_index, site=st.floats(0, 1), value=INDEX_VALUES)
+def test_index_corruption(model: int, site: float, value: int) -> None:
+    m = model % len(_models())
+    sites = _sites()[m]
+    pos, fmt = sites[min(int(site * len(sites)), len(sites) - 1)]
+    data = bytearray(_models()[m])
+    if fmt == "<I":
+        value &= 0xFFFFFFFF
+    struct.pack_into(fmt, data, pos, value)
+    _check(bytes(data))
+
+
+def test_index_sites_cover_the_interesting_fields() -> None:
+    sites = _sites()
+    assert all(len(s) > 20 for s in sites)
+    assert sum(len(s) for s in sites) > 1000
+
+
+@pytest.mark.parametrize("name", FUZZ_MODELS)
+def test_fuzzed_models_read_cleanly_unmutated(name: str) -> None:
+    path = ZOO_DIR / name if (ZOO_DIR / name).is_file() else BUNDLED_DIR / name
+    if not path.is_file():
+        pytest.skip(f"{name} not available")
+    validate_graph(read_tflite(Path(path)))
