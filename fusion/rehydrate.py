@@ -69,12 +69,7 @@ def rehydrate(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
             filled[key] = Buffer.from_bytes(random_bytes(t, rng))
         return dataclasses.replace(t, buffer=filled[key])
 
-    graphs = [_rebuild(g, fill) for g in all_graphs(G)]
-    H = graphs[0]
-    if "model" in G.graph:
-        H.graph["model"] = G.graph["model"]
-    H.graph["subgraphs"] = {g.graph["name"]: g for g in graphs[1:]}
-    return H
+    return _map_tensors(G, fill)
 
 
 def random_bytes(t: Tensor, rng: np.random.Generator) -> bytes:
@@ -105,6 +100,16 @@ def random_bytes(t: Tensor, rng: np.random.Generator) -> bytes:
     return values.astype(dtype).tobytes()
 
 
+def _map_tensors(G: nx.MultiDiGraph, fn: Callable[[Tensor], Tensor]) -> nx.MultiDiGraph:
+    """A new model whose tensor records (in every graph) are ``fn`` of the old ones."""
+    graphs = [_rebuild(g, fn) for g in all_graphs(G)]
+    H = graphs[0]
+    if "model" in G.graph:
+        H.graph["model"] = G.graph["model"]
+    H.graph["subgraphs"] = {g.graph["name"]: g for g in graphs[1:]}
+    return H
+
+
 def _rebuild(g: nx.MultiDiGraph, fill: Callable[[Tensor], Tensor]) -> nx.MultiDiGraph:
     tensors = [fill(t) for t in g.graph["tensors"].values()]
     return make_graph(
@@ -114,3 +119,42 @@ def _rebuild(g: nx.MultiDiGraph, fill: Callable[[Tensor], Tensor]) -> nx.MultiDi
         g.graph["inputs"],
         g.graph["outputs"],
     )
+
+
+#: dtypes whose buffers the structure-only convention always keeps (shapes, indices, biases).
+KEPT_DTYPES = frozenset({"int32", "int64", "bool"})
+
+
+def strip_weights(G: nx.MultiDiGraph, *, max_kept_bytes: int = 64) -> nx.MultiDiGraph:
+    """A structure-only copy of ``G``: large weight buffers become placeholders.
+
+    The convention of ``../shared/zoo``: every constant buffer larger than ``max_kept_bytes``
+    whose tensors are not INT32 / INT64 / BOOL is dropped (only its byte size is kept), so the
+    model keeps every op, shape, quantization parameter and shape-like constant. The inverse,
+    up to the values, is :func:`rehydrate`.
+
+    Examples
+    --------
+    >>> from fusion.ir import Buffer, Op, Tensor, make_graph
+    >>> w = Tensor("w", (4, 8), "float32", buffer=Buffer.from_bytes(bytes(128)))
+    >>> G = make_graph("main", [Tensor("x", (1, 8), "float32"), w, Tensor("y", (1, 4), "float32")],
+    ...                [Op("fc_0", "FULLY_CONNECTED", ("x", "w"), ("y",))], ["x"], ["y"])
+    >>> strip_weights(G).graph["tensors"]["w"].buffer
+    Buffer(placeholder, nbytes=128)
+    """
+    keep: set[int] = set()
+    for g in all_graphs(G):
+        for t in g.graph["tensors"].values():
+            if t.buffer is not None and t.dtype in KEPT_DTYPES:
+                keep.add(id(t.buffer))  # a buffer shared with a shape-like tensor stays
+    dropped: dict[int, Buffer] = {}
+
+    def drop(t: Tensor) -> Tensor:
+        b = t.buffer
+        if b is None or b.is_placeholder or id(b) in keep or b.nbytes <= max_kept_bytes:
+            return t
+        return dataclasses.replace(
+            t, buffer=dropped.setdefault(id(b), Buffer.placeholder(b.nbytes))
+        )
+
+    return _map_tensors(G, drop)

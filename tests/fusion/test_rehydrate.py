@@ -10,7 +10,8 @@ import pytest
 
 from fusion.ir import Buffer, Op, Tensor, all_graphs, ir_diff, make_graph, validate_graph
 from fusion.reader import read_tflite
-from fusion.rehydrate import rehydrate
+from fusion.rehydrate import rehydrate, strip_weights
+from tests.conftest import bundled_files
 
 
 def _constants(G: nx.MultiDiGraph) -> list[Tensor]:
@@ -89,3 +90,24 @@ def test_dtypes_get_their_own_values(dtype: str, shape: tuple, nbytes: int) -> N
         assert set(np.unique(t.data().view(np.uint8))) <= {0, 1}
     if dtype == "float16":
         assert np.isfinite(t.data()).all()
+
+
+@pytest.mark.parametrize("path", bundled_files(), ids=lambda p: p.stem)
+def test_strip_weights_inverts_rehydrate(path: Path) -> None:
+    # the zoo's structure-only convention is reproduced exactly: same placeholders, same kept bytes
+    G = read_tflite(path)
+    H = strip_weights(rehydrate(G, seed=0))
+    validate_graph(H)
+    assert ir_diff(G, H) == []
+
+
+def test_strip_weights_keeps_small_and_shape_like_buffers() -> None:
+    shape = Buffer.from_bytes(np.arange(40, dtype=np.int32))
+    tensors = [
+        Tensor("big", (100,), "float32", buffer=Buffer.from_bytes(bytes(400))),
+        Tensor("small", (16,), "float32", buffer=Buffer.from_bytes(bytes(64))),
+        Tensor("shape", (40,), "int32", buffer=shape),
+    ]
+    t = strip_weights(make_graph("main", tensors, [], [], [])).graph["tensors"]
+    assert t["big"].buffer.is_placeholder and t["big"].buffer.nbytes == 400
+    assert not t["small"].buffer.is_placeholder and t["shape"].buffer is shape
