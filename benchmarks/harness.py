@@ -528,7 +528,8 @@ def run_study(
 
     wanted = [case.record_key(p) for case in cases for p in case.pickers]
     ordered = [by_key[k] for k in wanted if k in by_key]
-    others = [r for r in read_records(out) if r["key"] not in set(wanted)]
+    ours = set(wanted)
+    others = [r for r in read_records(out) if r["key"] not in ours]
     if todo or len(existing) != len(ordered) + len(others):
         atomic_write(out, "".join(json.dumps(r) + "\n" for r in ordered + others))
     return ordered
