@@ -149,6 +149,21 @@ def check_inference_type(inference_type: str, *, model: str) -> None:
         )
 
 
+def needs_conversion(src_type: str, dst_type: str, *, model: str) -> bool:
+    """Whether data must be (de/re)quantized between two inference types (FLOAT <-> HYBRID and
+    same-type edges need nothing, as in TAC's ``GetQuantDequantCost``).
+
+    >>> needs_conversion("HYBRID", "FLOAT", model="m")
+    False
+    >>> needs_conversion("FLOAT", "QUANTIZED_INT8", model="m")
+    True
+    """
+    check_inference_type(src_type, model=model)
+    check_inference_type(dst_type, model=model)
+    floats = {"FLOAT", "HYBRID"}
+    return not (src_type == dst_type or (src_type in floats and dst_type in floats))
+
+
 def check_cost(value: float | None, *, model: str, op: str, device: str) -> float | None:
     """Return ``value`` as a float (``None`` stays ``None``); raise on NaN, negative or infinite.
 

@@ -43,6 +43,7 @@ from cost_models.base import (
     CostModelError,
     LinkCost,
     check_inference_type,
+    needs_conversion,
     register_cost_model,
     register_model_format,
 )
@@ -199,10 +200,7 @@ class RooflineCostModel(CostModelBase):
 
     def conversion_cost_per_element(self, src_type: str, dst_type: str) -> float:
         """One read and one write per element on the host (float <-> int8), in us."""
-        check_inference_type(src_type, model=self.name)
-        check_inference_type(dst_type, model=self.name)
-        floats = {"FLOAT", "HYBRID"}
-        if src_type == dst_type or (src_type in floats and dst_type in floats):
+        if not needs_conversion(src_type, dst_type, model=self.name):
             return 0.0
         host = self.profiles[self.host]
         return 5.0 / (host.memory_bandwidth_gbps * 1e9) * 1e6  # 4 bytes float + 1 byte int8

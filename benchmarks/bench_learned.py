@@ -1,0 +1,82 @@
+"""Learned cost model accuracy: measure the zoo, fit on half the models, evaluate on the other.
+
+    python benchmarks/bench_learned.py [--records benchmarks/out/zoo_records.jsonl] [--repeat]
+
+Split (deterministic, by model): the zoo's model files sorted by name; even positions train,
+odd positions test (so most float32 / int8 pairs of one architecture land on opposite sides).
+A held-out op is every configuration a test model uses (configurations shared with training
+models are predicted from the lookup table, as they would be in use). Measures the zoo first
+when the records file is missing (benchmarks/measure_zoo.py). With --repeat, measures the test
+half a second time into a fresh file and reports the repeatability of single-op latencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cost_models.learned import LearnedCostModel, evaluate, fit
+from cost_models.measure import MeasureConfig, measure_models, read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT.parent / "shared" / "zoo"
+
+
+def split(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    models = sorted((r for r in records if r["type"] == "model"), key=lambda r: r["model"])
+    halves: tuple[list[dict], list[dict]] = ([], [])
+    for i, m in enumerate(models):
+        halves[i % 2].append(m)
+    out = []
+    for half in halves:
+        keys = {k for m in half for k, _ in m["ops"]}
+        ops = [r for r in records if r["type"] in ("op", "skip") and r["key"] in keys]
+        out.append(ops + half)
+    return out[0], out[1]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=Path, default=ROOT / "benchmarks/out/zoo_records.jsonl")
+    ap.add_argument("--repeat", action="store_true", help="re-measure the test half")
+    args = ap.parse_args()
+    if not args.records.exists():
+        args.records.parent.mkdir(parents=True, exist_ok=True)
+        measure_models(sorted(ZOO.glob("*.tflite")), args.records, MeasureConfig())
+    records = read_records(args.records)
+    train, test = split(records)
+    t0 = time.perf_counter()
+    doc = fit(train)
+    fit_s = time.perf_counter() - t0
+    result = evaluate(LearnedCostModel(doc), test)
+    print(f"train: {doc['trained_on']['models']}")
+    print(f"fit in {fit_s:.2f} s on {doc['trained_on']['configs']} configurations")
+    print(json.dumps(result, indent=1, sort_keys=True))
+    if args.repeat:
+        again = args.records.with_name("zoo_records_repeat.jsonl")
+        again.unlink(missing_ok=True)
+        models = sorted({m["model"] for m in test if m["type"] == "model"})
+        measure_models([ZOO / f"{m}.tflite" for m in models], again, MeasureConfig())
+        first = {r["key"]: r["latency_us"] for r in test if r["type"] == "op"}
+        ratios = [
+            r["latency_us"] / first[r["key"]]
+            for r in read_records(again)
+            if r["type"] == "op" and r["key"] in first
+        ]
+        dev = np.abs(np.array(ratios) - 1)
+        print(
+            f"repeatability over {len(ratios)} ops: median |ratio-1| = "
+            f"{statistics.median(dev) * 100:.1f} %, within ±10 %: "
+            f"{np.mean(dev <= 0.1) * 100:.1f} %"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

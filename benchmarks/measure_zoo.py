@@ -1,0 +1,54 @@
+"""Measure every op of ../shared/zoo on this machine (ai-edge-litert, 1 thread) and time the run.
+
+    python benchmarks/measure_zoo.py [--out benchmarks/out/zoo_records.jsonl] [--fresh]
+
+Prints the wall time, the counts (measured / reused / skipped ops, models) and, per model, the
+measured model latency next to the sum of its measured op latencies (minus the invoke overhead).
+Resumable: re-running continues an interrupted file unless --fresh.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from cost_models.measure import MeasureConfig, measure_models, read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT.parent / "shared" / "zoo"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "zoo_records.jsonl")
+    ap.add_argument("--fresh", action="store_true", help="delete the records file first")
+    args = ap.parse_args()
+    models = sorted(ZOO.glob("*.tflite"))
+    if not models:
+        print(f"no models in {ZOO}", file=sys.stderr)
+        return 1
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.fresh:
+        args.out.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    stats = measure_models(models, args.out, MeasureConfig(threads=1))
+    wall = time.perf_counter() - t0
+    print(f"measured {len(models)} models in {wall / 60:.1f} min: {stats}")
+    recs = read_records(args.out)
+    ops = {r["key"]: r["latency_us"] - r["overhead_us"] for r in recs if r["type"] == "op"}
+    ratios = []
+    for r in recs:
+        if r["type"] != "model":
+            continue
+        total = sum(ops.get(k, 0.0) * c for k, c in r["ops"])
+        ratios.append(total / r["latency_us"])
+        print(f"{r['model']:48s} model {r['latency_us']:11.1f} us   sum of ops {total:11.1f} us")
+    print(f"median (sum of ops / model latency) = {statistics.median(ratios):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

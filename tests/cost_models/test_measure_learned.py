@@ -1,0 +1,143 @@
+"""Measuring on the real interpreter, resuming, fitting, evaluating, loading as a cost model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cost_models.base import CostModelError, get_cost_model
+from cost_models.learned import LearnedCostModel, evaluate, fit
+from cost_models.measure import cut_op, fill_constants, op_features, op_key, read_records
+from fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
+from partitioner.cli import main
+
+
+def small_model(n: int) -> object:
+    #  x -> [ADD x,x] -> a -> [FULLY_CONNECTED w] -> b -> [TANH] -> y
+    ts = [
+        Tensor("x", (1, n), "float32"),
+        Tensor("a", (1, n), "float32"),
+        Tensor("w", (n, n), "float32", buffer=Buffer.placeholder(n * n * 4)),
+        Tensor("b", (1, n), "float32"),
+        Tensor("y", (1, n), "float32"),
+    ]
+    ops = [
+        Op("add_0", "ADD", ("x", "x"), ("a",), {"fused_activation_function": "NONE"}),
+        Op(
+            "fully_connected_1",
+            "FULLY_CONNECTED",
+            ("a", "w", None),
+            ("b",),
+            {"fused_activation_function": "NONE", "keep_num_dims": False},
+        ),
+        Op("tanh_2", "TANH", ("b",), ("y",)),
+    ]
+    return make_graph("main", ts, ops, ["x"], ["y"])
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    from fusion.writer import write_tflite
+
+    folder = tmp_path_factory.mktemp("models")
+    paths = []
+    for n in (16, 64, 256, 512, 1024):
+        paths.append(write_tflite(fill_constants(small_model(n), seed=0), folder / f"m{n}.tflite"))
+    return paths
+
+
+def test_cut_op_and_key() -> None:
+    G = small_model(8)
+    S = cut_op(G, "fully_connected_1")
+    validate_graph(S)
+    assert S.graph["inputs"] == ("a",) and list(S) == ["fully_connected_1"]
+    f = op_features(G, "fully_connected_1", root=G)
+    assert f["flops"] == 2 * 64 and f["inference_type"] == "FLOAT"
+    assert op_key(f) == op_key(op_features(small_model(8), "fully_connected_1", root=G))
+    assert op_key(f) != op_key(op_features(small_model(9), "fully_connected_1", root=G))
+    filled = fill_constants(G, seed=1)
+    assert not filled.graph["tensors"]["w"].buffer.is_placeholder
+    assert G.graph["tensors"]["w"].buffer.is_placeholder  # input untouched
+
+
+def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> None:
+    out = tmp_path / "rec.jsonl"
+    assert main(["measure", *map(str, models), "--out", str(out), "--quiet"]) == 0
+    recs = read_records(out)
+    ops = [r for r in recs if r["type"] == "op"]
+    assert len(ops) == 3 * len(models)  # every config is distinct
+    assert all(r["latency_us"] > 0 and r["threads"] == 1 for r in ops)
+    assert {r["model"] for r in recs if r["type"] == "model"} == {p.stem for p in models}
+    capsys.readouterr()
+    # resuming measures nothing new
+    assert main(["measure", *map(str, models), "--out", str(out), "--quiet"]) == 0
+    assert len(read_records(out)) == len(recs)
+    # a duplicate model reuses every op configuration
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert stats["measured"] == 0
+
+    model_path = tmp_path / "model.json"
+    assert main(["fit", str(out), "-o", str(model_path), "--eval", str(out), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert set(result) >= {"within_10pct", "mape", "spearman", "model_error_median"}
+    assert result["within_10pct_net"] == 1.0  # every config is in the lookup table
+    doc = json.loads(model_path.read_text())
+    assert doc["format"] == "tacopt-learned"
+
+    from fusion.reader import read_tflite
+
+    model = get_cost_model(str(model_path))
+    G = read_tflite(models[1])  # m64, as measured
+    # measured configuration: exact lookup
+    fc = next(r for r in ops if r["kind"] == "FULLY_CONNECTED" and r["model"] == "m64")
+    assert model.op_cost(G, "fully_connected_1", "CPU", "FLOAT") == pytest.approx(
+        max(fc["latency_us"] - fc["overhead_us"], 0.05), rel=1e-3
+    )
+    # unseen size: regression, finite and positive
+    assert 0 < model.op_cost(small_model(300), "fully_connected_1", "CPU", "FLOAT") < 1e6
+    with pytest.raises(CostModelError, match="unknown device 'GPU'"):
+        model.op_cost(G, "add_0", "GPU", "FLOAT")
+
+
+def test_unseen_kind_falls_back_or_raises() -> None:
+    recs = [
+        {
+            "type": "op",
+            "key": f"k{i}",
+            "kind": "ADD",
+            "inference_type": "FLOAT",
+            "flops": 10.0**i,
+            "bytes": 10.0**i,
+            "outputs": [[[10**i]]],
+            "latency_us": 2 + i,
+            "overhead_us": 1.0,
+            "model": "m",
+        }
+        for i in range(6)
+    ]
+    doc = fit(recs)
+    feats = {
+        "kind": "SOFTMAX",
+        "inference_type": "FLOAT",
+        "flops": 100.0,
+        "bytes": 100.0,
+        "outputs": [[[100]]],
+    }
+    assert LearnedCostModel(doc).predict(feats).source == "fallback"
+    with pytest.raises(CostModelError, match="SOFTMAX was never measured"):
+        LearnedCostModel(doc, strict=True).predict(feats)
+    assert np.isfinite(evaluate(LearnedCostModel(doc), recs)["spearman"])
+
+
+def test_bad_inputs(tmp_path: Path, capsys) -> None:
+    assert main(["measure", str(tmp_path / "nope.tflite"), "--out", str(tmp_path / "r")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["fit", str(empty), "-o", str(tmp_path / "m.json")]) == 2
+    assert "no op records" in capsys.readouterr().err
+    with pytest.raises(CostModelError, match="format is not"):
+        LearnedCostModel({"format": "x"})
