@@ -130,6 +130,7 @@ _U8 = struct.Struct("<B").unpack_from
 _U16 = struct.Struct("<H").unpack_from
 _I32 = struct.Struct("<i").unpack_from
 _U32 = struct.Struct("<I").unpack_from
+_U64 = struct.Struct("<Q").unpack_from
 
 
 def _fields(buf: Any, pos: int, n: int) -> list[int]:
@@ -201,6 +202,7 @@ class _Reader:
         self.model = fb.Model.GetRootAs(buf, 0)
         self._buffers: dict[int, Buffer | None] = {}
         self._options_cache: dict[tuple, dict[str, Any]] = {}
+        self._buffer_tables: list[int] | None = None
 
     def fail(self, msg: str) -> ModelFormatError:
         return ModelFormatError(f"{self.where}: {msg}")
@@ -309,16 +311,19 @@ class _Reader:
             raise self.fail(f"{what}: buffer index {index} out of range ({self.n_buffers} buffers)")
         result: Buffer | None = None
         if index != 0:
-            b = self.model.Buffers(index)
-            tab = b._tab
-            o = tab.Offset(4)
-            if o != 0 and tab.VectorLen(o) > 0:
-                start, n = tab.Vector(o), tab.VectorLen(o)
-                if start + n > self.nbytes:
+            if self._buffer_tables is None:
+                self._buffer_tables = self._tables(_fields(self.buf, self.model._tab.Pos, 5)[4])
+            # Buffer fields: data, offset, size.
+            f = _fields(self.buf, self._buffer_tables[index], 3)
+            start = f[0] + _U32(self.buf, f[0])[0] if f[0] else 0
+            n = _U32(self.buf, start)[0] if start else 0
+            if n > 0:
+                if start + 4 + n > self.nbytes:
                     raise self.fail(f"buffer {index}: data runs past the end of the file")
-                result = Buffer(self.buf, start, n)
+                result = Buffer(self.buf, start + 4, n)
             else:
-                offset, size = b.Offset(), b.Size()
+                offset = _U64(self.buf, f[1])[0] if f[1] else 0
+                size = _U64(self.buf, f[2])[0] if f[2] else 0
                 if offset == 1 and size > 0:
                     result = Buffer.placeholder(size)  # structure-only model: bytes dropped
                 elif offset > 1 and size > 0:
