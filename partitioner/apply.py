@@ -109,7 +109,7 @@ def apply_plan(
         if t not in available:
             convert(t)
     used = dict.fromkeys(
-        t for op in ops for t in (*op.inputs, *op.outputs) if t is not None
+        t for op in ops for t in (*op.inputs, *op.outputs, *op.intermediates) if t is not None
     )
     used.update(dict.fromkeys((*G.graph["inputs"], *G.graph["outputs"])))
     out = make_graph(

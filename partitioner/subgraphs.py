@@ -7,7 +7,8 @@ the independent checker (every op in exactly one subgraph, subgraphs form a DAG)
 Clustering merges an op into the subgraph of a producer with the same label (device, inference
 type, pinned) whenever the merge leaves the quotient graph acyclic, as torch.fx's
 ``CapabilityBasedPartitioner`` does; ops need not be adjacent in program order. A merge of
-subgraphs ``A -> B`` is refused if another path leads from ``A`` to ``B``.
+subgraphs ``A -> B`` is refused if another path leads from ``A`` to ``B``. A second pass
+merges same-label subgraphs that no path joins (siblings), as TAC does.
 
 TAC's README example (``ADD, MUL, ADD -> PACK`` on ``GPU,CPU``)::
 
@@ -42,6 +43,9 @@ import networkx as nx
 from fusion.ir import make_graph
 from partitioner.annotate import Annotation
 from partitioner.targets import PartitionError
+
+#: How many earlier same-label subgraphs an unconnected one may join (bounds the search).
+_SIBLING_WINDOW = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +147,19 @@ def raise_subgraphs(G: nx.MultiDiGraph, annotations: Mapping[str, Annotation]) -
             if reaches(a, b, skip_direct=True):
                 continue
             merge(a, b)
+
+    # Second pass: same-label subgraphs that no path joins merge too (TAC groups the ADD, MUL
+    # and ADD of its README example although the second ADD touches neither of the others).
+    recent: dict[tuple[str, str, bool], list[str]] = {}
+    for root in dict.fromkeys(find(n) for n in G.nodes):
+        label = _label(annotations[root])
+        for other in reversed(recent.get(label, [])[-_SIBLING_WINDOW:]):
+            a = find(other)
+            if a != root and not reaches(a, root, False) and not reaches(root, a, False):
+                merge(a, root)
+                root = a
+                break
+        recent.setdefault(label, []).append(root)
 
     members: dict[str, list[str]] = {}
     for n in G.nodes:
@@ -247,7 +264,9 @@ def extract_subgraph(G: nx.MultiDiGraph, subgraph: Subgraph) -> nx.MultiDiGraph:
     tensors = G.graph["tensors"]
     inputs, outputs = boundary(G, subgraph.ops)
     ops = [G.nodes[n]["op"] for n in subgraph.ops]
-    names = dict.fromkeys(t for op in ops for t in (*op.inputs, *op.outputs) if t is not None)
+    names = dict.fromkeys(
+        t for op in ops for t in (*op.inputs, *op.outputs, *op.intermediates) if t is not None
+    )
     return make_graph(
         subgraph.name,
         [tensors[t] for t in names],

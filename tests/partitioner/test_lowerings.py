@@ -38,7 +38,8 @@ def _graph(kind, inputs, consts=(), **options):
 
 
 CASES = [
-    ("pack_to_concat", "PACK", [(2, 3), (2, 3), (2, 3)], (), {"axis": 1, "values_count": 3, "shape": (2, 3, 3)}),
+    ("pack_to_concat", "PACK", [(2, 3), (2, 3), (2, 3)], (),
+     {"axis": 1, "values_count": 3, "shape": (2, 3, 3)}),
     ("sub_to_add", "SUB", [(1, 4, 4, 3), (3,)], (), {}),
     ("neg_to_mul", "NEG", [(2, 5)], (), {}),
     ("squared_difference_to_mul", "SQUARED_DIFFERENCE", [(2, 3, 4), (2, 3, 4)], (), {}),

@@ -1,0 +1,54 @@
+"""Alternative views: TAC's PACK-on-GPU view, float views of int8 units, dropped views."""
+
+from __future__ import annotations
+
+from fusion.ir import Op, Quantization, Tensor, make_graph, validate_graph
+from partitioner.annotate import annotate_targets
+from partitioner.subgraphs import raise_subgraphs
+from partitioner.targets import resolve_devices
+from partitioner.views import enumerate_views, float_view
+from tests.partitioner.test_subgraphs import tac_readme_graph
+
+
+def test_pack_subgraph_gets_a_gpu_view_of_reshapes_and_a_concatenation():
+    G = tac_readme_graph()
+    targets = resolve_devices("GPU,CPU")
+    units = enumerate_views(G, raise_subgraphs(G, annotate_targets(G, targets)), targets)
+    pack = next(u for u in units if u.subgraph.ops == ("pack_3",))
+    gpu = next(v for v in pack.views if v.device == "GPU")
+    validate_graph(gpu.graph)
+    kinds = sorted(gpu.graph.nodes[n]["op"].kind for n in gpu.graph)
+    assert "PACK" not in kinds and kinds.count("CONCATENATION") == 1
+    assert set(kinds) == {"RESHAPE", "CONCATENATION"}
+    assert [v.device for v in pack.views] == ["CPU", "GPU"]  # the annotated view first
+
+
+def test_int8_unit_gets_float_views_and_no_int8_gpu_view():
+    q = Quantization((0.1,), (0,))
+    G = make_graph("q", [Tensor("x", (1, 4, 4, 2), "int8", quantization=q),
+                         Tensor("y", (1, 4, 4, 2), "int8", quantization=q)],
+                   [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
+    targets = resolve_devices("GPU,NNAPI,CPU")
+    (unit,) = enumerate_views(G, raise_subgraphs(G, annotate_targets(G, targets)), targets)
+    labels = {(v.device, v.inference_type) for v in unit.views}
+    assert labels == {("NNAPI", "QUANTIZED_INT8"), ("CPU", "QUANTIZED_INT8"),
+                      ("GPU", "FLOAT"), ("NNAPI", "FLOAT"), ("CPU", "FLOAT")}
+    F = float_view(G)
+    assert F.graph["tensors"]["y__float"].dtype == "float32"
+
+
+def test_view_with_an_op_the_device_lacks_is_dropped_but_cpu_stays():
+    ts = [Tensor("x", (4,), "float32"), Tensor("y", (4,), "bool")]
+    G = make_graph("g", ts, [Op("isnan_0", "CUSTOM:IsNan", ("x",), ("y",))], ["x"], ["y"])
+    targets = resolve_devices("GPU,NNAPI")
+    (unit,) = enumerate_views(G, raise_subgraphs(G, annotate_targets(G, targets)), targets)
+    assert [v.device for v in unit.views] == ["CPU"]
+
+
+def test_pinned_unit_has_views_on_its_device_only():
+    G = tac_readme_graph()
+    targets = resolve_devices("GPU,CPU")
+    ann = annotate_targets(G, targets, pins=[("add_*", "CPU")])
+    units = enumerate_views(G, raise_subgraphs(G, ann), targets)
+    pinned = [u for u in units if u.subgraph.pinned]
+    assert pinned and all(v.device == "CPU" for u in pinned for v in u.views)
