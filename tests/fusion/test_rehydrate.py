@@ -11,6 +11,7 @@ import pytest
 from fusion.ir import Buffer, Op, Tensor, all_graphs, ir_diff, make_graph, validate_graph
 from fusion.reader import read_tflite
 from fusion.rehydrate import rehydrate, strip_weights
+from fusion.writer import write_tflite
 from tests.conftest import bundled_files
 
 
@@ -111,3 +112,19 @@ def test_strip_weights_keeps_small_and_shape_like_buffers() -> None:
     t = strip_weights(make_graph("main", tensors, [], [], [])).graph["tensors"]
     assert t["big"].buffer.is_placeholder and t["big"].buffer.nbytes == 400
     assert not t["small"].buffer.is_placeholder and t["shape"].buffer is shape
+
+
+def test_make_zoo_structure_only_step_reproduces_the_manifest(
+    bundled_models: dict[str, Path], bundled_manifest: dict[str, dict], tmp_path: Path
+) -> None:
+    from benchmarks.make_zoo import structure_only
+
+    name = "keras__text_lstm_tfkeras_int8.tflite"
+    full = tmp_path / "full.tflite"
+    write_tflite(rehydrate(read_tflite(bundled_models[name]), seed=0), full)
+    row = structure_only(full, tmp_path / name)
+    want = bundled_manifest[name]
+    for key in ("subgraphs", "ops", "tensors", "op_histogram", "inputs", "outputs"):
+        assert row[key] == want[key], key
+    assert row["bytes"] < row["original_bytes"]
+    assert ir_diff(read_tflite(tmp_path / name), read_tflite(bundled_models[name])) == []
