@@ -79,7 +79,8 @@ def float_view(S: nx.MultiDiGraph) -> nx.MultiDiGraph | None:
 
     Quantized activations ``t`` become float32 tensors ``float_name(t)``; quantized constants
     are dequantized (placeholders stay placeholders, four bytes per element). Units holding a
-    QUANTIZE / DEQUANTIZE op or an int8 activation without quantization have no float view.
+    QUANTIZE / DEQUANTIZE op, int8 state variables or int8 activations without quantization have
+    no float view.
 
     Examples
     --------
@@ -95,8 +96,10 @@ def float_view(S: nx.MultiDiGraph) -> nx.MultiDiGraph | None:
     tensors = S.graph["tensors"]
     renamed: dict[str, Tensor] = {}
     for name, t in tensors.items():
-        if t.dtype in _QUANTIZED_DTYPES and not t.is_quantized and not t.is_constant:
-            return None
+        if t.dtype in _QUANTIZED_DTYPES and not t.is_constant and (
+            t.is_variable or not t.is_quantized
+        ):
+            return None  # int8 state (LSTM cells) or unquantized int8: no float counterpart
         if is_quantized_activation(t):
             renamed[name] = Tensor(float_name(name), t.shape, "float32", t.shape_signature)
         elif t.is_constant and t.is_quantized:
