@@ -60,7 +60,15 @@ import numpy as np
 from fusion.errors import ExecutionError, TacoptError
 from fusion.ir import Tensor, numpy_dtype, ops_of
 from fusion.kernels import array, control, elementwise, nn
-from fusion.kernels.common import Kernel, KernelSpec, OpCall, activate, round_half_away
+from fusion.kernels.common import (
+    Kernel,
+    KernelSpec,
+    OpCall,
+    activate,
+    dequantize,
+    is_quantized,
+    quantize,
+)
 
 __all__ = [
     "OpCall",
@@ -69,6 +77,7 @@ __all__ = [
     "random_inputs",
     "register_kernel",
     "run_graph",
+    "run_op",
     "supported_kinds",
     "tolerance",
 ]
@@ -191,59 +200,6 @@ _register_builtins()
 # quantization
 # --------------------------------------------------------------------------------------------
 
-_QUANTIZED_DTYPES = frozenset({"int8", "uint8", "int16", "int32", "int64"})
-
-
-def _is_quantized(t: Tensor | None) -> bool:
-    return t is not None and t.is_quantized and t.dtype in _QUANTIZED_DTYPES
-
-
-def _per_axis(values: tuple[float, ...] | tuple[int, ...], axis: int, ndim: int) -> np.ndarray:
-    a = np.asarray(values, dtype=np.float64)
-    if a.size == 1 or ndim == 0:
-        return a.reshape(()) if a.size == 1 else a
-    shape = [1] * ndim
-    shape[axis] = -1
-    return a.reshape(shape)
-
-
-def dequantize(q: np.ndarray, t: Tensor) -> np.ndarray:
-    """Real float32 values of stored values ``q`` of quantized tensor ``t``.
-
-    Examples
-    --------
-    >>> from fusion.ir import Quantization
-    >>> t = Tensor("q", (2,), "int8", quantization=Quantization((0.5,), (1,)))
-    >>> dequantize(np.array([1, 5], np.int8), t)
-    array([0., 2.], dtype=float32)
-    """
-    qp = t.quantization
-    assert qp is not None
-    scale = _per_axis(qp.scale, qp.axis, q.ndim)
-    zp = _per_axis(qp.zero_point or (0,), qp.axis, q.ndim)
-    return ((q.astype(np.float64) - zp) * scale).astype(np.float32)
-
-
-def quantize(x: np.ndarray, t: Tensor) -> np.ndarray:
-    """Stored values of real values ``x`` in quantized tensor ``t`` (round half away, clamp).
-
-    Examples
-    --------
-    >>> from fusion.ir import Quantization
-    >>> t = Tensor("q", (3,), "int8", quantization=Quantization((0.5,), (0,)))
-    >>> quantize(np.array([0.25, -0.25, 100.0]), t)
-    array([  1,  -1, 127], dtype=int8)
-    """
-    qp = t.quantization
-    assert qp is not None
-    dtype = numpy_dtype(t.dtype)
-    info = np.iinfo(dtype)
-    x = np.asarray(x, dtype=np.float64)
-    scale = _per_axis(qp.scale, qp.axis, x.ndim)
-    zp = _per_axis(qp.zero_point or (0,), qp.axis, x.ndim)
-    q = round_half_away(x / scale) + zp
-    return np.clip(q, info.min, info.max).astype(dtype)
-
 
 # --------------------------------------------------------------------------------------------
 # running
@@ -305,7 +261,7 @@ def _constant(G: nx.MultiDiGraph, t: Tensor, raw: bool, run: _Run, where: str) -
             value = np.zeros([max(d, 1) for d in t.shape], numpy_dtype(t.dtype))
         else:
             raise ExecutionError(f"{where}: tensor '{t.name}' has no value")
-        if not raw and _is_quantized(t):
+        if not raw and is_quantized(t):
             value = dequantize(value, t)
         run.constants[key] = value
     return run.constants[key]
@@ -315,62 +271,69 @@ def _store(y: Any, t: Tensor, raw: bool) -> np.ndarray:
     y = np.asarray(y)
     if raw or t.dtype in _OPAQUE:
         return y
-    if _is_quantized(t):
+    if is_quantized(t):
         return quantize(y, t)
     return y.astype(numpy_dtype(t.dtype), copy=False)
 
 
-def _run(G: nx.MultiDiGraph, args: list[np.ndarray], run: _Run) -> list[np.ndarray]:
+def _execute(
+    G: nx.MultiDiGraph, op: Any, spec: KernelSpec, env: Mapping[str, np.ndarray], run: _Run
+) -> dict[str, np.ndarray]:
+    """Run one op on the values in ``env`` (stored form); return its outputs in stored form."""
     tensors: dict[str, Tensor] = G.graph["tensors"]
+    where = f"op '{op.name}' ({op.kind})"
+    values: list[np.ndarray | None] = []
+    for t in op.inputs:
+        if t is None:
+            values.append(None)
+            continue
+        rec = tensors[t]
+        if t in env:
+            v = env[t]
+            if not spec.raw and is_quantized(rec):
+                v = dequantize(v, rec)
+        else:
+            v = _constant(G, rec, spec.raw, run, where)
+        values.append(v)
+    call = OpCall(
+        op=op,
+        inputs=tuple(values),
+        input_tensors=tuple(None if t is None else tensors[t] for t in op.inputs),
+        output_tensors=tuple(tensors[t] for t in op.outputs),
+        call_graph=run.call_graph,
+        state=run.state,
+    )
+    try:
+        result = spec.fn(call)
+    except TacoptError:
+        raise
+    except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError) as e:
+        raise ExecutionError(f"{where}: {type(e).__name__}: {e}") from e
+    outs = [result] if isinstance(result, (np.ndarray, np.generic)) else list(result)
+    if len(outs) != len(op.outputs):
+        raise ExecutionError(f"{where}: kernel gave {len(outs)} outputs, op has {len(op.outputs)}")
+    act = op.options.get("fused_activation_function")
+    if act not in (None, "NONE") and not spec.raw and op.kind not in _ACTIVATION_IS_INTERNAL:
+        outs[0] = activate(np.asarray(outs[0]), act, where)
+    stored = {}
+    for t, y in zip(op.outputs, outs):
+        stored[t] = _store(y, tensors[t], spec.raw)
+        _check_shape(stored[t], tensors[t], where)
+    return stored
+
+
+def _run(G: nx.MultiDiGraph, args: list[np.ndarray], run: _Run) -> list[np.ndarray]:
     env: dict[str, np.ndarray] = dict(zip(G.graph["inputs"], args))
     steps, last_use = _plan(G, run)
-    for i, (name, op, spec) in enumerate(steps):
-        where = f"op '{name}' ({op.kind})"
-        values: list[np.ndarray | None] = []
-        for t in op.inputs:
-            if t is None:
-                values.append(None)
-                continue
-            rec = tensors[t]
-            if t in env:
-                v = env[t]
-                if not spec.raw and _is_quantized(rec):
-                    v = dequantize(v, rec)
-            else:
-                v = _constant(G, rec, spec.raw, run, where)
-            values.append(v)
-        call = OpCall(
-            op=op,
-            inputs=tuple(values),
-            input_tensors=tuple(None if t is None else tensors[t] for t in op.inputs),
-            output_tensors=tuple(tensors[t] for t in op.outputs),
-            call_graph=run.call_graph,
-            state=run.state,
-        )
-        try:
-            result = spec.fn(call)
-        except TacoptError:
-            raise
-        except (ValueError, IndexError, TypeError, KeyError) as e:
-            raise ExecutionError(f"{where}: {type(e).__name__}: {e}") from e
-        outs = [result] if isinstance(result, np.ndarray) else list(result)
-        if len(outs) != len(op.outputs):
-            raise ExecutionError(
-                f"{where}: kernel gave {len(outs)} outputs, op has {len(op.outputs)}"
-            )
-        act = op.options.get("fused_activation_function")
-        if act not in (None, "NONE") and not spec.raw and op.kind not in _ACTIVATION_IS_INTERNAL:
-            outs[0] = activate(np.asarray(outs[0]), act, where)
-        for t, y in zip(op.outputs, outs):
-            env[t] = _store(y, tensors[t], spec.raw)
-            _check_shape(env[t], tensors[t], where)
+    for i, (_, op, spec) in enumerate(steps):
+        env.update(_execute(G, op, spec, env, run))
         for t in op.inputs:
             if t is not None and last_use.get(t) == i:
-                env.pop(t, None)
+                env.pop(t, None)  # free activations as soon as their last reader has run
+    where = f"graph '{G.graph.get('name')}'"
+    tensors = G.graph["tensors"]
     return [
-        env[t]
-        if t in env
-        else _constant(G, tensors[t], True, run, f"graph '{G.graph.get('name')}'")
+        env[t] if t in env else _constant(G, tensors[t], True, run, where)
         for t in G.graph["outputs"]
     ]
 
@@ -421,6 +384,49 @@ def run_graph(G: nx.MultiDiGraph, inputs: Mapping[str, np.ndarray]) -> dict[str,
         args.append(np.asarray(inputs[name], dtype=numpy_dtype(tensors[name].dtype)))
     outs = _run(G, args, _Run(G))
     return dict(zip(G.graph["outputs"], outs))
+
+
+def run_op(
+    G: nx.MultiDiGraph,
+    name: str,
+    values: Mapping[str, np.ndarray],
+    *,
+    root: nx.MultiDiGraph | None = None,
+) -> dict[str, np.ndarray]:
+    """Run the single op ``name`` of ``G`` on given input values; return its outputs by name.
+
+    Used to check ops one at a time inside a whole model (feed the interpreter's intermediate
+    tensors, compare the op's outputs). Constant inputs come from ``G``; ``root`` is the main
+    graph when ``G`` is a nested one (for ops that call subgraphs).
+
+    Raises
+    ------
+    ExecutionError
+        If an activation input is not in ``values`` or the op cannot run.
+
+    Examples
+    --------
+    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> G = make_graph("g", [Tensor("x", (2,), "float32"), Tensor("y", (2,), "float32")],
+    ...                [Op("neg_0", "NEG", ("x",), ("y",))], ["x"], ["y"])
+    >>> run_op(G, "neg_0", {"x": np.array([1.0, -2.0], np.float32)})["y"]
+    array([-1.,  2.], dtype=float32)
+    """
+    op = G.nodes[name]["op"]
+    spec = _KERNELS.get(op.kind)
+    if spec is None:
+        raise ExecutionError(f"op '{name}': no kernel for kind '{op.kind}'")
+    tensors = G.graph["tensors"]
+    for t in op.inputs:
+        if t is not None and t not in values and not tensors[t].is_constant:
+            if not tensors[t].is_variable:
+                raise ExecutionError(f"op '{name}' ({op.kind}): no value for input '{t}'")
+    env = {
+        t: np.asarray(v, dtype=numpy_dtype(tensors[t].dtype))
+        for t, v in values.items()
+        if t in tensors
+    }
+    return _execute(G, op, spec, env, _Run(G if root is None else root))
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,7 +489,7 @@ def random_inputs(G: nx.MultiDiGraph, *, seed: int) -> dict[str, np.ndarray]:
             out[name] = rng.random(shape) < 0.5
         elif np.issubdtype(dtype, np.floating):
             out[name] = rng.uniform(-1, 1, shape).astype(dtype)
-        elif _is_quantized(t):
+        elif is_quantized(t):
             info = np.iinfo(dtype)
             out[name] = rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
         elif np.issubdtype(dtype, np.integer):

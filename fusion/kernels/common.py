@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from fusion.errors import ExecutionError
-from fusion.ir import Op, Tensor
+from fusion.ir import Op, Tensor, numpy_dtype
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,3 +150,70 @@ def axis_of(axis: int, rank: int, call: OpCall) -> int:
 def round_half_away(x: np.ndarray) -> np.ndarray:
     """Round to nearest, ties away from zero (C ``round``, what TFLite quantization uses)."""
     return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+# --------------------------------------------------------------------------------------------
+# quantization
+# --------------------------------------------------------------------------------------------
+
+_QUANTIZED_DTYPES = frozenset({"int8", "uint8", "int16", "int32", "int64"})
+
+
+def is_quantized(t: Tensor | None) -> bool:
+    """True for an integer tensor with affine quantization parameters."""
+    return t is not None and t.is_quantized and t.dtype in _QUANTIZED_DTYPES
+
+
+def _per_axis(values: tuple[float, ...] | tuple[int, ...], axis: int, ndim: int) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64)
+    if a.size == 1 or ndim == 0:
+        return a.reshape(()) if a.size == 1 else a
+    shape = [1] * ndim
+    shape[axis] = -1
+    return a.reshape(shape)
+
+
+def dequantize(q: np.ndarray, t: Tensor) -> np.ndarray:
+    """Real float32 values of stored values ``q`` of quantized tensor ``t``.
+
+    Examples
+    --------
+    >>> from fusion.ir import Quantization, Tensor
+    >>> t = Tensor("q", (2,), "int8", quantization=Quantization((0.5,), (1,)))
+    >>> dequantize(np.array([1, 5], np.int8), t)
+    array([0., 2.], dtype=float32)
+    """
+    qp = t.quantization
+    assert qp is not None
+    scale = _per_axis(qp.scale, qp.axis, q.ndim)
+    zp = _per_axis(qp.zero_point or (0,), qp.axis, q.ndim)
+    return ((q.astype(np.float64) - zp) * scale).astype(np.float32)
+
+
+def quantize(x: np.ndarray, t: Tensor) -> np.ndarray:
+    """Stored values of real values ``x`` in quantized tensor ``t`` (round half away, clamp).
+
+    Examples
+    --------
+    >>> from fusion.ir import Quantization, Tensor
+    >>> t = Tensor("q", (3,), "int8", quantization=Quantization((0.5,), (0,)))
+    >>> quantize(np.array([0.25, -0.25, 100.0]), t)
+    array([  1,  -1, 127], dtype=int8)
+    """
+    qp = t.quantization
+    assert qp is not None
+    dtype = numpy_dtype(t.dtype)
+    info = np.iinfo(dtype)
+    x = np.asarray(x, dtype=np.float64)
+    scale = _per_axis(qp.scale, qp.axis, x.ndim)
+    zp = _per_axis(qp.zero_point or (0,), qp.axis, x.ndim)
+    q = round_half_away(x / scale) + zp
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+
+def fake_quantize(x: np.ndarray, t: Tensor | None) -> np.ndarray:
+    """``x`` rounded and clamped to what quantized tensor ``t`` can hold (identity if float)."""
+    if not is_quantized(t):
+        return x
+    assert t is not None
+    return dequantize(quantize(x, t), t)

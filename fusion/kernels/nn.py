@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from fusion.ir import Tensor
 from fusion.kernels.common import (
     OpCall,
     activate,
+    fake_quantize,
     kernel_table,
     round_half_away,
     taps,
@@ -22,12 +22,15 @@ from fusion.kernels.common import (
 KERNELS, kernel = kernel_table()
 
 
-def _is_hybrid(x: np.ndarray, weights: Tensor | None) -> bool:
+def _is_hybrid(call: OpCall, weight_slot: int) -> bool:
+    """Float activations with int8 weights: TFLite's dynamic-range ("hybrid") kernels."""
+    x, w = call.input_tensors[0], call.input_tensors[weight_slot]
     return (
-        weights is not None
-        and weights.is_quantized
-        and weights.dtype in ("int8", "uint8")
-        and np.issubdtype(x.dtype, np.floating)
+        x is not None
+        and x.dtype in ("float32", "float16")
+        and w is not None
+        and w.is_quantized
+        and w.dtype in ("int8", "uint8")
     )
 
 
@@ -69,7 +72,7 @@ def _geometry(call: OpCall, x: np.ndarray, kh: int, kw: int):
 @kernel("CONV_2D")
 def _conv2d(call: OpCall) -> np.ndarray:
     x, w, b = call.input(0), call.input(1), call.optional(2)
-    if _is_hybrid(x, call.input_tensors[1]):
+    if _is_hybrid(call, 1):
         x = hybrid_round(x, bool(call.option("asymmetric_quantize_inputs", False)))
     n, _, _, c = x.shape
     o, kh, kw, ci = w.shape
@@ -137,7 +140,7 @@ def _fully_connected(call: OpCall) -> np.ndarray:
     fmt = str(call.option("weights_format", "DEFAULT"))
     if fmt != "DEFAULT":
         raise call.fail(f"weights_format {fmt} is not supported")
-    if _is_hybrid(x, call.input_tensors[1]):
+    if _is_hybrid(call, 1):
         x = hybrid_round(x, bool(call.option("asymmetric_quantize_inputs", False)))
     k = w.shape[-1]
     y = x.reshape(-1, k) @ w.T
@@ -333,9 +336,12 @@ def _lstm(
     bias = {g: get(f"{g}_bias") for g in _GATES}
     norm = {g: get(f"{g}_layer_norm") for g in _GATES}
     proj_w, proj_b = get("projection_weights"), get("projection_bias")
-    hybrid = _is_hybrid(x, call.input_tensors[slots["input_to_forget"] or 0])
+    hybrid = _is_hybrid(call, slots["input_to_forget"] or 2)
     asym = bool(call.option("asymmetric_quantize_inputs", False))
     gates = [g for g in _GATES if not (cifg and g == "input")]
+    # Full-integer LSTMs keep h in int8 and c in int16: both saturate at their tensors' ranges.
+    h_tensor = call.input_tensors[slots["h_state"]] if slots.get("h_state") else None
+    c_tensor = call.input_tensors[slots["c_state"]] if slots.get("c_state") else None
     # Input contributions for all steps at once: one matmul per gate.
     xs = hybrid_round(x, asym) if hybrid else x
     pre_x = {g: xs @ w_in[g].T for g in gates}
@@ -360,6 +366,7 @@ def _lstm(
         c = f * c + i * g
         if cell_clip > 0:
             c = np.clip(c, -cell_clip, cell_clip)
+        c = fake_quantize(c, c_tensor)
         o = gate("output", t, hq, c)
         h = o * activate(c, act, call.op.name)
         if proj_w is not None:
@@ -368,12 +375,13 @@ def _lstm(
                 h = h + proj_b
             if proj_clip > 0:
                 h = np.clip(h, -proj_clip, proj_clip)
+        h = fake_quantize(h, h_tensor)
         out[:, t] = h
     return out
 
 
-def _lstm_slots(base: int, proj: int, norm: int | None) -> dict[str, int | None]:
-    slots: dict[str, int | None] = {}
+def _lstm_slots(base: int, proj: int, norm: int | None, state: int) -> dict[str, int | None]:
+    slots: dict[str, int | None] = {"h_state": state, "c_state": state + 1}
     for k, g in enumerate(_GATES):
         slots[f"input_to_{g}"] = base + k
         slots[f"recurrent_to_{g}"] = base + 4 + k
@@ -398,7 +406,7 @@ def _unidirectional_lstm(call: OpCall) -> np.ndarray:
     n_cell = call.input(2).shape[0]
     proj = call.optional(16)
     n_out = n_cell if proj is None else proj.shape[0]
-    slots = _lstm_slots(1, 16, 20 if len(call.inputs) > 20 else None)
+    slots = _lstm_slots(1, 16, 20 if len(call.inputs) > 20 else None, 18)
     h0 = _state(call, 18, xb.shape[0], n_out)
     c0 = _state(call, 19, xb.shape[0], n_cell)
     out = _lstm(call, xb, slots, h0, c0, reverse=False)
@@ -419,7 +427,7 @@ def _bidirectional_lstm(call: OpCall) -> list[np.ndarray]:
         n_out = n_cell if p is None else p.shape[0]
         h0 = _state(call, state, xb.shape[0], n_out)
         c0 = _state(call, state + 1, xb.shape[0], n_cell)
-        y = _lstm(call, xb, _lstm_slots(base, proj, None), h0, c0, reverse=base != 1)
+        y = _lstm(call, xb, _lstm_slots(base, proj, None, state), h0, c0, reverse=base != 1)
         outs.append(np.swapaxes(y, 0, 1) if time_major else y)
     if call.option("merge_outputs", False):
         return [np.concatenate(outs, axis=-1)]
