@@ -3,7 +3,8 @@
 Each size is solved for several seeds (one problem per seed) in one worker, so timings are not
 disturbed by a second study on the same cores; the script prints the median solve time per
 picker and size, the median ratio of greedy to exact, and writes the results, ``report.md`` and
-the log-log plot ``time_vs_units.png`` into ``--out`` (resumable, like every study)::
+the log-log plot ``time_vs_units.png`` into ``--out`` (resumable, like every study; the report
+covers every record in ``--out``, so a second run with other sizes or more repeats adds up)::
 
     python -m benchmarks.scaling                       # 100 ... 50,000 units, 3 seeds
     python -m benchmarks.scaling --sizes 100,1000 --repeats 5 --out /tmp/scaling
@@ -17,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from benchmarks.harness import Study, run_study
+from benchmarks.harness import Study, read_records, run_study
 from benchmarks.report import write_report
 
 SIZES = (100, 300, 1_000, 3_000, 10_000, 30_000, 50_000)
@@ -76,9 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     results = args.out / "results.jsonl"
-    records: list[dict] = []
     for study in scaling_studies(sizes, args.repeats, args.pickers.split(","), args.time_limit):
-        records += run_study(study, results, jobs=args.jobs, progress=True)
+        run_study(study, results, jobs=args.jobs, progress=True)
+    # The report covers the whole results file, so runs with different sizes / repeats add up.
+    records = read_records(results)
     print(median_table(records))
     title = "Scaling: exact vs greedy on layered DAGs"
     extra = "## Medians per size\n\n" + median_table(records)
