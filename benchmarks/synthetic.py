@@ -14,6 +14,7 @@ import numpy as np
 
 from partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
 
+_TRANSFER_1GBPS = Link(per_byte=0.001, fixed=50.0)  # µs: 1 GB/s plus 50 µs per transfer
 _DEVICE_SPEEDUP = {"CPU": 1.0, "GPU": 4.0, "NPU": 8.0}
 _TYPE_SPEEDUP = {"FLOAT": 1.0, "HYBRID": 1.5, "QUANTIZED_INT8": 2.5, "QUANTIZED_UINT8": 2.5}
 
@@ -29,7 +30,7 @@ def layered_dag_problem(
     skip_prob: float = 0.15,
     two_input_prob: float = 0.35,
     boundaries: bool = True,
-    transfer: Link = Link(per_byte=0.001, fixed=50.0),
+    transfer: Link = _TRANSFER_1GBPS,
     quant_per_element: float = 0.002,
 ) -> PickProblem:
     """A random layered-DAG pick problem with ``n_units`` units.
@@ -79,9 +80,7 @@ def layered_dag_problem(
     for u in range(n_units):
         base_us = float(np.exp(rng.uniform(np.log(20.0), np.log(5000.0))))
         available = [pairs[0]] + [p for p in pairs[1:] if rng.random() < choice_prob]
-        choices = tuple(
-            Choice(d, t, _cost(base_us, d, t, rng)) for d, t in available
-        )
+        choices = tuple(Choice(d, t, _cost(base_us, d, t, rng)) for d, t in available)
         units.append(Unit(f"func_{u}", choices, int(rng.integers(len(choices)))))
 
     consumers: list[list[str]] = [[] for _ in range(n_units)]
@@ -100,9 +99,7 @@ def layered_dag_problem(
         for p in sorted(picked):
             consumers[p].append(f"func_{u}")
 
-    tensors = [
-        TensorEdge("input", None, tuple(graph_input_readers), (1, 224, 224, 3), "float32")
-    ]
+    tensors = [TensorEdge("input", None, tuple(graph_input_readers), (1, 224, 224, 3), "float32")]
     for u in range(n_units):
         elements = int(np.exp(rng.uniform(np.log(1e3), np.log(1e6))))
         last_layer = layer_of[u] == layer_of[-1]
@@ -116,9 +113,7 @@ def layered_dag_problem(
                 output=not consumers[u] or last_layer,
             )
         )
-    return PickProblem(
-        tuple(units), tuple(tensors), transfer, quant_per_element, "CPU", boundaries
-    )
+    return PickProblem(tuple(units), tuple(tensors), transfer, quant_per_element, "CPU", boundaries)
 
 
 def two_choice_problem(n_units: int, seed: int) -> PickProblem:

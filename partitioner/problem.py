@@ -17,7 +17,7 @@ import json
 import math
 import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,7 +146,8 @@ class PickProblem:
         Examples
         --------
         >>> p = PickProblem.from_dict({"transfer": {"per_byte": 5, "fixed": 10},
-        ...     "units": [{"name": "a", "choices": [{"device": "CPU", "type": "FLOAT", "cost": 1}]}],
+        ...     "units": [{"name": "a",
+        ...                "choices": [{"device": "CPU", "type": "FLOAT", "cost": 1}]}],
         ...     "tensors": []})
         >>> p.units[0].choices[0].label, p.quant_per_element
         ('CPU/FLOAT', 0.0)
@@ -179,7 +180,9 @@ class PickProblem:
             {
                 "name": u.name,
                 "initial": u.choices[u.initial].label if u.choices else None,
-                "choices": [{"device": c.device, "type": c.type, "cost": c.cost} for c in u.choices],
+                "choices": [
+                    {"device": c.device, "type": c.type, "cost": c.cost} for c in u.choices
+                ],
             }
             for u in self.units
         ]
@@ -375,9 +378,21 @@ def _topological_order(problem: PickProblem, fail: Any) -> list[int]:
             if indegree[v] == 0:
                 ready.append(v)
     if len(order) < len(problem.units):
-        stuck = min((i for i in range(len(indegree)) if indegree[i] > 0))
+        stuck = min(i for i in range(len(indegree)) if indegree[i] > 0)
         fail(f"cycle among units through unit {problem.units[stuck].name!r}")
     return order
+
+
+def _unit_order(problem: PickProblem, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
+    """A topological order of units: the listed one when it is, else Kahn's."""
+    produced = tail >= 0
+    if np.all(tail[produced] < head[produced]):
+        return np.arange(len(problem.units), dtype=np.int64)
+
+    def fail(msg: str) -> None:
+        raise ProblemError(msg)
+
+    return np.array(_topological_order(problem, fail), dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -539,26 +554,27 @@ def index_problem(problem: PickProblem) -> ProblemIndex:
     (('CPU', 'GPU'), ('FLOAT',), [1, 0])
     """
     units = problem.units
-    devices = sorted({c.device for u in units for c in u.choices} | {problem.host})
-    formats = sorted(
-        {activation_format(c.type) for u in units for c in u.choices}
-        | {activation_format(type_of_dtype(t.dtype)) for t in problem.tensors}
-    )
+    flat = [c for u in units for c in u.choices]
+    dtypes = {t.dtype for t in problem.tensors}
+    dtype_fmt = {dt: activation_format(type_of_dtype(dt)) for dt in dtypes}
+    devices = sorted({c.device for c in flat} | {problem.host})
+    formats = sorted({activation_format(c.type) for c in flat} | set(dtype_fmt.values()))
     dev_of = {d: i for i, d in enumerate(devices)}
     fmt_of = {f: i for i, f in enumerate(formats)}
     pos = {u.name: i for i, u in enumerate(units)}
-    flat = [c for u in units for c in u.choices]
     counts = np.fromiter((len(u.choices) for u in units), dtype=np.int64, count=len(units))
     choice_start = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     initial = choice_start[:-1] + np.fromiter((u.initial for u in units), np.int64, len(units))
 
     kept = [t for t in problem.tensors if t.producer is not None or problem.boundaries]
     src_unit = np.array([-1 if t.producer is None else pos[t.producer] for t in kept], np.int64)
-    host_fmt = np.array([fmt_of[activation_format(type_of_dtype(t.dtype))] for t in kept], np.int64)
+    host_fmt = np.array([fmt_of[dtype_fmt[t.dtype]] for t in kept], np.int64)
     elements = np.array([t.elements for t in kept], dtype=np.float64)
-    nbytes = elements * np.array([dtype_nbytes(t.dtype) for t in kept], dtype=np.float64)
-    arcs = sorted({(i, pos[v]) for i, t in enumerate(kept) for v in t.consumers})
-    arc_array = np.array(arcs, dtype=np.int64).reshape(-1, 2)
+    nbytes = elements * np.array([_DTYPE_NBYTES[t.dtype] for t in kept], dtype=np.float64)
+    arc_t = [i for i, t in enumerate(kept) for _ in t.consumers]
+    arc_v = [pos[v] for t in kept for v in t.consumers]
+    arc_key = np.unique(np.array(arc_t, np.int64) * max(len(units), 1) + np.array(arc_v, np.int64))
+    arc_tensor, arc_unit = np.divmod(arc_key, max(len(units), 1))
 
     n_dev = len(devices)
     per_byte = np.full((n_dev, n_dev), float(problem.transfer.per_byte))
@@ -567,9 +583,6 @@ def index_problem(problem: PickProblem) -> ProblemIndex:
         if src in dev_of and dst in dev_of:
             per_byte[dev_of[src], dev_of[dst]] = link.per_byte
             fixed[dev_of[src], dev_of[dst]] = link.fixed
-
-    def _unit_order_fail(msg: str) -> None:
-        raise ProblemError(msg)
 
     return ProblemIndex(
         unit_names=tuple(u.name for u in units),
@@ -581,7 +594,7 @@ def index_problem(problem: PickProblem) -> ProblemIndex:
         choice_fmt=np.array([fmt_of[activation_format(c.type)] for c in flat], dtype=np.int64),
         choice_cost=np.array([c.cost for c in flat], dtype=np.float64),
         initial=initial,
-        order=np.array(_topological_order(problem, _unit_order_fail), dtype=np.int64),
+        order=_unit_order(problem, src_unit[arc_tensor], arc_unit),
         tensor_names=tuple(t.name for t in kept),
         src_unit=src_unit,
         src_dev=np.where(src_unit < 0, dev_of[problem.host], -1),
@@ -591,8 +604,8 @@ def index_problem(problem: PickProblem) -> ProblemIndex:
         to_host=np.array([t.output and problem.boundaries for t in kept], dtype=bool),
         host_dev=dev_of[problem.host],
         host_fmt=host_fmt,
-        arc_tensor=arc_array[:, 0],
-        arc_unit=arc_array[:, 1],
+        arc_tensor=arc_tensor,
+        arc_unit=arc_unit,
         link_per_byte=per_byte,
         link_fixed=fixed,
         quant_per_element=float(problem.quant_per_element),

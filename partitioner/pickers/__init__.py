@@ -26,7 +26,6 @@ True
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from partitioner.errors import PickerError

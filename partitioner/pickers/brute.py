@@ -58,7 +58,12 @@ def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Pla
         if values[i] < best_value:
             best_value, best_row = float(values[i]), chosen[i]
     return plan_from_choices(
-        problem, index, best_row, picker="brute", status="OPTIMAL", started=started,
+        problem,
+        index,
+        best_row,
+        picker="brute",
+        status="OPTIMAL",
+        started=started,
         params={"assignments": total},
     )
 

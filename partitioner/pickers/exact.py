@@ -158,10 +158,14 @@ def pick_exact(
     params["solver_status"] = solver.status_string() or status.name
     params["scale"] = scale
     return plan_from_choices(
-        problem, index, chosen, picker="exact",
+        problem,
+        index,
+        chosen,
+        picker="exact",
         status="OPTIMAL" if proven else "FEASIBLE",
         bound=None if proven else max(bound, 0.0),
-        started=started, params=params,
+        started=started,
+        params=params,
     )
 
 
@@ -186,13 +190,18 @@ def build_model(index: ProblemIndex) -> LinearModel:
         # row the LP mixes one unit's devices with another's formats and is not integral.
         joint = index.choice_dev * n_fmt + index.choice_fmt
         pair_rows = _linking_rows(
-            index, joint, len(index.devices) * n_fmt, index.src_dev * n_fmt + index.src_fmt,
+            index,
+            joint,
+            len(index.devices) * n_fmt,
+            index.src_dev * n_fmt + index.src_fmt,
             host * n_fmt + index.host_fmt,
         )
         d, q = np.divmod(pair_rows.kind, n_fmt)
         rows, cols = [pair_rows.rows], [pair_rows.cols]
-        for lookup, key in ((need, pair_rows.t * len(index.devices) + d),
-                            (conv, pair_rows.t * n_fmt + q)):
+        for lookup, key in (
+            (need, pair_rows.t * len(index.devices) + d),
+            (conv, pair_rows.t * n_fmt + q),
+        ):
             found, column = lookup(key)
             rows.append(np.flatnonzero(found))
             cols.append(column[found])
@@ -221,7 +230,11 @@ class _Blocks:
         return first + np.arange(len(cost))
 
     def add(
-        self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, lb: np.ndarray,
+        self,
+        rows: np.ndarray,
+        cols: np.ndarray,
+        vals: np.ndarray,
+        lb: np.ndarray,
         owner: np.ndarray | None = None,
     ) -> None:
         """Rows ``lb <= A x`` (``== 1`` rows when ``owner`` is None and lb is all ones)."""
@@ -260,7 +273,10 @@ class _LinkingRows:
 
 
 def _linking_rows(
-    index: ProblemIndex, kind: np.ndarray, n_kind: int, src_fixed: np.ndarray,
+    index: ProblemIndex,
+    kind: np.ndarray,
+    n_kind: int,
+    src_fixed: np.ndarray,
     sink_kind: np.ndarray,
 ) -> _LinkingRows:
     """The linking rows of one kind (device, format, or both).
@@ -278,9 +294,8 @@ def _linking_rows(
     # One row per (arc, kind); graph outputs add a row (tensor, host) with constant 1.
     sinks = np.flatnonzero(index.to_host)
     n_arcs = len(index.arc_unit)
-    row_key = (
-        np.concatenate([arc_of, n_arcs + np.arange(len(sinks))]) * n_kind
-        + np.concatenate([kind[k_cons], sink_kind[sinks]])
+    row_key = np.concatenate([arc_of, n_arcs + np.arange(len(sinks))]) * n_kind + np.concatenate(
+        [kind[k_cons], sink_kind[sinks]]
     )
     row_keys, row_of_entry = np.unique(row_key, return_inverse=True)
     row_t = np.concatenate([index.arc_tensor, sinks])[row_keys // n_kind]
@@ -428,7 +443,8 @@ def _solver_parameters(backend: str, seed: int, num_workers: int) -> str:
         return f"num_workers:{num_workers} random_seed:{seed} log_search_progress:false"
     if backend == "scip":
         return f"randomization/randomseedshift = {seed}\nlp/threads = 1"
-    return f"output_flag=false\nrandom_seed={seed}\nthreads=1"
+    # HiGHS stops at a 0.01% gap by default and calls that optimal; we want a proof.
+    return f"output_flag=false\nrandom_seed={seed}\nthreads=1\nmip_rel_gap=0\nmip_abs_gap=1e-6"
 
 
 register_picker("exact", pick_exact)

@@ -1,0 +1,237 @@
+"""The two-choice picker: an s-t minimum cut, exact and polynomial.
+
+When all units choose between the same two choices A and B (two devices, one type), a plan is
+a cut: units on the source side run as A, on the sink side as B. Unit costs are terminal edges.
+A tensor from ``p`` read on device B costs ``c(A->B)`` when ``p`` is on A and *any* consumer is
+on B, charged once: a helper node ``h`` with ``p -c-> h`` and ``h -inf-> v`` for every consumer
+``v`` does that (and the mirror image, ``v -inf-> g -c-> p``, for reads on A). Graph inputs
+hang off the terminals; graph outputs add a terminal edge (or share the delivery when the
+host is A or B). Capacities are scaled to integers, as ``scipy.sparse.csgraph.maximum_flow``
+requires; the objective is recomputed by ``evaluate``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order, maximum_flow
+
+from partitioner.errors import PickerError
+from partitioner.pickers import register_picker
+from partitioner.plan import Plan, plan_from_choices, relative_gap
+from partitioner.problem import PickProblem, ProblemIndex, index_problem
+
+_CAPACITY_LIMIT = 2**30  # scipy's max flow works in int32
+
+
+def pick_mincut(problem: PickProblem) -> Plan:
+    """Exact plan for problems whose units use at most two choices, by minimum cut.
+
+    Raises
+    ------
+    PickerError
+        If the units together use more than two (device, type) choices, or two that differ
+        in type rather than device.
+
+    Examples
+    --------
+    >>> from benchmarks.synthetic import two_choice_problem
+    >>> plan = pick_mincut(two_choice_problem(50, seed=0))
+    >>> plan.status
+    'OPTIMAL'
+    """
+    started = time.perf_counter()
+    index = index_problem(problem)
+    devices = np.unique(index.choice_dev)
+    counts = np.diff(index.choice_start)
+    two = counts == 2
+    same_device = (
+        index.choice_dev[index.choice_start[:-1][two]]
+        == index.choice_dev[index.choice_start[:-1][two] + 1]
+    )
+    if (
+        len(devices) > 2
+        or len(np.unique(index.choice_fmt)) > 1
+        or (counts > 2).any()
+        or (same_device.any())
+    ):
+        used = sorted({c.label for u in problem.units for c in u.choices})
+        raise PickerError(
+            "mincut picker needs units that together use at most 2 choices on 2 devices in "
+            f"one type; this problem uses: {', '.join(used)}"
+        )
+    if len(devices) < 2:
+        return plan_from_choices(
+            problem, index, index.initial, picker="mincut", status="OPTIMAL", started=started
+        )
+    dev_a, dev_b = (int(d) for d in devices)
+    tails, heads, caps, n_nodes = _network(index, dev_a, dev_b)
+    finite = np.isfinite(caps)
+    scale, slack = _capacity_scale(caps[finite])
+    scaled = np.zeros(len(caps), dtype=np.int64)
+    scaled[finite] = np.round(caps[finite] * scale)
+    infinity = int(scaled[finite].sum()) + 1
+    if infinity >= 2**31:
+        raise PickerError("mincut picker: costs too large to scale into int32 capacities")
+    scaled[~finite] = infinity
+    graph = sp.csr_matrix((scaled.astype(np.int32), (tails, heads)), shape=(n_nodes, n_nodes))
+    flow = maximum_flow(graph, 0, 1).flow
+    residual = (graph - flow).tocsr()
+    residual.data[residual.data < 0] = 0
+    residual.eliminate_zeros()
+    source_side = np.zeros(n_nodes, dtype=bool)
+    source_side[breadth_first_order(residual, 0, return_predecessors=False)] = True
+
+    on_a = source_side[2 : 2 + index.n_units]
+    choice_a = _choice_on(index, dev_a)
+    choice_b = _choice_on(index, dev_b)
+    chosen = np.where(on_a, choice_a, choice_b)
+    exact = slack == 0.0
+    plan = plan_from_choices(
+        problem,
+        index,
+        chosen,
+        picker="mincut",
+        status="OPTIMAL" if exact else "FEASIBLE",
+        started=started,
+        params={"scale": scale},
+    )
+    if exact:
+        return plan
+    # Rounding moves any cut's cost by at most `slack`, so the optimum is within 2 * slack.
+    bound = max(plan.objective - 2 * slack, 0.0)
+    return dataclasses.replace(plan, bound=bound, gap=relative_gap(plan.objective, bound))
+
+
+def _choice_on(index: ProblemIndex, device: int) -> np.ndarray:
+    """Per unit: the global index of its choice on ``device``, or -1."""
+    out = np.full(index.n_units, -1)
+    on = np.flatnonzero(index.choice_dev == device)
+    out[index.choice_unit[on]] = on
+    return out
+
+
+def _network(
+    index: ProblemIndex, dev_a: int, dev_b: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Edges (tail, head, capacity) of the cut network; node 0 = source (A), 1 = sink (B)."""
+    tails: list[np.ndarray] = []
+    heads: list[np.ndarray] = []
+    caps: list[np.ndarray] = []
+
+    def edge(tail: np.ndarray, head: np.ndarray, cap: np.ndarray) -> None:
+        tail, head, cap = np.broadcast_arrays(tail, head, cap)
+        keep = cap > 0
+        tails.append(tail[keep])
+        heads.append(head[keep])
+        caps.append(cap[keep].astype(np.float64))
+
+    # Unit u on A pays cost_A (edge u -> sink is cut), on B pays cost_B (source -> u is cut);
+    # a missing choice costs infinity. Subtracting the smaller cost changes no cut.
+    node = 2 + np.arange(index.n_units)
+    cost_a = _unit_cost(index, dev_a)
+    cost_b = _unit_cost(index, dev_b)
+    low = np.minimum(cost_a, cost_b)
+    edge(node, 1, cost_a - low)
+    edge(0, node, cost_b - low)
+
+    n_tensors = len(index.src_unit)
+    has_unit = index.src_unit >= 0
+    fixed = np.where(has_unit, -1, index.src_dev)
+    host = index.host_dev
+    idx = np.arange(n_tensors)
+    readers = np.bincount(index.arc_tensor, minlength=n_tensors)
+    to_a = index.to_host & (host == dev_a)
+    to_b = index.to_host & (host == dev_b)
+    to_other = index.to_host & (host != dev_a) & (host != dev_b)
+    n_nodes = 2 + index.n_units
+
+    # Reads on B: the tensor starts on A (its producer on A, or a fixed source not on B).
+    cost = np.where(
+        has_unit,
+        index.transfer_cost(np.full(n_tensors, dev_a), dev_b, idx),
+        index.transfer_cost(np.maximum(fixed, 0), dev_b, idx),
+    )
+    tail = np.where(has_unit, 2 + index.src_unit, 0)
+    edge(tail[to_b & has_unit], 1, cost[to_b & has_unit])
+    n_nodes = _fan_out(edge, index, ~to_b, readers, tail, cost, n_nodes, toward_b=True)
+
+    # Reads on A: the tensor starts on B (its producer on B, or a fixed source not on A).
+    cost = np.where(
+        has_unit,
+        index.transfer_cost(np.full(n_tensors, dev_b), dev_a, idx),
+        index.transfer_cost(np.maximum(fixed, 0), dev_a, idx),
+    )
+    head = np.where(has_unit, 2 + index.src_unit, 1)
+    edge(0, head[to_a & has_unit], cost[to_a & has_unit])
+    n_nodes = _fan_out(edge, index, ~to_a, readers, head, cost, n_nodes, toward_b=False)
+
+    # Graph outputs to a host that is neither A nor B: a unary cost on the producer.
+    out = to_other & has_unit
+    producer = 2 + index.src_unit[out]
+    hosts = np.full(int(out.sum()), host)
+    edge(producer, 1, index.transfer_cost(np.full(len(hosts), dev_a), hosts, idx[out]))
+    edge(0, producer, index.transfer_cost(np.full(len(hosts), dev_b), hosts, idx[out]))
+    return np.concatenate(tails), np.concatenate(heads), np.concatenate(caps), n_nodes
+
+
+def _fan_out(
+    edge: object,
+    index: ProblemIndex,
+    active: np.ndarray,
+    readers: np.ndarray,
+    end: np.ndarray,
+    cost: np.ndarray,
+    n_nodes: int,
+    *,
+    toward_b: bool,
+) -> int:
+    """Charge ``cost[t]`` once if any reader of ``t`` is on the far side; return node count.
+
+    Toward B: ``end -c-> v`` for one reader, else ``end -c-> h -inf-> v``. Toward A mirrored.
+    """
+    arc_t, arc_v = index.arc_tensor, 2 + index.arc_unit
+    single = active & (readers == 1)
+    many = active & (readers > 1)
+    on_single = single[arc_t]
+    if toward_b:
+        edge(end[arc_t[on_single]], arc_v[on_single], cost[arc_t[on_single]])
+    else:
+        edge(arc_v[on_single], end[arc_t[on_single]], cost[arc_t[on_single]])
+    helper = np.full(len(readers), -1)
+    helper[many] = n_nodes + np.arange(int(many.sum()))
+    on_many = many[arc_t]
+    inf = np.full(int(on_many.sum()), np.inf)
+    if toward_b:
+        edge(end[many], helper[many], cost[many])
+        edge(helper[arc_t[on_many]], arc_v[on_many], inf)
+    else:
+        edge(helper[many], end[many], cost[many])
+        edge(arc_v[on_many], helper[arc_t[on_many]], inf)
+    return n_nodes + int(many.sum())
+
+
+def _unit_cost(index: ProblemIndex, device: int) -> np.ndarray:
+    cost = np.full(index.n_units, np.inf)
+    on = index.choice_dev == device
+    cost[index.choice_unit[on]] = index.choice_cost[on]
+    return cost
+
+
+def _capacity_scale(caps: np.ndarray) -> tuple[float, float]:
+    """A power of ten that makes capacities integers within int32, and the rounding it costs."""
+    total = float(caps.sum()) or 1.0
+    scale = 10.0 ** math.floor(math.log10(_CAPACITY_LIMIT / total))
+    for candidate in (10.0**k for k in range(13)):
+        if candidate > scale:
+            break
+        if np.allclose(caps * candidate, np.round(caps * candidate), rtol=0, atol=1e-9):
+            return candidate, 0.0
+    return scale, float(np.abs(np.round(caps * scale) - caps * scale).sum() / scale)
+
+
+register_picker("mincut", pick_mincut)

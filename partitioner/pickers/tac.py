@@ -90,7 +90,12 @@ def pick_tac(problem: PickProblem) -> Plan:
         if decisions is not None and unit.name in decisions:
             chosen[u] = index.choice_start[u] + decisions[unit.name]
     return plan_from_choices(
-        problem, index, chosen, picker="tac", status="HEURISTIC", started=started,
+        problem,
+        index,
+        chosen,
+        picker="tac",
+        status="HEURISTIC",
+        started=started,
         params={"aborted": aborted},
     )
 
