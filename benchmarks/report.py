@@ -368,6 +368,10 @@ def plot_time(records: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
                 xs.append(statistics.median(r["units"] for r in inside))
                 ys.append(statistics.median(r["seconds"] for r in inside))
         ax.plot(xs, ys, marker="o", ms=4, lw=1.8, color=colors[p], label=p)
+    limited = [r for r in rows if r.get("status") == "FEASIBLE"]
+    if limited:  # stopped by the time limit: the time says nothing about proving optimality
+        xs, ys = [r["units"] for r in limited], [r["seconds"] for r in limited]
+        ax.scatter(xs, ys, s=60, marker="x", color="black", zorder=3, label="time limit hit")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("units in the pick problem")
