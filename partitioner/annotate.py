@@ -71,7 +71,8 @@ def annotate_targets(
     targets : sequence of Target
         The devices in the user's order of preference; must include the CPU.
     pins : sequence of (pattern, device)
-        Globs over op names and output tensor names; the first matching pin wins.
+        Globs over op names and output tensor names; the first matching pin wins, so put
+        specific pins before general ones.
 
     Returns
     -------
@@ -81,25 +82,29 @@ def annotate_targets(
     Raises
     ------
     PartitionError
-        When a pin names a device not in ``targets``, matches no op, or pins an op to a device
-        that cannot run it.
+        When a pin names a device not in ``targets``, matches no op, only matches ops an earlier
+        pin took, or pins an op to a device that cannot run it.
     """
     by_name = {t.name: t for t in targets}
     if "CPU" not in by_name:
         raise PartitionError("the device list must include CPU, the fallback for every op")
+    pins = [(pattern, get_target(device).name) for pattern, device in pins]  # case-insensitive
     for pattern, device in pins:
-        get_target(device)
         if device not in by_name:
             raise PartitionError(
                 f"pin '{pattern}={device}': device {device} is not in the device list "
                 f"{','.join(by_name)}"
             )
     used = [False] * len(pins)
+    matched = [False] * len(pins)
     out: dict[str, Annotation] = {}
     for name, op in ops_of(G):
         itype = inference_type(G, name)
-        pin = _first_pin(name, op, pins)
-        if pin is not None:
+        hits = _matching_pins(name, op, pins)
+        for i in hits:
+            matched[i] = True
+        if hits:
+            pin = hits[0]
             used[pin] = True
             device = pins[pin][1]
             if not by_name[device].supports(G, name, itype):
@@ -111,15 +116,19 @@ def annotate_targets(
         device = next(t.name for t in targets if t.supports(G, name, itype))
         out[name] = Annotation(device, itype)
     for i, (pattern, device) in enumerate(pins):
-        if not used[i]:
+        if not matched[i]:
             raise PartitionError(f"pin '{pattern}={device}' matches no op or output tensor")
+        if not used[i]:
+            raise PartitionError(
+                f"pin '{pattern}={device}': every op it matches is taken by an earlier pin "
+                "(the first matching pin wins; put specific pins first)"
+            )
     return out
 
 
-def _first_pin(name: str, op: Op, pins: Sequence[tuple[str, str]]) -> int | None:
-    for i, (pattern, _) in enumerate(pins):
-        if fnmatch.fnmatchcase(name, pattern) or any(
-            fnmatch.fnmatchcase(t, pattern) for t in op.outputs
-        ):
-            return i
-    return None
+def _matching_pins(name: str, op: Op, pins: Sequence[tuple[str, str]]) -> list[int]:
+    return [
+        i for i, (pattern, _) in enumerate(pins)
+        if fnmatch.fnmatchcase(name, pattern)
+        or any(fnmatch.fnmatchcase(t, pattern) for t in op.outputs)
+    ]
