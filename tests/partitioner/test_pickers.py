@@ -1,0 +1,279 @@
+"""Every picker against the one checker, the brute-force oracle, and each other."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from benchmarks.synthetic import layered_dag_problem, two_choice_problem
+from partitioner.errors import PickerError
+from partitioner.pickers import get_picker, pick, picker_names, register_picker
+from partitioner.plan import Plan, plan_from_choices, validate_plan
+from partitioner.problem import (
+    Choice,
+    Link,
+    PickProblem,
+    TensorEdge,
+    Unit,
+    index_problem,
+)
+
+BUILTINS = ("brute", "exact", "first-fit", "greedy", "mincut", "tac")
+
+
+def close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-6)
+
+
+def chain_wxy() -> PickProblem:
+    """W -> X -> Y, 100-element float32 tensors, TAC's transfer constants, no boundaries.
+
+    W: CPU 1e6, GPU 0 | X: CPU 0, GPU 0 | Y: CPU 0, GPU 1000
+    """
+
+    def unit(name: str, cpu: float, gpu: float) -> Unit:
+        return Unit(name, (Choice("CPU", "FLOAT", cpu), Choice("GPU", "FLOAT", gpu)))
+
+    return PickProblem(
+        (unit("W", 1e6, 0.0), unit("X", 0.0, 0.0), unit("Y", 0.0, 1000.0)),
+        (
+            TensorEdge("w", "W", ("X",), (100,), "float32"),
+            TensorEdge("x", "X", ("Y",), (100,), "float32"),
+            TensorEdge("y", "Y", (), (100,), "float32", output=True),
+        ),
+        Link(5.0, 10.0),
+        2.0,
+        boundaries=False,
+    )
+
+
+def test_tac_is_greedy_on_the_wxy_chain_and_exact_is_not() -> None:
+    problem = chain_wxy()
+    assert pick(problem, "tac").objective == 2010.0
+    for name in ("exact", "brute", "mincut"):
+        plan = pick(problem, name)
+        assert plan.objective == 1000.0
+        assert {c.device for c in plan.assignment.values()} == {"GPU"}
+
+
+def test_tac_aborts_to_the_initial_plan_on_a_conflict() -> None:
+    r"""p feeds a (wants p on GPU) and b (wants p on CPU).
+
+         p
+        / \
+       a   b
+    """
+    both = (Choice("CPU", "FLOAT", 0.0), Choice("GPU", "FLOAT", 0.0))
+    problem = PickProblem(
+        (
+            Unit("p", both),
+            Unit("a", (Choice("GPU", "FLOAT", 0.0),)),
+            Unit("b", (Choice("CPU", "FLOAT", 0.0),)),
+        ),
+        (
+            TensorEdge("t", "p", ("a", "b"), (10,), "float32"),
+            TensorEdge("ya", "a", (), (1,), "float32", output=True),
+            TensorEdge("yb", "b", (), (1,), "float32", output=True),
+        ),
+        Link(1.0, 1.0),
+        0.0,
+        boundaries=False,
+    )
+    plan = pick(problem, "tac")
+    assert plan.params["aborted"] is True
+    assert plan.assignment["p"] == both[0]
+
+
+def test_tac_counts_each_operand_of_the_same_producer() -> None:
+    """q reads two tensors of p: TAC charges the pair's bytes twice, so it keeps q off p's device.
+
+    p(GPU) =t1,t2=> q
+    """
+    problem = PickProblem(
+        (
+            Unit("p", (Choice("GPU", "FLOAT", 0.0),)),
+            Unit("q", (Choice("CPU", "FLOAT", 39.0), Choice("GPU", "FLOAT", 60.0))),
+        ),
+        (
+            TensorEdge("t1", "p", ("q",), (1,), "float32"),
+            TensorEdge("t2", "p", ("q",), (1,), "float32"),
+        ),
+        Link(1.0, 10.0),
+        0.0,
+        boundaries=False,
+    )
+    # Real cost of q on CPU: 39 + 2 * (4 + 10) = 67 > 60. TAC sees 39 + 2 * (8 + 10) = 75 > 60
+    # too, but with one operand it would have seen 39 + 18 = 57 < 60.
+    assert pick(problem, "tac").assignment["q"].device == "GPU"
+    assert pick(problem, "exact").objective == 60.0
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_every_picker_passes_validate_plan(name: str, seed: int) -> None:
+    problem = (
+        two_choice_problem(10, seed)
+        if name in ("mincut", "brute")
+        else (layered_dag_problem(60, seed=seed))
+    )
+    plan = pick(problem, name)
+    validate_plan(problem, plan)
+    assert plan.picker == name
+    assert plan.status in ("OPTIMAL", "FEASIBLE", "HEURISTIC")
+
+
+def test_exact_is_never_worse_on_synthetic_problems() -> None:
+    for seed in range(3):
+        problem = layered_dag_problem(300, seed=seed)
+        exact = pick(problem, "exact")
+        assert exact.status == "OPTIMAL"
+        for name in ("tac", "greedy", "first-fit"):
+            assert exact.objective <= pick(problem, name).objective + 1e-6
+
+
+@pytest.mark.parametrize("backend", ["highs", "scip", "cp-sat"])
+def test_every_backend_matches_brute_force(backend: str) -> None:
+    for seed in range(4):
+        problem = layered_dag_problem(7, seed=seed)
+        plan = pick(problem, "exact", backend=backend)
+        validate_plan(problem, plan)
+        assert plan.status == "OPTIMAL"
+        assert close(plan.objective, pick(problem, "brute").objective)
+        assert plan.params["backend"] == backend
+
+
+def test_exact_is_deterministic() -> None:
+    problem = layered_dag_problem(400, seed=5)
+    first, second = pick(problem, "exact"), pick(problem, "exact")
+    assert first.assignment == second.assignment
+    assert first.objective == second.objective
+
+
+def test_time_limit_gives_the_best_plan_so_far_with_a_gap() -> None:
+    problem = layered_dag_problem(3000, seed=0)
+    plan = pick(problem, "exact", time_limit_s=0.001)
+    validate_plan(problem, plan)
+    assert plan.status == "FEASIBLE"
+    assert plan.gap is not None and plan.gap >= 0
+    assert plan.params["time_limit_s"] == 0.001
+
+
+def test_fractional_costs_on_cp_sat_are_reported_in_original_units() -> None:
+    problem = layered_dag_problem(8, seed=4)
+    plan = pick(problem, "exact", backend="cp-sat")
+    validate_plan(problem, plan)
+    assert close(plan.objective, pick(problem, "brute").objective)
+
+
+def test_mincut_refuses_more_than_two_choices() -> None:
+    with pytest.raises(PickerError, match="mincut picker needs .* CPU/FLOAT, "):
+        pick(layered_dag_problem(10, seed=0), "mincut")
+
+
+def test_brute_refuses_more_than_12_units() -> None:
+    with pytest.raises(PickerError, match="at most 12 units, got 13"):
+        pick(two_choice_problem(13, 0), "brute")
+
+
+def test_registry_errors() -> None:
+    with pytest.raises(PickerError, match="already registered"):
+        register_picker("exact", get_picker("greedy"))
+    with pytest.raises(PickerError, match="unknown picker 'nope'; known: brute, exact"):
+        pick(chain_wxy(), "nope")
+    with pytest.raises(PickerError, match="takes no option 'backend'"):
+        pick(chain_wxy(), "tac", backend="highs")
+    assert set(BUILTINS) <= set(picker_names())
+
+
+def all_on_first_choice(problem: PickProblem, *, note: str = "") -> Plan:
+    """A user picker, registered from this module: every unit on its first choice."""
+    import time
+
+    started = time.perf_counter()
+    index = index_problem(problem)
+    return plan_from_choices(
+        problem, index, index.choice_start[:-1], picker="test-first-choice",
+        status="HEURISTIC", started=started, params={"note": note},
+    )  # fmt: skip
+
+
+def test_a_user_picker_plugs_in() -> None:
+    if "test-first-choice" not in picker_names():
+        register_picker("test-first-choice", all_on_first_choice)
+    problem = layered_dag_problem(20, seed=0)
+    plan = pick(problem, "test-first-choice", note="hi")
+    validate_plan(problem, plan)
+    assert plan.params == {"note": "hi"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Property tests on random small problems
+
+DEVICES = ("CPU", "GPU", "NPU")
+TYPES = ("FLOAT", "QUANTIZED_INT8", "HYBRID")
+
+
+@st.composite
+def small_problems(draw: st.DrawFn, two_choices: bool = False) -> PickProblem:
+    n = draw(st.integers(1, 6))
+    pairs = (
+        [("CPU", "FLOAT"), ("GPU", "FLOAT")]
+        if two_choices
+        else [(d, t) for d in DEVICES for t in TYPES]
+    )
+    cost = st.one_of(st.integers(0, 200).map(float), st.floats(0, 200).map(lambda x: round(x, 2)))
+    units = []
+    for u in range(n):
+        labels = draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=3, unique=True))
+        units.append(
+            Unit(f"u{u}", tuple(Choice(d, t, draw(cost)) for d, t in labels),
+                 draw(st.integers(0, len(labels) - 1)))
+        )  # fmt: skip
+    tensors = []
+    for u in range(n):
+        later = [f"u{v}" for v in range(u + 1, n)]
+        readers = draw(st.lists(st.sampled_from(later), max_size=3)) if later else []
+        tensors.append(
+            TensorEdge(f"t{u}", f"u{u}", tuple(readers), (draw(st.integers(0, 20)),),
+                       draw(st.sampled_from(["float32", "int8", "uint8"])),
+                       output=draw(st.booleans()))
+        )  # fmt: skip
+    inputs = draw(st.lists(st.sampled_from([f"u{v}" for v in range(n)]), max_size=2))
+    if inputs:
+        tensors.append(TensorEdge("in", None, tuple(inputs), (8,), draw(st.sampled_from(
+            ["float32", "int8"]))))  # fmt: skip
+    links = {}
+    if draw(st.booleans()):
+        links[("CPU", "GPU")] = Link(draw(st.integers(0, 5)), draw(st.integers(0, 60)))
+    return PickProblem(
+        tuple(units), tuple(tensors),
+        Link(draw(st.integers(0, 5)), draw(st.integers(0, 40))),
+        draw(st.sampled_from([0.0, 0.5, 2.0])),
+        host=draw(st.sampled_from(["CPU", "GPU"])),
+        boundaries=draw(st.booleans()),
+        links=links,
+    )  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems())
+def test_exact_equals_brute_and_beats_every_heuristic(problem: PickProblem) -> None:
+    exact = pick(problem, "exact")
+    validate_plan(problem, exact)
+    assert exact.status == "OPTIMAL"
+    assert close(exact.objective, pick(problem, "brute").objective)
+    for name in ("tac", "greedy", "first-fit"):
+        other = pick(problem, name)
+        validate_plan(problem, other)
+        assert exact.objective <= other.objective + 1e-6
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems(two_choices=True))
+def test_mincut_equals_exact_where_it_applies(problem: PickProblem) -> None:
+    cut = pick(problem, "mincut")
+    validate_plan(problem, cut)
+    assert close(cut.objective, pick(problem, "exact").objective)
