@@ -1,0 +1,85 @@
+"""Pickers on synthetic layered-DAG problems: median wall time, status, objective, exact <= all.
+
+Run::
+
+    python -m benchmarks.bench_pickers --sizes 1000,10000 --repeats 3
+    python -m benchmarks.bench_pickers --sizes 50000 --repeats 1 --time-limit 300
+    python -m benchmarks.bench_pickers --sizes 1000 --backends highs,scip,cp-sat
+    python -m benchmarks.bench_pickers --sizes 0 --mincut-sizes 100000
+
+Wall times include building the flat index and the model, and the final ``evaluate``; they
+are the ``seconds`` each plan reports. Problems come from :mod:`benchmarks.synthetic`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Sequence
+
+from benchmarks.synthetic import layered_dag_problem, two_choice_problem
+from partitioner.pickers import pick
+from partitioner.pickers.exact import build_model
+from partitioner.plan import Plan
+from partitioner.problem import PickProblem, index_problem
+
+
+def median_run(problem: PickProblem, picker: str, repeats: int, **options: object) -> Plan:
+    """The plan of the run with the median time (plans are deterministic; times are not)."""
+    plans = sorted((pick(problem, picker, **options) for _ in range(repeats)),
+                   key=lambda p: p.seconds)  # fmt: skip
+    return plans[len(plans) // 2]
+
+
+def model_build_seconds(problem: PickProblem) -> tuple[float, float, int, int]:
+    """(index seconds, model seconds, variables, rows) of the exact model."""
+    started = time.perf_counter()
+    index = index_problem(problem)
+    indexed = time.perf_counter()
+    model = build_model(index)
+    built = time.perf_counter()
+    return indexed - started, built - indexed, model.matrix.shape[1], model.matrix.shape[0]
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000")
+    parser.add_argument("--mincut-sizes", default="100000")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--pickers", default="tac,greedy,first-fit")
+    parser.add_argument("--backends", default="highs")
+    parser.add_argument("--time-limit", type=float, default=120.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# {os.cpu_count()} cores, load average {load:.1f}; median of {args.repeats} runs")
+    print(f"{'units':>7} {'picker':<14} {'status':<10} {'objective':>14} {'gap':>8} "
+          f"{'median_s':>9}  exact<=all")  # fmt: skip
+    for n in (int(s) for s in args.sizes.split(",") if int(s) > 0):
+        problem = layered_dag_problem(n, seed=args.seed)
+        ix_s, model_s, n_vars, n_rows = model_build_seconds(problem)
+        print(f"# {n} units: index {ix_s:.3f} s, model {model_s:.3f} s, "
+              f"{n_vars} variables, {n_rows} rows")  # fmt: skip
+        others = {name: median_run(problem, name, args.repeats)
+                  for name in args.pickers.split(",")}  # fmt: skip
+        for backend in args.backends.split(","):
+            exact = median_run(problem, "exact", args.repeats, backend=backend,
+                               time_limit_s=args.time_limit)  # fmt: skip
+            wins = all(exact.objective <= p.objective + 1e-6 for p in others.values())
+            _row(n, f"exact/{backend}", exact, "yes" if wins else "NO")
+        for name, plan in others.items():
+            _row(n, name, plan, "")
+    for n in (int(s) for s in args.mincut_sizes.split(",") if int(s) > 0):
+        problem = two_choice_problem(n, seed=args.seed)
+        _row(n, "mincut", median_run(problem, "mincut", args.repeats), "")
+
+
+def _row(n: int, name: str, plan: Plan, verdict: str) -> None:
+    gap = "-" if plan.gap is None else f"{100 * plan.gap:.3f}%"
+    print(f"{n:>7} {name:<14} {plan.status:<10} {plan.objective:>14.1f} {gap:>8} "
+          f"{plan.seconds:>9.3f}  {verdict}", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
