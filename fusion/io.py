@@ -19,6 +19,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "x.txt"
     >>> atomic_write(p, "hi").read_text()
     'hi'
+    >>> oct(p.stat().st_mode & 0o777) == oct(0o666 & ~_umask())
+    True
     """
     path = Path(path)
     payload = data.encode() if isinstance(data, str) else data
@@ -26,8 +28,15 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; a normal file follows the umask
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
