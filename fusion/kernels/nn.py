@@ -81,16 +81,19 @@ def _conv2d(call: OpCall) -> np.ndarray:
     groups = c // ci
     s, d, oh, ow, pads = _geometry(call, x, kh, kw)
     xp = _pad_hw(x, pads)
-    out = np.zeros((n, oh, ow, o), dtype=np.float32)
+    # One 2-D GEMM per tap (a 4-D matmul would loop over rows in numpy).
+    out = np.zeros((n * oh * ow, o), dtype=np.float32)
     og = o // groups
     for i, j, view in taps(xp, kh, kw, oh, ow, s, d):
+        cols = view.reshape(-1, c)
         if groups == 1:
-            out += view @ w[:, i, j, :].T
+            out += cols @ w[:, i, j, :].T
         else:
             for g in range(groups):
-                out[..., g * og : (g + 1) * og] += (
-                    view[..., g * ci : (g + 1) * ci] @ w[g * og : (g + 1) * og, i, j, :].T
+                out[:, g * og : (g + 1) * og] += (
+                    cols[:, g * ci : (g + 1) * ci] @ w[g * og : (g + 1) * og, i, j, :].T
                 )
+    out = out.reshape(n, oh, ow, o)
     return out if b is None else out + b
 
 
@@ -128,8 +131,8 @@ def _transpose_conv(call: OpCall) -> np.ndarray:
     for i in range(kh):
         for j in range(kw):
             full[:, i : i + (h - 1) * sh + 1 : sh, j : j + (wd - 1) * sw + 1 : sw] += (
-                x @ w[:, i, j, :].T
-            )
+                x.reshape(-1, x.shape[3]) @ w[:, i, j, :].T
+            ).reshape(n, h, wd, o)
     out = full[:, pads[0] : pads[0] + shape[1], pads[1] : pads[1] + shape[2]]
     return out if b is None else out + b
 
