@@ -319,3 +319,25 @@ def _cumsum(call: OpCall) -> np.ndarray:
         out = np.concatenate([np.zeros_like(np.take(out, [0], axis)), out], axis)
         out = np.take(out, range(x.shape[axis]), axis)
     return np.flip(out, axis) if call.option("reverse", False) else out
+
+
+@kernel("SCATTER_ND")
+def _scatter_nd(call: OpCall) -> np.ndarray:
+    idx, updates, shape = call.input(0).astype(np.int64), call.input(1), call.ints(2)
+    out = np.zeros(shape, dtype=updates.dtype)
+    k = idx.shape[-1]
+    flat_idx = idx.reshape(-1, k)
+    flat_upd = updates.reshape((flat_idx.shape[0],) + tuple(shape[k:]))
+    np.add.at(out, tuple(flat_idx.T), flat_upd)  # duplicates add up, as in TFLite
+    return out
+
+
+@kernel("DYNAMIC_UPDATE_SLICE")
+def _dynamic_update_slice(call: OpCall) -> np.ndarray:
+    x, update = call.input(0), call.input(1)
+    start = [
+        min(max(s, 0), d - u) for s, d, u in zip(call.ints(2), x.shape, update.shape)
+    ]  # clamped so the update fits, as in TFLite
+    out = np.array(x)
+    out[tuple(slice(s, s + u) for s, u in zip(start, update.shape))] = update
+    return out

@@ -68,3 +68,14 @@ def _read_variable(call: OpCall) -> np.ndarray:
     if key not in variables:
         raise call.fail(f"variable '{key}' read before it was assigned")
     return variables[key]
+
+
+@kernel("CALL", raw=True)
+def _call(call: OpCall) -> list[np.ndarray]:
+    return call.call_graph(_subgraph(call, "subgraph"), list(call.inputs))
+
+
+@kernel("STABLEHLO_COMPOSITE", raw=True)
+def _composite(call: OpCall) -> list[np.ndarray]:
+    # A composite kept as one node runs its decomposition.
+    return call.call_graph(_subgraph(call, "decomposition_subgraph"), list(call.inputs))

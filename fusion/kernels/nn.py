@@ -435,3 +435,45 @@ def _bidirectional_lstm(call: OpCall) -> list[np.ndarray]:
     if call.option("merge_outputs", False):
         return [np.concatenate(outs, axis=-1)]
     return outs
+
+
+@kernel("LSTM")
+def _lstm_step(call: OpCall) -> np.ndarray:
+    x = call.input(0)
+    if str(call.option("kernel_type", "FULL")) != "FULL":
+        raise call.fail("only the FULL LSTM kernel is supported")
+    n_cell = call.input(2).shape[0]
+    proj = call.optional(16)
+    n_out = n_cell if proj is None else proj.shape[0]
+    slots = _lstm_slots(1, 16, 20 if len(call.inputs) > 20 else None, 18)
+    h0 = _state(call, 18, x.shape[0], n_out)
+    c0 = _state(call, 19, x.shape[0], n_cell)
+    return _lstm(call, x[:, None, :], slots, h0, c0, reverse=False)[:, 0]
+
+
+def _rnn(call: OpCall, x: np.ndarray) -> np.ndarray:
+    """Basic RNN over batch-major ``x`` [B, T, I]: h = act(x W^T + h R^T + b)."""
+    w, r, b = call.input(1), call.input(2), call.input(3)
+    h = _state(call, 4, x.shape[0], w.shape[0])
+    act = str(call.option("fused_activation_function", "TANH"))
+    if _is_hybrid(call, 1):
+        x = hybrid_round(x, bool(call.option("asymmetric_quantize_inputs", False)))
+    pre_x = x @ w.T + b
+    out = np.zeros(x.shape[:2] + (w.shape[0],), np.float32)
+    for t in range(x.shape[1]):
+        h = activate(pre_x[:, t] + h @ r.T, act, call.op.name)
+        out[:, t] = h
+    return out
+
+
+@kernel("RNN")
+def _rnn_step(call: OpCall) -> np.ndarray:
+    return _rnn(call, call.input(0)[:, None, :])[:, 0]
+
+
+@kernel("UNIDIRECTIONAL_SEQUENCE_RNN")
+def _sequence_rnn(call: OpCall) -> np.ndarray:
+    x = call.input(0)
+    if call.option("time_major", False):
+        return np.swapaxes(_rnn(call, np.swapaxes(x, 0, 1)), 0, 1)
+    return _rnn(call, x)

@@ -478,6 +478,59 @@ def test_bidirectional_lstm_matches_tflite(merge: bool) -> None:
     assert_matches_tflite(b.build(list(out) if isinstance(out, tuple) else [out]))
 
 
+def test_lstm_step_matches_tflite() -> None:
+    """x (B, I) ──LSTM(weights, h0=0, c0=0)──► h (B, O): one step of the sequence kernel"""
+    b = GraphBuilder("lstm_step")
+    x = b.input("x", (2, 5))
+    h0, c0 = _variable(b, "h0", (2, 4)), _variable(b, "c0", (2, 4))
+    y = b.op(
+        "LSTM",
+        x,
+        *_lstm_inputs(5, 4, peephole=True),
+        h0,
+        c0,
+        fused_activation_function="TANH",
+        kernel_type="FULL",
+        shape=(2, 4),
+    )
+    assert_matches_tflite(b.build([y]))
+
+
+@pytest.mark.parametrize("kind", ["RNN", "UNIDIRECTIONAL_SEQUENCE_RNN"])
+def test_rnn_matches_tflite(kind: str) -> None:
+    b = GraphBuilder("rnn")
+    shape = (2, 5) if kind == "RNN" else (2, 6, 5)
+    x = b.input("x", shape)
+    h0 = _variable(b, "h0", (2, 3))
+    y = b.op(
+        kind,
+        x,
+        _w(3, 5),
+        _w(3, 3),
+        _w(3),
+        h0,
+        fused_activation_function="TANH",
+        shape=shape[:-1] + (3,),
+    )
+    assert_matches_tflite(b.build([y]))
+
+
+def test_scatter_and_dynamic_update_slice_match_tflite() -> None:
+    b = GraphBuilder("scatter")
+    u = b.input("u", (3, 4))
+    s = b.op(
+        "SCATTER_ND",
+        np.array([[1], [3], [1]], np.int32),
+        u,
+        i32(5, 4),
+        shape=(5, 4),
+        dtype="float32",
+    )
+    x = b.input("x", (4, 6))
+    d = b.op("DYNAMIC_UPDATE_SLICE", x, b.input("v", (2, 3)), i32(3, 1), shape=(4, 6))
+    assert_matches_tflite(b.build([s, d]))
+
+
 # --------------------------------------------------------------------------------------------
 # control flow
 # --------------------------------------------------------------------------------------------
@@ -551,6 +604,22 @@ def test_resource_variables_round_trip() -> None:
     ]
     G = make_graph("vars", ts, ops, ["x"], ["y"])
     assert run_graph(G, {"x": np.array([3.0, 4.0])})["y"].tolist() == [3.0, 4.0]
+
+
+def test_call_and_composite_run_their_subgraph() -> None:
+    """x ──CALL[sq: x*x]──► y ──STABLEHLO_COMPOSITE("my.double", decomposition: y+y)──► z"""
+    b = GraphBuilder("main")
+    x = b.input("x", (3,))
+    sq = b.subgraph("sq")
+    a = sq.input("a", (3,))
+    sq.set_outputs([sq.op("MUL", a, a)])
+    dbl = b.subgraph("dbl")
+    c = dbl.input("c", (3,))
+    dbl.set_outputs([dbl.op("ADD", c, c)])
+    y = b.op("CALL", x, subgraph="sq", shape=(3,))
+    z = b.op("STABLEHLO_COMPOSITE", y, name="my.double", decomposition_subgraph="dbl", shape=(3,))
+    out = run_graph(b.build([z]), {"x": np.array([1.0, -2.0, 3.0])})
+    assert out[z].tolist() == [2.0, 8.0, 18.0]
 
 
 # --------------------------------------------------------------------------------------------
