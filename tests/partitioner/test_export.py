@@ -24,3 +24,15 @@ def test_exported_model_matches_original(bundled_models, model, devices, granula
 def test_zoo_convnext_with_lowerings_matches(zoo_dir):
     check = check_model(zoo_dir / "keras__convnext_tiny_float32.tflite", "NNAPI,CPU", "op")
     assert check.ok and "NNAPI" in check.devices_used, check
+
+
+def test_int8_units_run_as_float_match_the_same_typed_reference(zoo_dir):
+    """Float views of int8 units differ from the int8 model (saturation), not from the plan."""
+    check = check_model(zoo_dir / "keras__text_transformer_int8.tflite", "GPU,CPU", "op")
+    assert check.ok and check.float_units > 0 and check.max_error == 0.0, check
+
+
+def test_int8_mean_lowering_is_within_one_step_locally(zoo_dir):
+    check = check_model(zoo_dir / "keras__resnet50_int8.tflite", "NNAPI,CPU", "subgraph")
+    assert check.ok and check.lowered_units == 1 and check.float_units == 0, check
+    assert check.vs_original == 0.0
