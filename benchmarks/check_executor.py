@@ -10,7 +10,7 @@ inputs, and print
 - ``per-op``: every op of the main graph run alone on the interpreter's own intermediate tensors
   (``experimental_preserve_all_tensors``, builtin kernels): how many ops were checked, how many
   fall outside :func:`fusion.executor.tolerance` (float) or one quantization step (quantized),
-  and the worst op;
+  how many are bit-exact, and the worst op;
 - ``ms``: the median wall time of ``run_graph`` over ``--repeats`` runs.
 
 Timings depend heavily on the BLAS thread pool: on a busy 2-core machine a multi-threaded
@@ -69,14 +69,17 @@ def error(ours: np.ndarray, theirs: np.ndarray, quantized: bool) -> tuple[float,
     return err, err / max(float(np.abs(theirs).max(initial=0)), 1e-30)
 
 
-def check_ops(G, data: bytes, feeds: dict[str, np.ndarray]) -> tuple[int, int, str]:
-    """Run each main-graph op on the interpreter's intermediates: (checked, off, worst op)."""
+def check_ops(G, data: bytes, feeds: dict[str, np.ndarray]) -> tuple[int, int, int, str]:
+    """Run each main-graph op on the interpreter's intermediates.
+
+    Returns (ops checked, ops outside tolerance, ops whose outputs are bit-exact, worst op).
+    """
     it = _interpreter(data, feeds, preserve=True)
     by_name: dict[str, int] = {}
     for d in it.get_tensor_details():
         by_name.setdefault(d["name"], d["index"])
     tensors = G.graph["tensors"]
-    checked, off, worst, worst_score = 0, 0, "-", -1.0
+    checked, off, exact, worst, worst_score = 0, 0, 0, "-", -1.0
     for name, op in ops_of(G):
         if op.kind in CONTROL_FLOW:
             continue
@@ -95,6 +98,7 @@ def check_ops(G, data: bytes, feeds: dict[str, np.ndarray]) -> tuple[int, int, s
             continue
         ours = run_op(G, name, feeds_op)
         checked += 1
+        exact += all(np.array_equal(mine, expected[t]) for t, mine in ours.items())
         for t, mine in ours.items():
             theirs = expected[t]
             quantized = tensors[t].is_quantized and tensors[t].dtype in ("int8", "uint8", "int16")
@@ -111,7 +115,7 @@ def check_ops(G, data: bytes, feeds: dict[str, np.ndarray]) -> tuple[int, int, s
                 worst_score = score
                 unit = "steps" if quantized else "abs"
                 worst = f"{name} {err:.3g} {unit} ({score:.2g}x tol)"
-    return checked, off, worst
+    return checked, off, exact, worst
 
 
 def check_model(path: Path, repeats: int) -> str:
@@ -130,10 +134,10 @@ def check_model(path: Path, repeats: int) -> str:
         quantized = bool(d["quantization"][0])
         err, rel = error(ours[d["name"]], theirs, quantized)
         parts.append(f"{err:.0f} steps" if quantized else f"{err:.1e} abs {rel:.1e} rel")
-    checked, off, worst = check_ops(G, data, feeds)
+    checked, off, exact, worst = check_ops(G, data, feeds)
     return (
-        f"out {'; '.join(parts):24s} per-op {checked:4d} checked {off:3d} off  worst {worst:45s}"
-        f" ms {1000 * statistics.median(times):8.1f}"
+        f"out {'; '.join(parts):24s} per-op {checked:4d} checked {exact:4d} exact {off:3d} off"
+        f"  worst {worst:45s} ms {1000 * statistics.median(times):8.1f}"
     )
 
 

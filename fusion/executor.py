@@ -20,9 +20,21 @@ quantized input (``real = scale * (q - zero_point)``, per tensor or per channel)
 every quantized output (``q = clamp(round_half_away(real / scale) + zero_point)``), which is what
 TFLite's reference kernels compute up to the rounding of their fixed-point multipliers: one
 quantization step per op at most (pure data movement, MAX_POOL, RELU and QUANTIZE of a float are
-exact). Hybrid (dynamic-range) kernels quantize their float activations per row first, as TFLite
-does. Errors add up through a deep int8 network; ``benchmarks/check_executor.py`` prints what
-that amounts to per model.
+exact). CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with int8 / uint8 input, weights and
+output take an exact integer path instead (:mod:`fusion.kernels.integer`: int32 accumulation,
+TFLite's Q31 multiplier with single rounding), bit-equal to the builtin kernels. Hybrid
+(dynamic-range) kernels quantize their float activations per row first, symmetrically as
+TFLite's builtin kernels do (XNNPack quantizes rows asymmetrically: about 1 % apart).
+
+Known gaps: full-integer (8x8->16) LSTMs are computed in float with h and c saturated at their
+tensors' ranges, not in TFLite's fixed point, so they can be far off when they saturate. Float
+CONCATENATION applies its fused activation (TFLite's builtin kernel rejects one; XNNPack ignores
+it).
+
+Measured (``benchmarks/check_executor.py``, every zoo model rehydrated with seed 0): each op run
+on the interpreter's own intermediates stays within its tolerance, and within one step for
+quantized ops, except the full-integer LSTMs; whole float models match to a relative error of
+at most 3e-6, whole int8 models to at most 2 steps.
 
 Tolerances
 ----------
@@ -69,6 +81,7 @@ from fusion.kernels.common import (
     is_quantized,
     quantize,
 )
+from fusion.kernels.integer import INTEGER_KERNELS
 
 __all__ = [
     "OpCall",
@@ -131,6 +144,7 @@ def register_kernel(
     raw: bool = False,
     tolerance: tuple[float, float] = ACCUMULATING,
     replace: bool = False,
+    integer: Kernel | None = None,
 ) -> None:
     """Register the kernel that runs ops of ``kind`` (``"CUSTOM:<code>"`` for custom ops).
 
@@ -148,6 +162,10 @@ def register_kernel(
         How closely the kernel matches the real op, reported by :func:`tolerance`.
     replace : bool
         Allow replacing an existing kernel (otherwise a duplicate raises).
+    integer : callable, optional
+        An exact integer kernel (raw: stored values in and out, fused activation included),
+        used instead of ``fn`` when the op's input 0, input 1 and output 0 are all quantized
+        int8 / uint8 tensors.
 
     Raises
     ------
@@ -162,7 +180,7 @@ def register_kernel(
     """
     if kind in _KERNELS and not replace:
         raise ExecutionError(f"kernel for '{kind}' is already registered (pass replace=True)")
-    _KERNELS[kind] = KernelSpec(fn, raw)
+    _KERNELS[kind] = KernelSpec(fn, raw, integer)
     _TOLERANCES[kind] = tolerance
 
 
@@ -199,7 +217,13 @@ def _register_builtins() -> None:
     tol = {k: cls for cls, kinds in _TOLERANCE_CLASSES.items() for k in kinds}
     for module in (elementwise, array, nn, control):
         for kind, spec in sorted(module.KERNELS.items()):
-            register_kernel(kind, spec.fn, raw=spec.raw, tolerance=tol.get(kind, EXACT))
+            register_kernel(
+                kind,
+                spec.fn,
+                raw=spec.raw,
+                tolerance=tol.get(kind, EXACT),
+                integer=INTEGER_KERNELS.get(kind),
+            )
 
 
 _register_builtins()
@@ -290,6 +314,9 @@ def _execute(
     """Run one op on the values in ``env`` (stored form); return its outputs in stored form."""
     tensors: dict[str, Tensor] = G.graph["tensors"]
     where = f"op '{op.name}' ({op.kind})"
+    fn, raw = spec.fn, spec.raw
+    if spec.integer is not None and _is_integer_op(op, tensors):
+        fn, raw = spec.integer, True
     values: list[np.ndarray | None] = []
     for t in op.inputs:
         if t is None:
@@ -298,10 +325,10 @@ def _execute(
         rec = tensors[t]
         if t in env:
             v = env[t]
-            if not spec.raw and is_quantized(rec):
+            if not raw and is_quantized(rec):
                 v = dequantize(v, rec)
         else:
-            v = _constant(G, rec, spec.raw, run, where)
+            v = _constant(G, rec, raw, run, where)
         values.append(v)
     call = OpCall(
         op=op,
@@ -312,7 +339,7 @@ def _execute(
         state=run.state,
     )
     try:
-        result = spec.fn(call)
+        result = fn(call)
     except TacoptError:
         raise
     except (ValueError, IndexError, TypeError, KeyError, ZeroDivisionError) as e:
@@ -321,14 +348,23 @@ def _execute(
     if len(outs) != len(op.outputs):
         raise ExecutionError(f"{where}: kernel gave {len(outs)} outputs, op has {len(op.outputs)}")
     act = op.options.get("fused_activation_function")
-    if act not in (None, "NONE") and not spec.raw and op.kind not in _ACTIVATION_IS_INTERNAL:
+    if act not in (None, "NONE") and not raw and op.kind not in _ACTIVATION_IS_INTERNAL:
         outs[0] = activate(np.asarray(outs[0]), act, where)
     stored = {}
     for t, y in zip(op.outputs, outs):
-        stored[t] = _store(y, tensors[t], spec.raw)
-        if not spec.raw:  # control flow may legitimately reshape loop-carried values
+        stored[t] = _store(y, tensors[t], raw)
+        if not raw:  # control flow may legitimately reshape loop-carried values
             _check_shape(stored[t], tensors[t], where)
     return stored
+
+
+def _is_integer_op(op: Any, tensors: Mapping[str, Tensor]) -> bool:
+    """Input 0, input 1 and output 0 are quantized int8 / uint8 tensors."""
+    names = [*op.inputs[:2], *op.outputs[:1]]
+    return len(names) == 3 and all(
+        t is not None and tensors[t].dtype in ("int8", "uint8") and is_quantized(tensors[t])
+        for t in names
+    )
 
 
 def _run(G: nx.MultiDiGraph, args: list[np.ndarray], run: _Run) -> list[np.ndarray]:

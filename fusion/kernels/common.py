@@ -64,10 +64,12 @@ Kernel = Callable[[OpCall], "np.ndarray | Sequence[np.ndarray]"]
 
 @dataclass(frozen=True, slots=True)
 class KernelSpec:
-    """A registered kernel: the function and whether it works on stored (raw) values."""
+    """A registered kernel: the function, whether it works on stored (raw) values, and an
+    optional exact integer kernel (raw) for int8 / uint8 ops."""
 
     fn: Kernel
     raw: bool = False
+    integer: Kernel | None = None
 
 
 def kernel_table() -> tuple[dict[str, KernelSpec], Callable[..., Callable[[Kernel], Kernel]]]:

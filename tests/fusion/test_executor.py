@@ -732,6 +732,17 @@ def test_quantized_op_within_one_step_of_tflite(case: str) -> None:
     assert_matches_tflite(G, feeds, steps=1)
 
 
+@pytest.mark.parametrize("case", ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"])
+def test_integer_kernels_are_bit_exact(case: str) -> None:
+    """int8 GEMM ops take the exact integer path: equal to TFLite's builtin kernels."""
+    G, _ = QUANT_CASES[case]()
+    feeds = random_inputs(G, seed=4)
+    theirs = interpret(serialize_tflite(G), feeds, builtin_only=True)
+    ours = run_graph(G, feeds)
+    for name, want in theirs.items():
+        np.testing.assert_array_equal(ours[name], want)
+
+
 def test_quantized_mean_within_one_step() -> None:
     b = GraphBuilder("qmean")
     x = b.input("x", (1, 6, 6, 8), "int8", quantization=_q(0.04, 2))
