@@ -142,6 +142,24 @@ def taps(
             )
 
 
+def conv_geometry(call: OpCall, x: np.ndarray, kh: int, kw: int):
+    """Strides, dilations, output height and width, and ((top, bottom), (left, right)) padding
+    of a 2-D window op on NHWC ``x`` with a ``kh`` x ``kw`` kernel, from the op's options."""
+    s = (int(call.option("stride_h", 1)), int(call.option("stride_w", 1)))
+    d = (int(call.option("dilation_h_factor", 1)), int(call.option("dilation_w_factor", 1)))
+    padding = str(call.option("padding", "SAME"))
+    oh, pt, pb = window_geometry(x.shape[1], kh, s[0], d[0], padding)
+    ow, pl, pr = window_geometry(x.shape[2], kw, s[1], d[1], padding)
+    return s, d, oh, ow, ((pt, pb), (pl, pr))
+
+
+def pad_hw(x: np.ndarray, pads: tuple[tuple[int, int], tuple[int, int]], value=0.0) -> np.ndarray:
+    """``x`` (NHWC) padded in height and width with ``value`` (no copy when there is nothing)."""
+    if not any(pads[0]) and not any(pads[1]):
+        return x
+    return np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)), constant_values=value)
+
+
 def axis_of(axis: int, rank: int, call: OpCall) -> int:
     """Normalise a possibly negative axis; raise naming the op when out of range."""
     if not -rank <= axis < max(rank, 1):

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from fusion.ir import Tensor, numpy_dtype
-from fusion.kernels.common import Kernel, OpCall, taps, window_geometry
+from fusion.kernels.common import Kernel, OpCall, conv_geometry, pad_hw, taps
 
 _INT32_MIN = -(2**31)
 
@@ -127,13 +127,8 @@ def _multipliers(call: OpCall, n: int, *, float_product: bool = False) -> list[f
 
 
 def _geometry(call: OpCall, x: np.ndarray, kh: int, kw: int):
-    s = (int(call.option("stride_h", 1)), int(call.option("stride_w", 1)))
-    d = (int(call.option("dilation_h_factor", 1)), int(call.option("dilation_w_factor", 1)))
-    padding = str(call.option("padding", "SAME"))
-    oh, pt, pb = window_geometry(x.shape[1], kh, s[0], d[0], padding)
-    ow, pl, pr = window_geometry(x.shape[2], kw, s[1], d[1], padding)
-    xp = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))  # zero = the input zero point
-    return s, d, oh, ow, xp
+    s, d, oh, ow, pads = conv_geometry(call, x, kh, kw)
+    return s, d, oh, ow, pad_hw(x, pads)  # zero = the input zero point (x is zp-corrected)
 
 
 def integer_conv2d(call: OpCall) -> np.ndarray:

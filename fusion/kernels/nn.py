@@ -12,11 +12,12 @@ import numpy as np
 from fusion.kernels.common import (
     OpCall,
     activate,
+    conv_geometry,
     fake_quantize,
     kernel_table,
+    pad_hw,
     round_half_away,
     taps,
-    window_geometry,
 )
 
 KERNELS, kernel = kernel_table()
@@ -54,21 +55,6 @@ def hybrid_round(x: np.ndarray, asymmetric: bool = False) -> np.ndarray:
     return (q * scale).reshape(x.shape)
 
 
-def _pad_hw(x: np.ndarray, pads: tuple[tuple[int, int], tuple[int, int]], value=0.0):
-    if not any(pads[0]) and not any(pads[1]):
-        return x
-    return np.pad(x, ((0, 0), pads[0], pads[1], (0, 0)), constant_values=value)
-
-
-def _geometry(call: OpCall, x: np.ndarray, kh: int, kw: int):
-    s = (int(call.option("stride_h", 1)), int(call.option("stride_w", 1)))
-    d = (int(call.option("dilation_h_factor", 1)), int(call.option("dilation_w_factor", 1)))
-    padding = str(call.option("padding", "SAME"))
-    oh, pt, pb = window_geometry(x.shape[1], kh, s[0], d[0], padding)
-    ow, pl, pr = window_geometry(x.shape[2], kw, s[1], d[1], padding)
-    return s, d, oh, ow, ((pt, pb), (pl, pr))
-
-
 @kernel("CONV_2D")
 def _conv2d(call: OpCall) -> np.ndarray:
     x, w, b = call.input(0), call.input(1), call.optional(2)
@@ -79,8 +65,8 @@ def _conv2d(call: OpCall) -> np.ndarray:
     if c % ci:
         raise call.fail(f"input channels {c} not a multiple of filter channels {ci}")
     groups = c // ci
-    s, d, oh, ow, pads = _geometry(call, x, kh, kw)
-    xp = _pad_hw(x, pads)
+    s, d, oh, ow, pads = conv_geometry(call, x, kh, kw)
+    xp = pad_hw(x, pads)
     # One 2-D GEMM per tap (a 4-D matmul would loop over rows in numpy).
     out = np.zeros((n * oh * ow, o), dtype=np.float32)
     og = o // groups
@@ -106,8 +92,8 @@ def _depthwise(call: OpCall) -> np.ndarray:
         raise call.fail(f"filter channels {oc} not a multiple of input channels {x.shape[3]}")
     if mult > 1:
         x = np.repeat(x, mult, axis=3)  # output channel c*mult + m reads input channel c
-    s, d, oh, ow, pads = _geometry(call, x, kh, kw)
-    xp = _pad_hw(x, pads)
+    s, d, oh, ow, pads = conv_geometry(call, x, kh, kw)
+    xp = pad_hw(x, pads)
     out = np.zeros((x.shape[0], oh, ow, oc), dtype=np.float32)
     for i, j, view in taps(xp, kh, kw, oh, ow, s, d):
         out += view * w[0, i, j]
@@ -171,7 +157,7 @@ def _batch_matmul(call: OpCall) -> np.ndarray:
 
 def _pool_geometry(call: OpCall, x: np.ndarray):
     kh, kw = int(call.option("filter_height", 1)), int(call.option("filter_width", 1))
-    s, _, oh, ow, pads = _geometry(call, x, kh, kw)
+    s, _, oh, ow, pads = conv_geometry(call, x, kh, kw)
     return kh, kw, s, oh, ow, pads
 
 
@@ -179,7 +165,7 @@ def _pool_geometry(call: OpCall, x: np.ndarray):
 def _max_pool(call: OpCall) -> np.ndarray:
     x = call.input(0)
     kh, kw, s, oh, ow, pads = _pool_geometry(call, x)
-    xp = _pad_hw(x, pads, value=-np.inf)
+    xp = pad_hw(x, pads, value=-np.inf)
     out = None
     for _, _, view in taps(xp, kh, kw, oh, ow, s, (1, 1)):
         out = view.copy() if out is None else np.maximum(out, view)
@@ -190,8 +176,8 @@ def _max_pool(call: OpCall) -> np.ndarray:
 def _average_pool(call: OpCall) -> np.ndarray:
     x = call.input(0)
     kh, kw, s, oh, ow, pads = _pool_geometry(call, x)
-    xp = _pad_hw(x.astype(np.float32), pads)
-    ones = _pad_hw(np.ones((1,) + x.shape[1:3] + (1,), np.float32), pads)
+    xp = pad_hw(x.astype(np.float32), pads)
+    ones = pad_hw(np.ones((1,) + x.shape[1:3] + (1,), np.float32), pads)
     total = np.zeros((x.shape[0], oh, ow, x.shape[3]), np.float32)
     count = np.zeros((1, oh, ow, 1), np.float32)
     for (_, _, view), (_, _, one) in zip(
@@ -206,8 +192,8 @@ def _average_pool(call: OpCall) -> np.ndarray:
 def _l2_pool(call: OpCall) -> np.ndarray:
     x = call.input(0)
     kh, kw, s, oh, ow, pads = _pool_geometry(call, x)
-    xp = _pad_hw(np.square(x), pads)
-    ones = _pad_hw(np.ones((1,) + x.shape[1:3] + (1,), np.float32), pads)
+    xp = pad_hw(np.square(x), pads)
+    ones = pad_hw(np.ones((1,) + x.shape[1:3] + (1,), np.float32), pads)
     total = sum(v for _, _, v in taps(xp, kh, kw, oh, ow, s, (1, 1)))
     count = sum(v for _, _, v in taps(ones, kh, kw, oh, ow, s, (1, 1)))
     return np.sqrt(total / count)
