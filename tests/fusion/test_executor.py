@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from fusion.builder import GraphBuilder
 from fusion.errors import ExecutionError
@@ -376,6 +378,71 @@ FLOAT_CASES: dict[str, Callable[[], tuple]] = {
 def test_float_op_matches_tflite(case: str) -> None:
     G, feeds = FLOAT_CASES[case]()
     assert_matches_tflite(G, feeds)
+
+
+@st.composite
+def strided_slices(draw):
+    """A random rank-1..4 input and STRIDED_SLICE spec: begin / end masks, shrinks, negative
+    strides, out-of-range bounds, offset. (Ellipsis and new-axis masks are covered by the cases
+    above: random combinations of them can crash the interpreter itself.)"""
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 5), min_size=rank, max_size=rank)))
+    n = draw(st.integers(1, rank))
+    begin = [draw(st.integers(-shape[i], shape[i])) for i in range(n)]
+    end = [draw(st.integers(-shape[i] - 1, shape[i] + 1)) for i in range(n)]
+    strides = draw(st.lists(st.sampled_from([-2, -1, 1, 2, 3]), min_size=n, max_size=n))
+    bits = st.integers(0, 2**n - 1)
+    masks = {k: draw(bits) for k in ("begin_mask", "end_mask", "shrink_axis_mask")}
+    for i in range(n):  # a shrunk axis takes one valid index, stride 1
+        if masks["shrink_axis_mask"] >> i & 1:
+            begin[i] = draw(st.integers(-shape[i], shape[i] - 1))
+            strides[i] = 1  # (TFLite reads uninitialised memory for a negative-stride shrink)
+            masks["begin_mask"] &= ~(1 << i)
+    masks["offset"] = n == rank and draw(st.booleans())
+    if masks["offset"]:  # TFLite does not clamp offset slices: keep them inside the input
+        for i in range(n):
+            begin[i] = draw(st.integers(0, shape[i] - 1))
+            end[i] = draw(st.integers(0, shape[i] - begin[i]))
+            strides[i] = abs(strides[i])
+        masks["begin_mask"] = masks["end_mask"] = masks["shrink_axis_mask"] = 0
+    return shape, begin, end, strides, masks
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(strided_slices())
+def test_strided_slice_matches_tflite_on_random_specs(spec) -> None:
+    """Whatever the masks, where TFLite's builtin kernel accepts the slice we agree with it.
+    (XNNPack's slice differs: it reads begin == end == 0 with stride 1 as the whole axis.)"""
+    shape, begin, end, strides, masks = spec
+    x = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    try:
+        want_shape = _tflite_slice_shape(shape, begin, end, strides, masks)
+    except (RuntimeError, ValueError):
+        return  # TFLite rejects this spec (e.g. shrinking an empty range)
+    b = GraphBuilder("ss")
+    xin = b.input("x", shape)
+    y = b.op("STRIDED_SLICE", xin, i32(*begin), i32(*end), i32(*strides), **masks, shape=want_shape)
+    G = b.build([y])
+    try:
+        theirs = interpret(serialize_tflite(G), {"x": x}, builtin_only=True)[y]
+    except (RuntimeError, ValueError):
+        return
+    np.testing.assert_array_equal(run_graph(G, {"x": x})[y], theirs)
+
+
+def _tflite_slice_shape(shape, begin, end, strides, masks) -> tuple[int, ...]:
+    """The output shape the interpreter computes (a dynamic-shape probe run)."""
+    b = GraphBuilder("probe")
+    xin = b.input("x", shape)
+    y = b.op("STRIDED_SLICE", xin, i32(*begin), i32(*end), i32(*strides), **masks, shape=(1,))
+    feeds = {"x": np.zeros(shape, np.float32)}
+    out = interpret(serialize_tflite(b.build([y])), feeds, builtin_only=True)
+    return tuple(out[y].shape)
 
 
 def test_select_and_logical_ops_match_tflite() -> None:
