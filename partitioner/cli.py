@@ -22,21 +22,34 @@ from fusion.errors import TacoptError
 EXIT_BAD_INPUT = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``tacopt`` parser with every sub-command, or only ``command`` when it is registered.
+
+    Loading one entry point instead of all keeps start-up short: each command module imports
+    what its ``register`` needs, and some of those pull in heavy packages.
+    """
     parser = argparse.ArgumentParser(
         prog="tacopt",
         description="Target-aware partitioning of TFLite models across devices.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for ep in sorted(entry_points(group="tacopt.commands"), key=lambda e: e.name):
+    eps = sorted(entry_points(group="tacopt.commands"), key=lambda e: e.name)
+    chosen = [ep for ep in eps if ep.name == command]
+    for ep in chosen or eps:
         ep.load()(sub)
     return parser
 
 
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The sub-command named in ``argv``: its first argument when that is not an option."""
+    return argv[0] if argv and not argv[0].startswith("-") else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``tacopt`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     try:
         return int(args.run(args) or 0)
