@@ -71,3 +71,16 @@ def test_user_target_from_own_module(bundled_models, tmp_path, capsys, monkeypat
     assert "DSP" in devices
     softmax = [u for u, info in plan["units"].items() if u.startswith("softmax")]
     assert softmax and all(plan["assignment"][u]["device"] == "CPU" for u in softmax)
+
+
+def test_dispatcher_loads_only_the_named_command():
+    from partitioner.cli import build_parser
+
+    def commands(parser):
+        (sub,) = [a for a in parser._actions if a.dest == "command"]
+        return set(sub.choices)
+
+    assert commands(build_parser("partition")) == {"partition"}
+    everything = commands(build_parser(None))
+    assert {"partition", "pick", "fuse"} <= everything
+    assert commands(build_parser("no-such-command")) == everything  # argparse then lists them
