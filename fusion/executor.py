@@ -9,9 +9,9 @@ How it runs
 Ops run in node order; every op looks up its kernel by ``Op.kind`` in one registry
 (:func:`register_kernel`; custom ops register as ``"CUSTOM:<code>"``). A kernel receives an
 :class:`~fusion.kernels.common.OpCall` and returns its output arrays. The fused activation of an
-op that has ``fused_activation_function`` is applied after its kernel by the executor (except for
-the LSTMs, where the option names the cell activation). Nested graphs (WHILE / IF / CALL_ONCE
-bodies) run by name from ``G.graph["subgraphs"]``.
+op that has ``fused_activation_function`` is applied after its kernel by the executor (except
+for the LSTMs and RNNs, where the option names the cell activation). Nested graphs (WHILE / IF /
+CALL_ONCE bodies) run by name from ``G.graph["subgraphs"]``.
 
 Quantized tensors
 -----------------
@@ -123,6 +123,9 @@ _TOLERANCE_CLASSES: dict[tuple[float, float], tuple[str, ...]] = {
         "STABLEHLO_COMPOSITE"
     ).split(),
 }
+
+#: Ops that run nested graphs.
+_CONTROL_FLOW = frozenset({"WHILE", "IF", "CALL_ONCE", "CALL", "STABLEHLO_COMPOSITE"})
 
 #: Ops whose ``fused_activation_function`` is internal to the kernel, not applied to the output.
 _ACTIVATION_IS_INTERNAL = frozenset(
@@ -353,7 +356,7 @@ def _execute(
     stored = {}
     for t, y in zip(op.outputs, outs):
         stored[t] = _store(y, tensors[t], raw)
-        if not raw:  # control flow may legitimately reshape loop-carried values
+        if op.kind not in _CONTROL_FLOW:  # loops may legitimately reshape carried values
             _check_shape(stored[t], tensors[t], where)
     return stored
 

@@ -1,11 +1,15 @@
-"""Data-movement, shape and reduction kernels: reshape, slice, gather, pad, concat, reduce."""
+"""Data-movement, shape and reduction kernels: reshape, slice, gather, pad, concat, reduce.
+
+Pure data movement is ``raw`` (stored values in, stored values out), as in TFLite, whose kernels
+copy bytes and never requantize even when input and output scales differ.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 from fusion.ir import numpy_dtype
-from fusion.kernels.common import OpCall, axis_of, kernel_table
+from fusion.kernels.common import OpCall, axis_of, is_quantized, kernel_table
 
 KERNELS, kernel = kernel_table()
 
@@ -15,7 +19,7 @@ KERNELS, kernel = kernel_table()
 # --------------------------------------------------------------------------------------------
 
 
-@kernel("RESHAPE")
+@kernel("RESHAPE", raw=True)
 def _reshape(call: OpCall) -> np.ndarray:
     x = call.input(0)
     shape_in = call.optional(1)
@@ -31,7 +35,7 @@ def _reshape(call: OpCall) -> np.ndarray:
         raise call.fail(f"cannot reshape {x.shape} to {shape}") from e
 
 
-@kernel("SQUEEZE")
+@kernel("SQUEEZE", raw=True)
 def _squeeze(call: OpCall) -> np.ndarray:
     x = call.input(0)
     dims = call.option("squeeze_dims") or ()
@@ -40,14 +44,14 @@ def _squeeze(call: OpCall) -> np.ndarray:
     return np.squeeze(x, axis=tuple(axis_of(int(d), x.ndim, call) for d in dims))
 
 
-@kernel("EXPAND_DIMS")
+@kernel("EXPAND_DIMS", raw=True)
 def _expand_dims(call: OpCall) -> np.ndarray:
     x = call.input(0)
     axis = call.ints(1)[0]
     return np.expand_dims(x, axis if axis >= 0 else axis + x.ndim + 1)
 
 
-@kernel("TRANSPOSE")
+@kernel("TRANSPOSE", raw=True)
 def _transpose(call: OpCall) -> np.ndarray:
     return np.transpose(call.input(0), call.ints(1))
 
@@ -83,17 +87,17 @@ def _range(call: OpCall) -> np.ndarray:
     return np.arange(start, limit, delta, dtype=numpy_dtype(call.output_tensors[0].dtype))
 
 
-@kernel("TILE")
+@kernel("TILE", raw=True)
 def _tile(call: OpCall) -> np.ndarray:
     return np.tile(call.input(0), call.ints(1))
 
 
-@kernel("BROADCAST_TO")
+@kernel("BROADCAST_TO", raw=True)
 def _broadcast_to(call: OpCall) -> np.ndarray:
     return np.broadcast_to(call.input(0), call.ints(1))
 
 
-@kernel("REVERSE_V2")
+@kernel("REVERSE_V2", raw=True)
 def _reverse(call: OpCall) -> np.ndarray:
     x = call.input(0)
     return np.flip(x, axis=tuple(axis_of(a, x.ndim, call) for a in call.ints(1)))
@@ -110,20 +114,20 @@ def _concat(call: OpCall) -> np.ndarray:
     return np.concatenate(xs, axis=axis_of(call.option("axis", 0), xs[0].ndim, call))
 
 
-@kernel("PACK")
+@kernel("PACK", raw=True)
 def _pack(call: OpCall) -> np.ndarray:
     xs = [x for x in call.inputs if x is not None]
     return np.stack(xs, axis=axis_of(call.option("axis", 0), xs[0].ndim + 1, call))
 
 
-@kernel("UNPACK")
+@kernel("UNPACK", raw=True)
 def _unpack(call: OpCall) -> list[np.ndarray]:
     x = call.input(0)
     axis = axis_of(call.option("axis", 0), x.ndim, call)
     return [np.take(x, i, axis=axis) for i in range(x.shape[axis])]
 
 
-@kernel("SPLIT")
+@kernel("SPLIT", raw=True)
 def _split(call: OpCall) -> list[np.ndarray]:
     x = call.input(1)  # SPLIT takes (axis, value)
     axis = axis_of(call.ints(0)[0], x.ndim, call)
@@ -133,7 +137,7 @@ def _split(call: OpCall) -> list[np.ndarray]:
     return np.split(x, n, axis=axis)
 
 
-@kernel("SPLIT_V")
+@kernel("SPLIT_V", raw=True)
 def _split_v(call: OpCall) -> list[np.ndarray]:
     x = call.input(0)
     sizes = call.ints(1)
@@ -148,7 +152,7 @@ def _split_v(call: OpCall) -> list[np.ndarray]:
 # --------------------------------------------------------------------------------------------
 
 
-@kernel("SLICE")
+@kernel("SLICE", raw=True)
 def _slice(call: OpCall) -> np.ndarray:
     x = call.input(0)
     begin, size = call.ints(1), call.ints(2)
@@ -156,7 +160,7 @@ def _slice(call: OpCall) -> np.ndarray:
     return x[idx]
 
 
-@kernel("STRIDED_SLICE")
+@kernel("STRIDED_SLICE", raw=True)
 def _strided_slice(call: OpCall) -> np.ndarray:
     x = call.input(0)
     begin, end = call.ints(1), call.ints(2)
@@ -197,7 +201,7 @@ def _gather(params: np.ndarray, idx: np.ndarray, axis: int, batch_dims: int) -> 
     return np.stack([_gather(p, i, axis - 1, batch_dims - 1) for p, i in zip(params, idx)], axis=0)
 
 
-@kernel("GATHER")
+@kernel("GATHER", raw=True)
 def _gather_kernel(call: OpCall) -> np.ndarray:
     params, idx = call.input(0), call.input(1).astype(np.int64)
     axis = axis_of(call.option("axis", 0), params.ndim, call)
@@ -209,7 +213,7 @@ def _gather_kernel(call: OpCall) -> np.ndarray:
     return _gather(params, idx, axis, batch_dims)
 
 
-@kernel("GATHER_ND")
+@kernel("GATHER_ND", raw=True)
 def _gather_nd(call: OpCall) -> np.ndarray:
     params, idx = call.input(0), call.input(1).astype(np.int64)
     k = idx.shape[-1]
@@ -239,23 +243,27 @@ def _one_hot(call: OpCall) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 
-@kernel("PAD", "PADV2")
+@kernel("PAD", "PADV2", raw=True)
 def _pad(call: OpCall) -> np.ndarray:
     x = call.input(0)
     pads = np.asarray(call.input(1)).reshape(-1, 2).tolist()
     value = call.optional(2)
-    fill = 0 if value is None else np.asarray(value).reshape(-1)[0]
+    if value is not None:
+        fill = np.asarray(value).reshape(-1)[0]  # stored form: already quantized if x is
+    else:
+        out = call.output_tensors[0]
+        fill = out.quantization.zero_point[0] if is_quantized(out) else 0  # real zero
     return np.pad(x, pads, constant_values=fill)
 
 
-@kernel("MIRROR_PAD")
+@kernel("MIRROR_PAD", raw=True)
 def _mirror_pad(call: OpCall) -> np.ndarray:
     pads = np.asarray(call.input(1)).reshape(-1, 2).tolist()
     mode = {"REFLECT": "reflect", "SYMMETRIC": "symmetric"}[str(call.option("mode", "REFLECT"))]
     return np.pad(call.input(0), pads, mode=mode)
 
 
-@kernel("DEPTH_TO_SPACE")
+@kernel("DEPTH_TO_SPACE", raw=True)
 def _depth_to_space(call: OpCall) -> np.ndarray:
     x, b = call.input(0), int(call.option("block_size"))
     n, h, w, c = x.shape
@@ -263,7 +271,7 @@ def _depth_to_space(call: OpCall) -> np.ndarray:
     return y.reshape(n, h * b, w * b, c // (b * b))
 
 
-@kernel("SPACE_TO_DEPTH")
+@kernel("SPACE_TO_DEPTH", raw=True)
 def _space_to_depth(call: OpCall) -> np.ndarray:
     x, b = call.input(0), int(call.option("block_size"))
     n, h, w, c = x.shape
