@@ -7,13 +7,16 @@ Model (data, variables, constraints, objective), in the words of ``docs/pick-pro
 * ``need[t, d]`` in [0, 1]: tensor ``t`` is sent to device ``d``; charged once, whatever the
   number of consumers there. ``conv[t, q]`` likewise for formats.
 * Facility-location style linking, one row per (consumer, destination):
-  ``need[t, d] >= y_v(d) - y_p(d)``. Unlike products or big-M rows, its LP relaxation is often
-  integral already, so the solvers prove optimality at the root even on 50,000 units.
+  ``need[t, d] >= y_v(d) - y_p(d)``. Unlike products or big-M rows, its LP relaxation was
+  integral on every synthetic problem where only devices (or only formats) vary.
+* Joint rows ``need[t, d] + conv[t, q] >= x_v(d, q) - x_p(d, q)``: without them the LP pairs
+  one unit's devices with another's formats (8% of choices fractional on 1,000 units with
+  3 devices x 2 types); with them about 4% are, and branch-and-bound closes the rest.
 * When per-link prices differ by source device, ``need[t, d]`` is charged the cheapest source
   and ``extra[t, s, d] >= need[t, d] + y_p(s) - 1`` pays the difference.
 
 The matrix is built with numpy and handed to OR-Tools' model builder in one call
-(``fill_model_from_sparse_data``); that, not the solve, is what keeps 50,000 units in seconds.
+(``fill_model_from_sparse_data``): 0.05 s for 10,000 units, so the time is the solver's.
 """
 
 from __future__ import annotations
@@ -69,8 +72,9 @@ def pick_exact(
     ----------
     problem : PickProblem
     backend : {"highs", "scip", "cp-sat"}
-        The OR-Tools solver. HiGHS is the default: fastest on our benchmarks
-        (``benchmarks/bench_pickers.py``).
+        The OR-Tools solver. HiGHS is the default: on ``benchmarks/bench_pickers.py`` it
+        proved 10,000 units in 20 s against SCIP's 74 s (SCIP is faster on 1,000: 1.1 s vs
+        1.9 s); CP-SAT did not prove 1,000 units optimal within a minute.
     time_limit_s : float
         Wall-clock limit of the solve. At the limit the best plan found so far is returned
         with status FEASIBLE and its gap (the greedy warm start if the solver found nothing).
