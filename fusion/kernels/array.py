@@ -6,10 +6,12 @@ copy bytes and never requantize even when input and output scales differ.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fusion.ir import numpy_dtype
-from fusion.kernels.common import OpCall, axis_of, is_quantized, kernel_table
+from fusion.kernels.common import OpCall, axis_of, kernel_table
 
 KERNELS, kernel = kernel_table()
 
@@ -83,7 +85,7 @@ def _ones_like(call: OpCall) -> np.ndarray:
 
 @kernel("RANGE")
 def _range(call: OpCall) -> np.ndarray:
-    start, limit, delta = (call.input(i).reshape(()) for i in range(3))
+    start, limit, delta = (call.input(i).reshape(()).item() for i in range(3))
     return np.arange(start, limit, delta, dtype=numpy_dtype(call.output_tensors[0].dtype))
 
 
@@ -170,7 +172,7 @@ def _strided_slice(call: OpCall) -> np.ndarray:
         for k in ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
     }
     offset = bool(call.option("offset", False))
-    index: list[object] = []
+    index: list[Any] = []
     for i, (b, e, s) in enumerate(zip(begin, end, strides)):
 
         def bit(name: str, i: int = i) -> bool:
@@ -251,16 +253,17 @@ def _pad(call: OpCall) -> np.ndarray:
     if value is not None:
         fill = np.asarray(value).reshape(-1)[0]  # stored form: already quantized if x is
     else:
-        out = call.output_tensors[0]
-        fill = out.quantization.zero_point[0] if is_quantized(out) else 0  # real zero
+        qp = call.output_tensors[0].quantization
+        fill = qp.zero_point[0] if qp is not None and qp.zero_point else 0  # real zero
     return np.pad(x, pads, constant_values=fill)
 
 
 @kernel("MIRROR_PAD", raw=True)
 def _mirror_pad(call: OpCall) -> np.ndarray:
     pads = np.asarray(call.input(1)).reshape(-1, 2).tolist()
-    mode = {"REFLECT": "reflect", "SYMMETRIC": "symmetric"}[str(call.option("mode", "REFLECT"))]
-    return np.pad(call.input(0), pads, mode=mode)
+    if str(call.option("mode", "REFLECT")) == "SYMMETRIC":
+        return np.pad(call.input(0), pads, mode="symmetric")
+    return np.pad(call.input(0), pads, mode="reflect")
 
 
 @kernel("DEPTH_TO_SPACE", raw=True)

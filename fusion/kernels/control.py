@@ -72,10 +72,14 @@ def _read_variable(call: OpCall) -> np.ndarray:
 
 @kernel("CALL", raw=True)
 def _call(call: OpCall) -> list[np.ndarray]:
-    return call.call_graph(_subgraph(call, "subgraph"), list(call.inputs))
+    return call.call_graph(_subgraph(call, "subgraph"), _all_inputs(call))
 
 
 @kernel("STABLEHLO_COMPOSITE", raw=True)
 def _composite(call: OpCall) -> list[np.ndarray]:
     # A composite kept as one node runs its decomposition.
-    return call.call_graph(_subgraph(call, "decomposition_subgraph"), list(call.inputs))
+    return call.call_graph(_subgraph(call, "decomposition_subgraph"), _all_inputs(call))
+
+
+def _all_inputs(call: OpCall) -> list[np.ndarray]:
+    return [call.input(i) for i in range(len(call.inputs))]

@@ -7,6 +7,8 @@ big patch matrix and keeps a 224x224 MobileNetV2 to a few hundred milliseconds.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from fusion.kernels.common import (
@@ -166,9 +168,9 @@ def _max_pool(call: OpCall) -> np.ndarray:
     x = call.input(0)
     kh, kw, s, oh, ow, pads = _pool_geometry(call, x)
     xp = pad_hw(x, pads, value=-np.inf)
-    out = None
+    out = np.full((x.shape[0], oh, ow, x.shape[3]), -np.inf, dtype=xp.dtype)
     for _, _, view in taps(xp, kh, kw, oh, ow, s, (1, 1)):
-        out = view.copy() if out is None else np.maximum(out, view)
+        np.maximum(out, view, out=out)
     return out
 
 
@@ -309,7 +311,7 @@ def _lstm(
 ) -> np.ndarray:
     """Run one LSTM direction over batch-major ``x`` [B, T, I]; return the outputs [B, T, O]."""
 
-    def get(key: str) -> np.ndarray | None:
+    def get(key: str) -> Any:
         slot = slots.get(key)
         return None if slot is None else call.optional(slot)
 
@@ -329,8 +331,10 @@ def _lstm(
     asym = bool(call.option("asymmetric_quantize_inputs", False))
     gates = [g for g in _GATES if not (cifg and g == "input")]
     # Full-integer LSTMs keep h in int8 and c in int16: both saturate at their tensors' ranges.
-    h_tensor = call.input_tensors[slots["h_state"]] if slots.get("h_state") else None
-    c_tensor = call.input_tensors[slots["c_state"]] if slots.get("c_state") else None
+    h_tensor, c_tensor = (
+        call.input_tensors[slot] if slot is not None and slot < len(call.inputs) else None
+        for slot in (slots.get("h_state"), slots.get("c_state"))
+    )
     # Input contributions for all steps at once: one matmul per gate.
     xs = hybrid_round(x, asym) if hybrid else x
     pre_x = {g: xs @ w_in[g].T for g in gates}
