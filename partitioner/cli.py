@@ -8,11 +8,15 @@ inside ``run`` so that ``tacopt --help`` stays fast.
 
 Errors the user caused are :class:`fusion.errors.TacoptError`: printed as one line on stderr,
 exit code 2, no traceback.
+
+The command runs BLAS single-threaded unless the environment says otherwise: tacopt's numeric work
+is many small matrix products, which extra BLAS threads only slow down and make less repeatable.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
@@ -48,6 +52,8 @@ def _command_of(argv: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``tacopt`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")  # read by numpy's BLAS when it loads, inside commands
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
