@@ -30,8 +30,13 @@ def register_measure(subparsers: Any) -> None:
     )
     p.add_argument("models", nargs="+", type=Path, metavar="MODEL")
     p.add_argument("--out", type=Path, required=True, help="records file (JSON lines)")
-    p.add_argument("--repeats", type=int, default=5, help="minimum timed runs per op (default 5)")
-    p.add_argument("--warmup", type=int, default=2, help="untimed runs first (default 2)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=9,
+        help="timed samples per op, each a >= 2 ms batch of invokes; the lowest counts (default 9)",
+    )
+    p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     p.add_argument("--threads", type=int, default=1, help="interpreter threads (default 1)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run_measure)
@@ -46,7 +51,10 @@ def run_measure(args: argparse.Namespace) -> int:
     for m in opts.models:
         if not m.is_file():
             raise MeasureError(f"model '{m}' does not exist")
-    cfg = MeasureConfig(threads=opts.threads, warmup=opts.warmup, min_repeats=max(opts.repeats, 1))
+    samples = max(opts.repeats, 1)
+    cfg = MeasureConfig(
+        threads=opts.threads, warmup=opts.warmup, samples=samples, min_samples=min(3, samples)
+    )
     bar = None
     if not opts.quiet and sys.stderr.isatty():
         from tqdm import tqdm

@@ -2,20 +2,27 @@
 
 Each op of each model (nested WHILE / IF bodies included) is cut into a single-op graph: the op,
 its non-constant inputs as graph inputs, its constants filled with random values
-(:func:`fill_constants`), written with :func:`fusion.writer.serialize_tflite` and timed with
-``ai_edge_litert.interpreter.Interpreter`` at a fixed thread count: warm-up runs, then repeats
-until ``min_time_s`` has passed (at least ``min_repeats``, at most ``max_repeats``), median.
+(:func:`fill_constants`, seeded), written with :func:`fusion.writer.serialize_tflite` and timed
+with ``ai_edge_litert.interpreter.Interpreter`` at a fixed thread count (default 1).
 Identical configurations (same :func:`op_key`) are measured once. The whole model is timed too
 (record type ``"model"``), with the op keys it is made of (WHILE bodies multiplied by their trip
 count) so sums of op latencies can be checked against it.
 
-The Python ``invoke()`` call itself costs a few microseconds; it is measured once per run on an
-empty model (``overhead_us`` in every record) and learned models subtract it.
+How an op is timed (:func:`time_models`; chosen by measuring repeatability with
+``benchmarks/check_repeatability.py``, see docs/cost-models.md): warm-up, then samples, each a
+batch of back-to-back ``invoke()`` calls lasting >= 2 ms (per-invoke time = batch time / batch
+size, which amortises the clock reads and the timing loop), taken in 3 rounds interleaved over
+16 ops so one op's samples are spread over time; the latency is the *lowest* sample of the
+calling thread's CPU time. Median and wall-clock figures are recorded next to it.
+
+The Python ``invoke()`` call itself costs about a microsecond; it is measured once per run on a
+one-element model (``overhead_us`` in every record); learned models predict the latency net of it.
 
 Records (JSON lines, appended and flushed one by one, so a run can resume):
 
 - ``{"type": "op", "key", "model", "graph", "op", "kind", "inputs", "outputs", "options",
-  "flops", "bytes", "inference_type", "latency_us", "repeats", "threads", "overhead_us"}``
+  "flops", "bytes", "inference_type", "latency_us", "latency_median_us", "wall_us",
+  "wall_median_us", "batch", "repeats", "threads", "method", "overhead_us"}``
 - ``{"type": "skip", "key", "model", "op", "kind", "reason"}`` for ops that cannot run alone
 - ``{"type": "model", "model", "latency_us", "ops": [[key, count], ...], ...}``
 """
@@ -24,9 +31,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import statistics
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -55,15 +63,32 @@ class MeasureError(TacoptError):
 
 @dataclass(frozen=True, slots=True)
 class MeasureConfig:
-    """Knobs of a measurement run (all written into every record)."""
+    """Knobs of a measurement run (the timing ones are written into every record).
+
+    Each sample is a batch of back-to-back ``invoke()`` calls lasting at least ``sample_s``;
+    an op gets ``samples`` samples taken in ``rounds`` interleaved rounds over ``chunk`` ops,
+    fewer when they would take more than ``max_time_s`` (at least ``min_samples``). Its latency
+    is the lowest sample of thread CPU time per invoke. Whole models get ``model_samples``.
+    """
 
     threads: int = 1
-    warmup: int = 2
-    min_repeats: int = 5
-    max_repeats: int = 200
-    min_time_s: float = 0.01
-    model_min_time_s: float = 0.3
+    warmup: int = 3
+    samples: int = 9
+    min_samples: int = 3
+    rounds: int = 3
+    chunk: int = 16
+    sample_s: float = 0.002
+    max_time_s: float = 0.3
+    model_samples: int = 7
+    model_max_time_s: float = 2.0
     seed: int = 0
+
+    def knobs(self) -> dict[str, Any]:
+        """The timing knobs as written into records."""
+        return {
+            "threads": self.threads,
+            "method": f"min-thread-cpu/{self.samples}x{self.sample_s * 1e3:g}ms/{self.rounds}r",
+        }
 
 
 # --------------------------------------------------------------------------------------------
@@ -212,49 +237,132 @@ def op_key(features: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Per-``invoke()`` latency of one model: lowest and median sample, CPU and wall clock.
+
+    ``cpu_us`` (the figure records call ``latency_us``) is the lowest sample of the calling
+    thread's CPU time (``time.thread_time_ns``): with one interpreter thread the kernels run on
+    the caller, so preemption by other processes is not counted, and the lowest of samples spread
+    over time is the least disturbed by cache / memory-bandwidth contention.
+    """
+
+    cpu_us: float
+    cpu_median_us: float
+    wall_us: float
+    wall_median_us: float
+    batch: int
+    samples: int
+
+
+class _Timer:
+    """An interpreter ready to invoke, its batch size chosen so a sample lasts ``sample_s``."""
+
+    def __init__(
+        self,
+        model: bytes,
+        inputs: Mapping[str, np.ndarray] | None,
+        cfg: MeasureConfig,
+        *,
+        seed: int,
+        samples: int,
+    ) -> None:
+        from ai_edge_litert.interpreter import Interpreter
+
+        interp = Interpreter(model_content=model, num_threads=cfg.threads)
+        for d in interp.get_input_details():
+            if -1 in list(d.get("shape_signature", [])):
+                interp.resize_tensor_input(d["index"], [max(int(x), 1) for x in d["shape"]])
+        interp.allocate_tensors()
+        rng = np.random.default_rng(seed)
+        for d in interp.get_input_details():
+            value = None if inputs is None else inputs.get(d["name"])
+            if value is None:
+                value = _random_input(d, rng)
+            interp.set_tensor(d["index"], np.asarray(value, dtype=d["dtype"]).reshape(d["shape"]))
+        interp.invoke()  # first run: lazy allocations, delegate preparation
+        warmup = max(cfg.warmup, 1)
+        t0 = time.perf_counter()
+        for _ in range(warmup):
+            interp.invoke()
+        per_s = max((time.perf_counter() - t0) / warmup, 1e-7)
+        self.invoke = interp.invoke
+        self.batch = max(1, min(int(math.ceil(cfg.sample_s / per_s)), 100_000))
+        budget = max(int(cfg.max_time_s / (per_s * self.batch)), cfg.min_samples)
+        self.target = max(min(samples, budget), 1)
+        self.cpu: list[float] = []
+        self.wall: list[float] = []
+
+    def sample(self, k: int) -> None:
+        invoke, n = self.invoke, self.batch
+        for _ in range(min(k, self.target - len(self.cpu))):
+            w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+            for _ in range(n):
+                invoke()
+            c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
+            self.cpu.append((c1 - c0) / 1e3 / n)
+            self.wall.append((w1 - w0) / 1e3 / n)
+
+    def timing(self) -> Timing:
+        return Timing(
+            min(self.cpu),
+            statistics.median(self.cpu),
+            min(self.wall),
+            statistics.median(self.wall),
+            self.batch,
+            len(self.cpu),
+        )
+
+
+def time_models(
+    models: Sequence[bytes],
+    cfg: MeasureConfig,
+    *,
+    seed: int = 0,
+    samples: int | None = None,
+) -> list[Timing | Exception]:
+    """Time several models in interleaved rounds (``cfg.rounds``), so that the samples of each
+    are spread over time and a burst of load elsewhere on the machine hits few of them.
+
+    Each sample is a batch of back-to-back ``invoke()`` calls lasting at least ``cfg.sample_s``
+    (per-invoke time = batch time / batch size); a model gets ``samples`` samples (default
+    ``cfg.samples``), fewer when they would exceed ``cfg.max_time_s`` (never below
+    ``cfg.min_samples``). A model the runtime refuses yields the exception instead of a timing.
+
+    >>> from fusion.writer import serialize_tflite
+    >>> t = time_models([serialize_tflite(_neg_graph())], MeasureConfig(samples=3))[0]
+    >>> 0 < t.cpu_us <= t.cpu_median_us and t.samples == 3
+    True
+    """
+    want = cfg.samples if samples is None else samples
+    timers: list[_Timer | Exception] = []
+    for m in models:
+        try:
+            timers.append(_Timer(m, None, cfg, seed=seed, samples=want))
+        except Exception as exc:  # the runtime refused this model
+            timers.append(exc)
+    rounds = max(cfg.rounds, 1)
+    for r in range(rounds):
+        for t in timers:
+            if isinstance(t, _Timer):
+                t.sample(math.ceil(t.target * (r + 1) / rounds) - len(t.cpu))
+    return [t.timing() if isinstance(t, _Timer) else t for t in timers]
+
+
 def time_model(
     model: bytes,
     inputs: Mapping[str, np.ndarray] | None,
     cfg: MeasureConfig,
     *,
     seed: int = 0,
-    min_time_s: float | None = None,
-) -> tuple[float, float, int]:
-    """Median latency of ``invoke()`` on ``model``: ``(cpu_us, wall_us, runs)``.
-
-    ``cpu_us`` is the calling thread's CPU time (``time.thread_time_ns``): with one interpreter
-    thread the kernels run on the caller, so this excludes time the thread spent preempted by
-    other processes, which dominates wall time on a loaded 2-core machine. ``wall_us`` is
-    recorded alongside.
-    """
-    from ai_edge_litert.interpreter import Interpreter
-
-    interp = Interpreter(model_content=model, num_threads=cfg.threads)
-    for d in interp.get_input_details():
-        if -1 in list(d.get("shape_signature", [])):
-            interp.resize_tensor_input(d["index"], [max(int(x), 1) for x in d["shape"]])
-    interp.allocate_tensors()
-    rng = np.random.default_rng(seed)
-    for d in interp.get_input_details():
-        value = None if inputs is None else inputs.get(d["name"])
-        if value is None:
-            value = _random_input(d, rng)
-        interp.set_tensor(d["index"], np.asarray(value, dtype=d["dtype"]).reshape(d["shape"]))
-    for _ in range(cfg.warmup):
-        interp.invoke()
-    budget = cfg.min_time_s if min_time_s is None else min_time_s
-    cpu: list[float] = []
-    wall: list[float] = []
-    start = time.perf_counter()
-    while len(cpu) < cfg.max_repeats and (
-        len(cpu) < cfg.min_repeats or time.perf_counter() - start < budget
-    ):
-        w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-        interp.invoke()
-        c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
-        cpu.append((c1 - c0) / 1e3)
-        wall.append((w1 - w0) / 1e3)
-    return statistics.median(cpu), statistics.median(wall), len(cpu)
+    samples: int | None = None,
+) -> Timing:
+    """Time one model (see :func:`time_models`), with given ``inputs`` (else random ones)."""
+    timer = _Timer(
+        model, inputs, cfg, seed=seed, samples=cfg.samples if samples is None else samples
+    )
+    timer.sample(timer.target)
+    return timer.timing()
 
 
 def _random_input(d: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
@@ -267,13 +375,16 @@ def _random_input(d: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
     return np.zeros(shape, dtype)  # indices, counters, masks: zero is always in range
 
 
+def _neg_graph() -> nx.MultiDiGraph:
+    ts = [Tensor("x", (1,), "float32"), Tensor("y", (1,), "float32")]
+    return make_graph("empty", ts, [Op("neg_0", "NEG", ("x",), ("y",))], ["x"], ["y"])
+
+
 def invoke_overhead_us(cfg: MeasureConfig) -> float:
     """Latency of ``invoke()`` on a one-element NEG model: the fixed cost of a Python call."""
     from fusion.writer import serialize_tflite
 
-    ts = [Tensor("x", (1,), "float32"), Tensor("y", (1,), "float32")]
-    G = make_graph("empty", ts, [Op("neg_0", "NEG", ("x",), ("y",))], ["x"], ["y"])
-    return time_model(serialize_tflite(G), None, cfg, min_time_s=0.1)[0]
+    return time_model(serialize_tflite(_neg_graph()), None, cfg, samples=3 * cfg.samples).cpu_us
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,13 +471,13 @@ def measure_models(
             graphs.append((p, read_tflite(p)))
     total = sum(sum(1 for _ in model_ops(G)) for _, G in graphs)
     stats = {"measured": 0, "reused": 0, "skipped": 0, "models": 0}
-    overhead = round(invoke_overhead_us(cfg), 3)
-    knobs = {"threads": cfg.threads, "overhead_us": overhead}
+    knobs = {**cfg.knobs(), "overhead_us": round(invoke_overhead_us(cfg), 4)}
     count = 0
     with out.open("a") as f:
         for path, G in graphs:
             keys: dict[str, float] = {}
             loop_trips = 0.0
+            pending: list[tuple[dict[str, Any], dict[str, Any], bytes]] = []
             for S, node, mult in model_ops(G):
                 count += 1
                 if S.nodes[node]["op"].kind == "WHILE":
@@ -382,43 +493,41 @@ def measure_models(
                 done_keys.add(key)
                 base = {"key": key, "model": path.stem, "graph": S.graph["name"], "op": node}
                 reason = _unmeasurable(S, node)
+                single = b""
                 if reason is None:
                     try:
-                        single = fill_constants(cut_op(S, node), seed=cfg.seed)
-                        latency, wall, reps = time_model(
-                            serialize_tflite(single), None, cfg, seed=cfg.seed
-                        )
-                    except Exception as exc:  # the runtime refused this op alone
-                        reason = f"runtime: {type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+                        single = serialize_tflite(fill_constants(cut_op(S, node), seed=cfg.seed))
+                    except Exception as exc:  # e.g. an op the writer cannot emit alone
+                        reason = f"cut: {type(exc).__name__}: {str(exc)[:160]}"
                 if reason is not None:
                     _write(f, {"type": "skip", **base, "kind": feats["kind"], "reason": reason})
                     stats["skipped"] += 1
                     continue
-                _write(
-                    f,
-                    {
-                        "type": "op",
-                        **base,
-                        **feats,
-                        "latency_us": round(latency, 3),
-                        "wall_us": round(wall, 3),
-                        "repeats": reps,
-                        **knobs,
-                    },
-                )
-                stats["measured"] += 1
+                pending.append((base, feats, single))
+                if len(pending) >= cfg.chunk:
+                    _measure_chunk(f, pending, cfg, knobs, stats)
+                    pending = []
+            _measure_chunk(f, pending, cfg, knobs, stats)
             whole = serialize_tflite(fill_constants(G, seed=cfg.seed))
-            latency, wall, reps = time_model(
-                whole, None, cfg, seed=cfg.seed, min_time_s=cfg.model_min_time_s
+            t = time_model(
+                whole,
+                None,
+                MeasureConfig(
+                    threads=cfg.threads,
+                    warmup=cfg.warmup,
+                    sample_s=cfg.sample_s,
+                    min_samples=cfg.min_samples,
+                    max_time_s=cfg.model_max_time_s,
+                ),
+                seed=cfg.seed,
+                samples=cfg.model_samples,
             )
             _write(
                 f,
                 {
                     "type": "model",
                     "model": path.stem,
-                    "latency_us": round(latency, 3),
-                    "wall_us": round(wall, 3),
-                    "repeats": reps,
+                    **_timing_fields(t),
                     "ops": sorted([k, v] for k, v in keys.items()),
                     "loop_trips": loop_trips,
                     **knobs,
@@ -426,6 +535,35 @@ def measure_models(
             )
             stats["models"] += 1
     return stats
+
+
+def _measure_chunk(
+    f: TextIO,
+    pending: Sequence[tuple[dict[str, Any], dict[str, Any], bytes]],
+    cfg: MeasureConfig,
+    knobs: Mapping[str, Any],
+    stats: dict[str, int],
+) -> None:
+    timings = time_models([m for _, _, m in pending], cfg, seed=cfg.seed)
+    for (base, feats, _), t in zip(pending, timings, strict=True):
+        if isinstance(t, Exception):
+            reason = f"runtime: {type(t).__name__}: {(str(t).splitlines() or [''])[0][:160]}"
+            _write(f, {"type": "skip", **base, "kind": feats["kind"], "reason": reason})
+            stats["skipped"] += 1
+        else:
+            _write(f, {"type": "op", **base, **feats, **_timing_fields(t), **knobs})
+            stats["measured"] += 1
+
+
+def _timing_fields(t: Timing) -> dict[str, Any]:
+    return {
+        "latency_us": round(t.cpu_us, 4),
+        "latency_median_us": round(t.cpu_median_us, 4),
+        "wall_us": round(t.wall_us, 4),
+        "wall_median_us": round(t.wall_median_us, 4),
+        "batch": t.batch,
+        "repeats": t.samples,
+    }
 
 
 def _unmeasurable(S: nx.MultiDiGraph, node: str) -> str | None:

@@ -1,0 +1,94 @@
+"""Repeatability of single-op latencies: measure the same ops twice and compare.
+
+    python benchmarks/check_repeatability.py [--every 1] [--out benchmarks/out/repeat]
+
+Measures every op configuration of ../shared/zoo (or every N-th model with --every N) twice,
+into two fresh records files (``a.jsonl``, ``b.jsonl`` under --out), with the default
+:class:`cost_models.measure.MeasureConfig`, and prints for each recorded statistic (lowest / median
+sample, thread CPU time / wall clock) the share of ops whose two measurements agree within ±10 %
+and the median |b/a - 1|, overall and by latency band, plus the same for whole-model latencies.
+The ``latency_us`` line is the ceiling for a learned model's ``within_10pct`` on unseen ops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from cost_models.measure import MeasureConfig, measure_models, read_records
+
+ROOT = Path(__file__).resolve().parents[1]
+ZOO = ROOT.parent / "shared" / "zoo"
+STATS = ("latency_us", "latency_median_us", "wall_us", "wall_median_us")
+BANDS = ((0.0, 5.0), (5.0, 50.0), (50.0, 500.0), (500.0, float("inf")))
+
+
+def agreement(a: dict[str, dict], b: dict[str, dict], stat: str) -> tuple[int, float, float]:
+    """(n, share within ±10 %, median |b/a - 1|) over keys in both."""
+    ratios = np.array([b[k][stat] / a[k][stat] for k in sorted(a) if k in b and a[k][stat] > 0])
+    dev = np.abs(ratios - 1)
+    return len(dev), float(np.mean(dev <= 0.1)), float(np.median(dev))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--every", type=int, default=1, help="use every N-th model (sorted names)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "repeat")
+    args = ap.parse_args()
+    models = sorted(ZOO.glob("*.tflite"))[:: args.every]
+    if not models:
+        print(f"no models in {ZOO}", file=sys.stderr)
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    print(f"load average before: {os.getloadavg()}")
+    runs = []
+    for name in ("a", "b"):
+        path = args.out / f"{name}.jsonl"
+        path.unlink(missing_ok=True)
+        t0 = time.perf_counter()
+        measure_models(models, path, MeasureConfig())
+        print(f"run {name}: {len(models)} models in {time.perf_counter() - t0:.0f} s")
+        runs.append(read_records(path))
+    print(f"load average after: {os.getloadavg()}")
+    ops = [{r["key"]: r for r in recs if r["type"] == "op"} for recs in runs]
+    whole = [{r["model"]: r for r in recs if r["type"] == "model"} for recs in runs]
+    for stat in STATS:
+        n, share, dev = agreement(ops[0], ops[1], stat)
+        bands = []
+        for lo, hi in BANDS:
+            sub = {k: r for k, r in ops[0].items() if lo <= r["latency_us"] < hi}
+            bn, bshare, _ = agreement(sub, ops[1], stat)
+            bands.append(f"[{lo:g},{hi:g}) us: {bshare * 100:.0f} % of {bn}")
+        print(
+            f"ops    {stat:18s} within ±10 %: {share * 100:5.1f} % of {n}, "
+            f"median deviation {dev * 100:.2f} %   ({'; '.join(bands)})"
+        )
+    for stat in STATS:
+        n, share, dev = agreement(whole[0], whole[1], stat)
+        print(
+            f"models {stat:18s} within ±10 %: {share * 100:5.1f} % of {n}, "
+            f"median deviation {dev * 100:.2f} %"
+        )
+    ratio = [
+        sum(
+            c * (ops[0][k]["latency_us"] - ops[0][k]["overhead_us"])
+            for k, c in m["ops"]
+            if k in ops[0]
+        )
+        / m["latency_us"]
+        for m in whole[0].values()
+    ]
+    print(
+        f"median over models of sum(net op latency) / model latency: {statistics.median(ratio):.3f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
