@@ -54,7 +54,8 @@ def main() -> int:
     t0 = time.perf_counter()
     doc = fit(train)
     fit_s = time.perf_counter() - t0
-    result = evaluate(LearnedCostModel(doc), test)
+    train_keys = {r["key"] for r in train if r["type"] == "op"}
+    result = evaluate(LearnedCostModel(doc), test, train_keys=train_keys)
     print(f"train: {doc['trained_on']['models']}")
     print(f"fit in {fit_s:.2f} s on {doc['trained_on']['configs']} configurations")
     print(json.dumps(result, indent=1, sort_keys=True))

@@ -281,11 +281,18 @@ class _Timer:
                 value = _random_input(d, rng)
             interp.set_tensor(d["index"], np.asarray(value, dtype=d["dtype"]).reshape(d["shape"]))
         interp.invoke()  # first run: lazy allocations, delegate preparation
-        warmup = max(cfg.warmup, 1)
-        t0 = time.perf_counter()
-        for _ in range(warmup):
+        for _ in range(cfg.warmup):
             interp.invoke()
-        per_s = max((time.perf_counter() - t0) / warmup, 1e-7)
+        n = 1
+        while True:  # calibrate: batches of 1, 4, 16, ... invokes until one lasts sample_s / 4
+            t0 = time.perf_counter()
+            for _ in range(n):
+                interp.invoke()
+            elapsed = time.perf_counter() - t0
+            if elapsed >= cfg.sample_s / 4 or n >= 100_000:
+                break
+            n *= 4
+        per_s = max(elapsed / n, 1e-7)
         self.invoke = interp.invoke
         self.batch = max(1, min(int(math.ceil(cfg.sample_s / per_s)), 100_000))
         budget = max(int(cfg.max_time_s / (per_s * self.batch)), cfg.min_samples)

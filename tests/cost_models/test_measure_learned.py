@@ -70,6 +70,9 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     ops = [r for r in recs if r["type"] == "op"]
     assert len(ops) == 3 * len(models)  # every config is distinct
     assert all(r["latency_us"] > 0 and r["threads"] == 1 for r in ops)
+    # lowest sample <= median sample; each sample is a batch of invokes lasting >= ~2 ms
+    assert all(r["latency_us"] <= r["latency_median_us"] and r["repeats"] >= 3 for r in ops)
+    assert all(r["batch"] * r["latency_us"] >= 1000 or r["batch"] == 1 for r in ops)
     assert {r["model"] for r in recs if r["type"] == "model"} == {p.stem for p in models}
     capsys.readouterr()
     # resuming measures nothing new
@@ -93,8 +96,10 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     G = read_tflite(models[1])  # m64, as measured
     # measured configuration: exact lookup
     fc = next(r for r in ops if r["kind"] == "FULLY_CONNECTED" and r["model"] == "m64")
+    # (op_cost is the latency inside a model: net of the invoke overhead, times a fitted scale)
+    assert doc["in_model_scale"] > 0 and doc["trees"]
     assert model.op_cost(G, "fully_connected_1", "CPU", "FLOAT") == pytest.approx(
-        max(fc["latency_us"] - fc["overhead_us"], 0.05), rel=1e-3
+        doc["in_model_scale"] * max(fc["latency_us"] - fc["overhead_us"], 0.05), rel=1e-3
     )
     # unseen size: regression, finite and positive
     assert 0 < model.op_cost(small_model(300), "fully_connected_1", "CPU", "FLOAT") < 1e6
@@ -141,3 +146,30 @@ def test_bad_inputs(tmp_path: Path, capsys) -> None:
     assert "no op records" in capsys.readouterr().err
     with pytest.raises(CostModelError, match="format is not"):
         LearnedCostModel({"format": "x"})
+
+
+def test_trees_fit_residuals_and_roundtrip_json() -> None:
+    from cost_models.learned import TREE_PARAMS, fit_trees, predict_trees
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (200, 3))
+    y = np.where(X[:, 0] > 0.5, 2.0, 0.0) + X[:, 1]
+    base = X[:, 1]  # the base already explains feature 1; trees must learn the step
+    trees = fit_trees(X, y, base, {**TREE_PARAMS, "n_trees": 100, "learning_rate": 0.2})
+    again = json.loads(json.dumps(trees))
+    err = np.abs(base + predict_trees(again, X) - y)
+    assert np.median(err) < 0.1
+    assert trees == fit_trees(X, y, base, {**TREE_PARAMS, "n_trees": 100, "learning_rate": 0.2})
+
+
+def test_version1_model_files_still_load() -> None:
+    doc = {
+        "format": "tacopt-learned",
+        "version": 1,
+        "table": {"k": 4.0},
+        "fits": {"*": {"w": [0.0, 0.0, 0.0, 0.0]}},
+        "overhead_us": 1.0,
+    }
+    m = LearnedCostModel(doc)
+    assert m.predict({"kind": "ADD"}, key="k").latency_us == 5.0  # net 4 + overhead
+    assert m.predict({"kind": "ADD", "outputs": []}).source == "fallback"
