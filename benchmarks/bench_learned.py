@@ -1,19 +1,26 @@
 """Learned cost model accuracy: measure the zoo, fit on half the models, evaluate on the other.
 
-    python benchmarks/bench_learned.py [--records benchmarks/out/zoo_records.jsonl] [--repeat]
+    python benchmarks/bench_learned.py [--records benchmarks/out/zoo_records.jsonl] [--fresh]
+                                       [--repeat]
 
-Split (deterministic, by model): the zoo's model files sorted by name; even positions train,
-odd positions test (so most float32 / int8 pairs of one architecture land on opposite sides).
-A held-out op is every configuration a test model uses (configurations shared with training
-models are predicted from the lookup table, as they would be in use). Measures the zoo first
-when the records file is missing (benchmarks/measure_zoo.py). With --repeat, measures the test
-half a second time into a fresh file and reports the repeatability of single-op latencies.
+Split (deterministic, by model, fixed before looking at results): the zoo's model files sorted
+by name; even positions train, odd positions test. Sorted names put the float32 and int8 twins
+of an architecture next to each other, so most keras vision float32 models train and their
+int8 twins test: the test half is two-thirds int8 ops while training has few int8 examples of
+most kinds (a hard, cross-type split; docs/cost-models.md). A held-out op is every
+configuration a test model uses (configurations shared with training models are predicted from
+the lookup table, as they would be in use; ``within_10pct_unseen`` leaves them out).
+Measures the zoo first (time and load average printed) when the records file is missing or
+with --fresh. With --repeat, measures the test half a second time into a fresh file and
+reports the repeatability of single-op latencies (benchmarks/check_repeatability.py does it for
+the whole zoo and every statistic).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
@@ -45,10 +52,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=Path, default=ROOT / "benchmarks/out/zoo_records.jsonl")
     ap.add_argument("--repeat", action="store_true", help="re-measure the test half")
+    ap.add_argument("--fresh", action="store_true", help="re-measure the zoo first")
     args = ap.parse_args()
+    if args.fresh:
+        args.records.unlink(missing_ok=True)
     if not args.records.exists():
         args.records.parent.mkdir(parents=True, exist_ok=True)
-        measure_models(sorted(ZOO.glob("*.tflite")), args.records, MeasureConfig())
+        print(f"measuring {ZOO} (load average {os.getloadavg()})")
+        t0 = time.perf_counter()
+        stats = measure_models(sorted(ZOO.glob("*.tflite")), args.records, MeasureConfig())
+        print(f"measured in {time.perf_counter() - t0:.0f} s: {stats}")
+        print(f"load average after: {os.getloadavg()}")
     records = read_records(args.records)
     train, test = split(records)
     t0 = time.perf_counter()

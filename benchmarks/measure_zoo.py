@@ -2,14 +2,16 @@
 
     python benchmarks/measure_zoo.py [--out benchmarks/out/zoo_records.jsonl] [--fresh]
 
-Prints the wall time, the counts (measured / reused / skipped ops, models) and, per model, the
-measured model latency next to the sum of its measured op latencies (minus the invoke overhead).
+Prints the wall time and load average, the counts (measured / reused / skipped ops, models)
+and, per model, the measured model latency next to the sum of its measured op latencies (minus
+the invoke overhead).
 Resumable: re-running continues an interrupted file unless --fresh.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -33,10 +35,12 @@ def main() -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.fresh:
         args.out.unlink(missing_ok=True)
+    print(f"load average before: {os.getloadavg()}")
     t0 = time.perf_counter()
     stats = measure_models(models, args.out, MeasureConfig(threads=1))
     wall = time.perf_counter() - t0
-    print(f"measured {len(models)} models in {wall / 60:.1f} min: {stats}")
+    print(f"measured {len(models)} models in {wall / 60:.1f} min ({wall:.0f} s): {stats}")
+    print(f"load average after: {os.getloadavg()}")
     recs = read_records(args.out)
     ops = {r["key"]: r["latency_us"] - r["overhead_us"] for r in recs if r["type"] == "op"}
     ratios = []
