@@ -13,7 +13,9 @@ the lookup table, as they would be in use; ``within_10pct_unseen`` leaves them o
 Measures the zoo first (time and load average printed) when the records file is missing or
 with --fresh. With --repeat, measures the test half a second time into a fresh file and
 reports the repeatability of single-op latencies (benchmarks/check_repeatability.py does it for
-the whole zoo and every statistic).
+the whole zoo and every statistic). Writes the two halves next to the records file
+(``train.jsonl``, ``test.jsonl``) so that ``tacopt fit train.jsonl -o m.json --eval test.jsonl``
+reproduces the figures.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 
 from cost_models.learned import LearnedCostModel, evaluate, fit
 from cost_models.measure import MeasureConfig, measure_models, read_records
+from fusion.io import atomic_write
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -65,6 +68,9 @@ def main() -> int:
         print(f"load average after: {os.getloadavg()}")
     records = read_records(args.records)
     train, test = split(records)
+    for name, half in (("train", train), ("test", test)):  # for `tacopt fit ... --eval ...`
+        lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in half)
+        atomic_write(args.records.with_name(f"{name}.jsonl"), lines)
     t0 = time.perf_counter()
     doc = fit(train)
     fit_s = time.perf_counter() - t0

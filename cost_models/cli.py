@@ -93,7 +93,8 @@ def run_fit(args: argparse.Namespace) -> int:
     from cost_models.measure import read_records
     from fusion.io import atomic_write
 
-    doc = fit(read_records(args.records))
+    train = read_records(args.records)
+    doc = fit(train)
     atomic_write(args.out, json.dumps(doc, indent=1, sort_keys=True) + "\n")
     if args.eval is None:
         if not args.json:
@@ -102,14 +103,16 @@ def run_fit(args: argparse.Namespace) -> int:
                 f"{len(doc['fits'])} fits"
             )
         return 0
-    result = evaluate(LearnedCostModel(doc), read_records(args.eval))
+    train_keys = {r["key"] for r in train if r.get("type") == "op"}
+    result = evaluate(LearnedCostModel(doc), read_records(args.eval), train_keys=train_keys)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
         print(f"ops {result['ops']}, models {result['models']}")
         print(
             f"within ±10 %: {result['within_10pct'] * 100:.1f} % "
-            f"(net of invoke overhead: {result['within_10pct_net'] * 100:.1f} %)"
+            f"(net of invoke overhead: {result['within_10pct_net'] * 100:.1f} %; "
+            f"configurations not in training: {result['within_10pct_unseen'] * 100:.1f} %)"
         )
         print(
             f"MAPE {result['mape']:.1f} %, Spearman {result['spearman']:.3f}, "
