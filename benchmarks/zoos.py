@@ -41,6 +41,7 @@ import numpy as np
 
 from fusion.errors import TacoptError
 from fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
+from fusion.registry import Registry
 
 #: Folder of the models bundled with the project.
 BUNDLED_DIR = Path(__file__).resolve().parent / "models"
@@ -75,7 +76,7 @@ class ZooFactory(Protocol):
     def __call__(self, arg: str | None, /) -> Sequence[ZooItem]: ...
 
 
-_ZOOS: dict[str, ZooFactory] = {}
+_ZOOS: Registry[ZooFactory] = Registry("zoo", BenchmarkError)
 
 
 def register_zoo(name: str, factory: ZooFactory) -> None:
@@ -87,14 +88,12 @@ def register_zoo(name: str, factory: ZooFactory) -> None:
     >>> [i.name for i in resolve_zoo("doc-example")]
     ['m']
     """
-    if name in _ZOOS:
-        raise BenchmarkError(f"zoo {name!r} is already registered")
-    _ZOOS[name] = factory
+    _ZOOS.add(name, factory)
 
 
 def known_zoos() -> list[str]:
     """Names of the registered zoos, sorted."""
-    return sorted(_ZOOS)
+    return list(_ZOOS.names())
 
 
 def resolve_zoo(spec: str) -> list[ZooItem]:
@@ -120,7 +119,7 @@ def resolve_zoo(spec: str) -> list[ZooItem]:
     [('layered_N10', 10), ('layered_N100', 100)]
     """
     name, _, arg = spec.partition(":")
-    factory = _ZOOS.get(name)
+    factory = _ZOOS.find(name)
     if factory is None:
         raise BenchmarkError(f"unknown zoo {spec!r}; known zoos: {', '.join(known_zoos())}")
     items = list(factory(arg or None))

@@ -44,6 +44,7 @@ import networkx as nx
 import numpy as np
 
 from fusion.errors import TacoptError
+from fusion.registry import Registry
 
 #: The inference types of TAC (``InferenceType`` in tac/common/targets.h), ``UNKNOWN`` excluded.
 INFERENCE_TYPES: tuple[str, ...] = ("FLOAT", "QUANTIZED_INT8", "QUANTIZED_UINT8", "HYBRID")
@@ -320,7 +321,7 @@ class CheckedCostModel:
 # registry
 # --------------------------------------------------------------------------------------------
 
-_REGISTRY: dict[str, Callable[[], CostModel]] = {}
+_REGISTRY: Registry[Callable[[], CostModel]] = Registry("cost model", CostModelError)
 #: Modules whose import registers the built-in models (imported on first lookup).
 _BUILTIN_MODULES = ("cost_models.tac", "cost_models.roofline", "cost_models.learned")
 
@@ -341,15 +342,13 @@ def register_cost_model(name: str, factory: Callable[[], CostModel]) -> None:
     cost_models.base.CostModelError: cost model 'tac' is already registered
     """
     _load_builtins()
-    if name in _REGISTRY:
-        raise CostModelError(f"cost model '{name}' is already registered")
-    _REGISTRY[name] = factory
+    _REGISTRY.add(name, factory)
 
 
 def registered_cost_models() -> list[str]:
     """Sorted names of the registered models."""
     _load_builtins()
-    return sorted(_REGISTRY)
+    return list(_REGISTRY.names())
 
 
 def get_cost_model(spec: str | CostModel, *, checked: bool = True) -> CostModel:
@@ -387,26 +386,27 @@ def get_cost_model(spec: str | CostModel, *, checked: bool = True) -> CostModel:
 
 def _build(spec: str) -> CostModel:
     _load_builtins()
-    if spec in _REGISTRY:
-        return _REGISTRY[spec]()
+    factory = _REGISTRY.find(spec)
+    if factory is not None:
+        return factory()
     if spec.endswith(".json") or Path(spec).is_file():
         return load_model_file(spec)
     if ":" in spec:
         return _import_factory(spec)
     raise CostModelError(
-        f"unknown cost model '{spec}' (known: {', '.join(sorted(_REGISTRY))}; "
+        f"unknown cost model '{spec}' (known: {', '.join(_REGISTRY.names())}; "
         "or give path/to/model.json or pkg.mod:Factory)"
     )
 
 
-_FILE_LOADERS: dict[str, Callable[[dict[str, Any], Path], CostModel]] = {}
+_FILE_LOADERS: Registry[Callable[[dict[str, Any], Path], CostModel]] = Registry(
+    "model file format", CostModelError
+)
 
 
 def register_model_format(fmt: str, loader: Callable[[dict[str, Any], Path], CostModel]) -> None:
     """Register a loader for JSON model files whose ``"format"`` field is ``fmt``."""
-    if fmt in _FILE_LOADERS:
-        raise CostModelError(f"model file format '{fmt}' is already registered")
-    _FILE_LOADERS[fmt] = loader
+    _FILE_LOADERS.add(fmt, loader)
 
 
 def load_model_file(path: str | Path) -> CostModel:
@@ -420,12 +420,13 @@ def load_model_file(path: str | Path) -> CostModel:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CostModelError(f"cost model file '{p}' is not valid JSON: {exc}") from None
     fmt = doc.get("format") if isinstance(doc, dict) else None
-    if fmt not in _FILE_LOADERS:
+    loader = _FILE_LOADERS.find(fmt) if isinstance(fmt, str) else None
+    if loader is None:
         raise CostModelError(
             f"cost model file '{p}': unknown format {fmt!r} "
-            f"(known: {', '.join(sorted(_FILE_LOADERS))})"
+            f"(known: {', '.join(_FILE_LOADERS.names())})"
         )
-    return _FILE_LOADERS[fmt](doc, p)
+    return loader(doc, p)
 
 
 def _import_factory(spec: str) -> CostModel:

@@ -15,6 +15,7 @@ from flatbuffers import flexbuffers
 
 from fusion.errors import FusionError
 from fusion.ir import Op
+from fusion.registry import Registry
 from fusion.rules.base import Editor, Rewrite, op_name
 
 
@@ -53,7 +54,7 @@ class Fusion:
     rewrite: RewriteFn
 
 
-_FUSIONS: dict[str, Fusion] = {}
+_FUSIONS: Registry[Fusion] = Registry("fusion", FusionError)
 
 
 def register_fusion(name: str, verify_signature: VerifySignature, rewrite: RewriteFn) -> Fusion:
@@ -82,27 +83,22 @@ def register_fusion(name: str, verify_signature: VerifySignature, rewrite: Rewri
     True
     >>> unregister_fusion("doc_example")
     """
-    if name in _FUSIONS:
-        raise FusionError(f"fusion '{name}' is already registered")
-    _FUSIONS[name] = Fusion(name, verify_signature, rewrite)
-    return _FUSIONS[name]
+    return _FUSIONS.add(name, Fusion(name, verify_signature, rewrite))
 
 
 def unregister_fusion(name: str) -> None:
     """Remove a registered fusion (tests and plugins that re-register)."""
-    get_fusion(name)
-    del _FUSIONS[name]
+    _FUSIONS.remove(name)
 
 
 def get_fusion(name: str) -> Fusion:
     """The fusion registered for ``name``; raises :class:`FusionError` listing the known ones."""
-    if name not in _FUSIONS:
-        raise FusionError(f"no fusion registered for '{name}'; known: {', '.join(known_fusions())}")
-    return _FUSIONS[name]
+    return _FUSIONS.get(name)
 
 
 def known_fusions() -> list[str]:
-    return sorted(_FUSIONS)
+    """Names of the registered fusions, sorted."""
+    return list(_FUSIONS.names())
 
 
 # --------------------------------------------------------------------------------------------
@@ -161,7 +157,7 @@ def fuse_composites(
         if not set(c.ops) <= ed.ops.keys():
             refuse(c, "its ops are no longer in the graph")
             continue
-        fusion = _FUSIONS.get(c.implements)
+        fusion = _FUSIONS.find(c.implements)
         if fusion is not None:
             why = fusion.verify_signature(ed, c)
             if why:
@@ -185,7 +181,8 @@ def fuse_composites(
         else:
             if ed.ops[c.ops[0]].kind == "STABLEHLO_COMPOSITE":
                 continue  # kept as one node; nothing to report
-            refuse(c, f"no fusion registered and not tfl_fusable_op; known: {known_fusions()}")
+            known = ", ".join(known_fusions())
+            refuse(c, f"no fusion registered and not tfl_fusable_op; known: {known}")
             continue
         if not ed.apply(rw):
             refuse(c, "an intermediate tensor of the region is read outside it")

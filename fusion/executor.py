@@ -85,6 +85,7 @@ from fusion.kernels.common import (
     quantize,
 )
 from fusion.kernels.integer import INTEGER_KERNELS
+from fusion.registry import Registry
 
 __all__ = [
     "OpCall",
@@ -102,8 +103,7 @@ __all__ = [
 # registry
 # --------------------------------------------------------------------------------------------
 
-_KERNELS: dict[str, KernelSpec] = {}
-_TOLERANCES: dict[str, tuple[float, float]] = {}
+_KERNELS: Registry[KernelSpec] = Registry("kernel", ExecutionError)
 
 EXACT = (0.0, 0.0)
 ONE_OP = (1e-6, 1e-6)
@@ -186,8 +186,7 @@ def register_kernel(
     """
     if kind in _KERNELS and not replace:
         raise ExecutionError(f"kernel for '{kind}' is already registered (pass replace=True)")
-    _KERNELS[kind] = KernelSpec(fn, raw, integer)
-    _TOLERANCES[kind] = tolerance
+    _KERNELS.add(kind, KernelSpec(fn, raw, integer, tolerance), replace=True)
 
 
 def supported_kinds() -> list[str]:
@@ -198,7 +197,7 @@ def supported_kinds() -> list[str]:
     >>> {"CONV_2D", "WHILE", "UNIDIRECTIONAL_SEQUENCE_LSTM"} <= set(supported_kinds())
     True
     """
-    return sorted(_KERNELS)
+    return list(_KERNELS.names())
 
 
 def tolerance(kind: str) -> tuple[float, float]:
@@ -214,9 +213,10 @@ def tolerance(kind: str) -> tuple[float, float]:
     >>> tolerance("RESHAPE"), tolerance("CONV_2D")
     ((0.0, 0.0), (0.0001, 0.0001))
     """
-    if kind not in _TOLERANCES:
+    spec = _KERNELS.find(kind)
+    if spec is None:
         raise ExecutionError(f"no kernel for op kind '{kind}'")
-    return _TOLERANCES[kind]
+    return spec.tolerance
 
 
 def _register_builtins() -> None:
@@ -270,7 +270,7 @@ def _plan(G: nx.MultiDiGraph, run: _Run):
     if key not in run.plans:
         steps, last_use = [], {}
         for i, (name, op) in enumerate(ops_of(G)):
-            spec = _KERNELS.get(op.kind)
+            spec = _KERNELS.find(op.kind)
             if spec is None:
                 raise ExecutionError(
                     f"op '{name}' in graph '{G.graph.get('name')}': no kernel for kind "
@@ -464,7 +464,7 @@ def run_op(
     array([-1.,  2.], dtype=float32)
     """
     op = G.nodes[name]["op"]
-    spec = _KERNELS.get(op.kind)
+    spec = _KERNELS.find(op.kind)
     if spec is None:
         raise ExecutionError(f"op '{name}': no kernel for kind '{op.kind}'")
     tensors = G.graph["tensors"]

@@ -35,6 +35,7 @@ import numpy as np
 
 from fusion.errors import TacoptError
 from fusion.ir import FLOAT_DTYPES, Op
+from fusion.registry import Registry
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -278,7 +279,7 @@ NPU_TABLE = _support_table(
 # registry
 # --------------------------------------------------------------------------------------------
 
-_TARGETS: dict[str, Target] = {}
+_TARGETS: Registry[Target] = Registry("device", TargetError)
 
 
 def register_target(target: Target) -> Target:
@@ -302,23 +303,17 @@ def register_target(target: Target) -> Target:
     name = target.name.upper()
     if name != target.name:
         raise TargetError(f"device name '{target.name}' must be upper-case")
-    if name in _TARGETS:
-        raise TargetError(f"device '{name}' is already registered")
-    _TARGETS[name] = target
-    return target
+    return _TARGETS.add(name, target)
 
 
 def target_names() -> tuple[str, ...]:
     """Registered device names, sorted."""
-    return tuple(sorted(_TARGETS))
+    return _TARGETS.names()
 
 
 def get_target(name: str) -> Target:
     """The target registered as ``name`` (case-insensitive); :class:`TargetError` if unknown."""
-    key = name.strip().upper()
-    if key not in _TARGETS:
-        raise TargetError(f"unknown device '{key}'; known: {', '.join(target_names())}")
-    return _TARGETS[key]
+    return _TARGETS.get(name.strip().upper())
 
 
 def resolve_devices(devices: str | Sequence[str]) -> tuple[Target, ...]:

@@ -64,12 +64,14 @@ Kernel = Callable[[OpCall], "np.ndarray | Sequence[np.ndarray]"]
 
 @dataclass(frozen=True, slots=True)
 class KernelSpec:
-    """A registered kernel: the function, whether it works on stored (raw) values, and an
-    optional exact integer kernel (raw) for int8 / uint8 ops."""
+    """A registered kernel: the function, whether it works on stored (raw) values, an
+    optional exact integer kernel (raw) for int8 / uint8 ops, and the (rtol, atol) within which
+    its float outputs match TFLite."""
 
     fn: Kernel
     raw: bool = False
     integer: Kernel | None = None
+    tolerance: tuple[float, float] = (0.0, 0.0)
 
 
 def kernel_table() -> tuple[dict[str, KernelSpec], Callable[..., Callable[[Kernel], Kernel]]]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Protocol
 
+from fusion.registry import Registry
 from partitioner.errors import PickerError
 from partitioner.plan import Plan
 from partitioner.problem import PickProblem
@@ -39,7 +40,7 @@ class Picker(Protocol):
     def __call__(self, problem: PickProblem, **options: Any) -> Plan: ...
 
 
-_PICKERS: dict[str, Picker] = {}
+_PICKERS: Registry[Picker] = Registry("picker", PickerError)
 
 
 def register_picker(name: str, picker: Picker) -> Picker:
@@ -60,10 +61,7 @@ def register_picker(name: str, picker: Picker) -> Picker:
     ...
     partitioner.errors.PickerError: picker 'exact' is already registered
     """
-    if name in _PICKERS:
-        raise PickerError(f"picker {name!r} is already registered")
-    _PICKERS[name] = picker
-    return picker
+    return _PICKERS.add(name, picker)
 
 
 def get_picker(name: str) -> Picker:
@@ -76,15 +74,12 @@ def get_picker(name: str) -> Picker:
     ...
     partitioner.errors.PickerError: unknown picker 'no-such'; known: brute, ...
     """
-    try:
-        return _PICKERS[name]
-    except KeyError:
-        raise PickerError(f"unknown picker {name!r}; known: {', '.join(picker_names())}") from None
+    return _PICKERS.get(name)
 
 
 def picker_names() -> tuple[str, ...]:
     """Registered picker names, sorted."""
-    return tuple(sorted(_PICKERS))
+    return _PICKERS.names()
 
 
 def picker_options(name: str) -> frozenset[str]:

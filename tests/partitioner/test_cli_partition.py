@@ -56,7 +56,7 @@ def test_malformed_model_exits_2(tmp_path, capsys):
 def test_user_target_from_own_module(bundled_models, tmp_path, capsys, monkeypatch):
     import partitioner.targets as targets
 
-    monkeypatch.setattr(targets, "_TARGETS", dict(targets._TARGETS))  # DSP vanishes afterwards
+    monkeypatch.setattr(targets, "_TARGETS", targets._TARGETS.copy())  # DSP vanishes afterwards
     mod = tmp_path / "my_dsp.py"
     mod.write_text(
         "from partitioner.targets import SimpleTarget, register_target\n"

@@ -37,7 +37,7 @@ Q = Quantization((0.05,), (0,))
 @pytest.fixture
 def registry(monkeypatch):
     """A private copy of the target registry, so user targets vanish after the test."""
-    monkeypatch.setattr(targets_mod, "_TARGETS", dict(targets_mod._TARGETS))
+    monkeypatch.setattr(targets_mod, "_TARGETS", targets_mod._TARGETS.copy())
     return targets_mod._TARGETS
 
 
