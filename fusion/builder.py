@@ -308,17 +308,22 @@ class GraphBuilder:
     def _infer(
         self, kind: str, inputs: tuple[str | None, ...], o: dict[str, Any]
     ) -> list[tuple[tuple[int, ...], str]] | None:
-        t = [self._tensors[n] if n is not None else None for n in inputs]
-        x = t[0]
+        def t(i: int) -> Tensor:
+            name = inputs[i] if i < len(inputs) else None
+            if name is None:
+                raise ValueError(f"input {i} is omitted")
+            return self._tensors[name]
+
+        x = t(0)
         if kind in SAME_SHAPE_KINDS or kind in ("DEQUANTIZE", "CAST"):
             out_dtype = "float32" if kind == "DEQUANTIZE" else x.dtype
             return [(x.shape, out_dtype)]
         if kind in BINARY_KINDS or kind in COMPARISON_KINDS:
-            shape = tuple(np.broadcast_shapes(t[0].shape, t[1].shape))
+            shape = tuple(np.broadcast_shapes(t(0).shape, t(1).shape))
             return [(shape, "bool" if kind in COMPARISON_KINDS else x.dtype)]
         if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
             n, h, w, _ = x.shape
-            f = t[1].shape
+            f = t(1).shape
             kh, kw, cout = (f[1], f[2], f[0] if kind == "CONV_2D" else f[3])
             return [((n, *self._spatial(h, w, kh, kw, o), cout), x.dtype)]
         if kind in ("AVERAGE_POOL_2D", "MAX_POOL_2D"):
@@ -327,9 +332,9 @@ class GraphBuilder:
                 ((n, *self._spatial(h, w, o["filter_height"], o["filter_width"], o), c), x.dtype)
             ]
         if kind == "TRANSPOSE_CONV":
-            return [(tuple(int(v) for v in self._value(inputs[0])), t[2].dtype)]
+            return [(tuple(int(v) for v in self._value(inputs[0])), t(2).dtype)]
         if kind == "FULLY_CONNECTED":
-            units, depth = t[1].shape
+            units, depth = t(1).shape
             if o.get("keep_num_dims"):
                 return [((*x.shape[:-1], units), x.dtype)]
             return [((math.prod(x.shape) // depth, units), x.dtype)]
@@ -343,16 +348,16 @@ class GraphBuilder:
             return [(tuple(int(d) for d in np.reshape(np.empty(x.shape), new).shape), x.dtype)]
         if kind == "CONCATENATION":
             axis = o["axis"] % len(x.shape)
-            shape = list(x.shape)
-            shape[axis] = sum(s.shape[axis] for s in t)
-            return [(tuple(shape), x.dtype)]
+            dims = list(x.shape)
+            dims[axis] = sum(t(i).shape[axis] for i in range(len(inputs)))
+            return [(tuple(dims), x.dtype)]
         if kind == "SPLIT":
-            v = t[1]
+            v = t(1)
             axis = int(np.ravel(self._value(inputs[0]))[0]) % len(v.shape)
             k = o["num_splits"]
-            shape = list(v.shape)
-            shape[axis] //= k
-            return [(tuple(shape), v.dtype)] * k
+            dims = list(v.shape)
+            dims[axis] //= k
+            return [(tuple(dims), v.dtype)] * k
         if kind in ("PAD", "PADV2", "MIRROR_PAD"):
             pads = self._value(inputs[1]).reshape(-1, 2)
             return [(tuple(d + int(p.sum()) for d, p in zip(x.shape, pads)), x.dtype)]
@@ -361,11 +366,11 @@ class GraphBuilder:
             return [(tuple(x.shape[p] for p in perm), x.dtype)]
         if kind == "GATHER":
             axis = o["axis"] % len(x.shape)
-            return [((*x.shape[:axis], *t[1].shape, *x.shape[axis + 1 :]), x.dtype)]
+            return [((*x.shape[:axis], *t(1).shape, *x.shape[axis + 1 :]), x.dtype)]
         if kind == "EMBEDDING_LOOKUP":
-            return [((*x.shape, *t[1].shape[1:]), t[1].dtype)]
+            return [((*x.shape, *t(1).shape[1:]), t(1).dtype)]
         if kind == "BATCH_MATMUL":
-            a, b = x.shape, t[1].shape
+            a, b = x.shape, t(1).shape
             m = a[-1] if o.get("adj_x") else a[-2]
             n = b[-2] if o.get("adj_y") else b[-1]
             batch = np.broadcast_shapes(a[:-2], b[:-2])

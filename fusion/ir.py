@@ -270,6 +270,24 @@ class Op:
     def is_custom(self) -> bool:
         return self.kind.startswith("CUSTOM:")
 
+    def input(self, i: int) -> str:
+        """The name of required input ``i``; :class:`GraphError` if it is omitted or missing.
+
+        Examples
+        --------
+        >>> op = Op("fc_0", "FULLY_CONNECTED", ("x", "w", None), ("y",))
+        >>> op.input(1)
+        'w'
+        >>> op.input(2)
+        Traceback (most recent call last):
+        ...
+        fusion.errors.GraphError: op 'fc_0' (FULLY_CONNECTED): input 2 is omitted
+        """
+        name = self.inputs[i] if -len(self.inputs) <= i < len(self.inputs) else None
+        if name is None:
+            raise GraphError(f"op '{self.name}' ({self.kind}): input {i} is omitted")
+        return name
+
     @property
     def called_subgraphs(self) -> tuple[str, ...]:
         """Names of nested graphs this op calls (WHILE, IF, CALL_ONCE, CALL, composites)."""

@@ -45,8 +45,8 @@ def _add_leaves(ed: Editor, t: str, ops: list[str]) -> list[str] | None:
         return [t]
     ops.append(op.name)
     out = []
-    for x in op.inputs:
-        leaves = _add_leaves(ed, x, ops)
+    for i in range(len(op.inputs)):
+        leaves = _add_leaves(ed, op.input(i), ops)
         if leaves is None:
             return None
         out.extend(leaves)
@@ -88,7 +88,7 @@ def _analyse_body(body: Editor) -> dict | None:
         return None
     order = [split.outputs.index(gates[g]) for g in GATES]
     axis = body.value(split.inputs[0])
-    z = split.inputs[1]
+    z = split.input(1)
     rank = len(body.tensor(z).shape)
     if axis is None or int(axis.reshape(-1)[0]) % rank != rank - 1:
         return None
@@ -192,7 +192,7 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
         body.tensor(t).dtype != "float32" or body.tensor(t).is_quantized for t in roles["tensors"]
     ):
         return None
-    x = op.inputs[roles["k_x"]]
+    x = op.input(roles["k_x"])
     xt = ed.tensor(x)
     if len(xt.shape) != 3 or xt.dtype != "float32" or xt.is_quantized:
         return None
@@ -202,7 +202,7 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
         return None
     if any(ed.scalar(op.inputs[k]) != 0 for k in (roles["k_t"], roles["k_i"])):
         return None
-    if not all(_zero_or_dropped(ed, op.inputs[roles[k]]) for k in ("k_h", "k_c")):
+    if not all(_zero_or_dropped(ed, op.input(roles[k])) for k in ("k_h", "k_c")):
         return None
     wx, wh = body.tensor(roles["wx"]), body.tensor(roles["wh"])
     four_h = wx.shape[0]
@@ -226,9 +226,9 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
 
     w_in = gate_blocks(body.value(wx.name), wx.shape, "input_weights")
     w_rec = gate_blocks(body.value(wh.name), wh.shape, "recurrent_weights")
-    bias_vals = [body.value(b) for b in roles["biases"]]
+    bias_vals = [v for v in map(body.value, roles["biases"]) if v is not None]
     total = None
-    if all(v is not None for v in bias_vals):
+    if len(bias_vals) == len(roles["biases"]):
         total = np.zeros(four_h, np.float32)
         for v in bias_vals:
             total = total + np.broadcast_to(v.reshape(-1), (four_h,))

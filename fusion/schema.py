@@ -43,12 +43,13 @@ BUILTIN_CODES: dict[str, int] = {name: code for code, name in BUILTIN_NAMES.item
 PLACEHOLDER_FOR_GREATER_OP_CODES = 127
 
 #: Union type value -> generated object-API class (``XxxOptionsT``) for both options unions.
-OPTIONS_CLASSES: dict[int, type] = {
+#: ``Any``: the generated classes are untyped (``InitFromBuf`` is not visible to mypy).
+OPTIONS_CLASSES: dict[int, Any] = {
     value: getattr(fb, name + "T")
     for value, name in _enum_names(fb.BuiltinOptions).items()
     if name != "NONE"
 }
-OPTIONS2_CLASSES: dict[int, type] = {
+OPTIONS2_CLASSES: dict[int, Any] = {
     value: getattr(fb, name + "T")
     for value, name in _enum_names(fb.BuiltinOptions2).items()
     if name != "NONE"

@@ -48,7 +48,9 @@ class _Expander:
         self.tensors.append(t)
         return t.name
 
-    def emit(self, kind: str, *inputs: str, out: str | None = None, shape=None, **options) -> str:
+    def emit(
+        self, kind: str, *inputs: str | None, out: str | None = None, shape=None, **options
+    ) -> str:
         if out is None:
             rec = self.out if shape is None else Tensor("", tuple(shape), self.out.dtype)
             out = self.ed.fresh(f"{self.op.outputs[0]}/{kind.lower()}{len(self.ops)}")
@@ -99,8 +101,8 @@ def _unfuse_op(ed: Editor, op: Op) -> Rewrite | None:
         e.emit("MUL", x, e.emit("LOGISTIC", x), out=y)
     elif op.kind == "CUSTOM:LayerNorm":
         opts = flexbuffers.Loads(bytes(op.custom_options or b"")) or {}
-        rank = len(ed.tensor(x).shape)
-        keep = ed.tensor(x).shape[:-1] + (1,)
+        shape = ed.tensor(op.input(0)).shape
+        rank, keep = len(shape), shape[:-1] + (1,)
         axes = ed.const(f"{op.name}/axes", np.array([rank - 1], np.int32), (1,), "int32")
         e.tensors.append(axes)
         mean = e.emit("MEAN", x, axes.name, shape=keep, keep_dims=True)

@@ -128,7 +128,7 @@ class _Writer:
         head = self._build(layout)
         if len(head) != size:
             raise AssertionError("flatbuffer size changed between the two passes")
-        parts = [head, bytes(base - size)]
+        parts: list[bytes | memoryview] = [head, bytes(base - size)]
         end = base
         for i, (offset, n) in sorted(layout.items(), key=lambda kv: kv[1][0]):
             parts.append(bytes(offset - end))

@@ -23,6 +23,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from fusion.errors import GraphError
 from fusion.ir import Buffer, Op, Tensor, make_graph, numpy_dtype, ops_of
 
 
@@ -116,6 +117,8 @@ class Editor:
         return float(flat[0]) if np.all(flat == flat[0]) else None
 
     def subgraph(self, name: str) -> nx.MultiDiGraph:
+        if self.root is None:
+            raise GraphError(f"graph '{self.name}': no root graph to find subgraph '{name}' in")
         return self.root.graph["subgraphs"][name]
 
     # ---- writing -------------------------------------------------------------------------
@@ -162,8 +165,8 @@ class Editor:
         origin = tuple(sorted({i for n in rw.remove for i in self.ops[n].origin}))
         for n in rw.remove:
             self._delete(n)
-        for t in rw.tensors:
-            self.tensors[t.name] = t
+        for rec in rw.tensors:
+            self.tensors[rec.name] = rec
         step = 1.0 / (len(rw.ops) + 1)
         for i, op in enumerate(rw.ops):
             if op.name in self.ops:

@@ -79,7 +79,7 @@ def _fused(ed: Editor, kind: str, anchor: Op, inputs, outputs, options=None, cus
 
 def fold_activation(ed: Editor, act: Op) -> Rewrite | None:
     """RELU / RELU6 / RELU_N1_TO_1 after an op with ``fused_activation_function = NONE``."""
-    x = act.inputs[0]
+    x = act.input(0)
     prod = ed.producer_of(x)
     if prod is None or prod.kind not in ACT_PRODUCERS or len(prod.outputs) != 1:
         return None
@@ -115,7 +115,7 @@ def fold_bias_scale(ed: Editor, op: Op) -> Rewrite | None:
     moves to the weighted op.
     """
     act = op.options.get("fused_activation_function", "NONE")
-    a, b = op.inputs[:2]
+    a, b = op.input(0), op.input(1)
     if ed.is_const(b) and not ed.is_const(a):
         x, c = a, b
     elif ed.is_const(a) and not ed.is_const(b) and op.kind in ("ADD", "MUL"):
@@ -128,7 +128,7 @@ def fold_bias_scale(ed: Editor, op: Op) -> Rewrite | None:
     if prod.options.get("fused_activation_function", "NONE") != "NONE":
         return None
     w_slot, b_slot = FILTER_SLOTS[prod.kind]
-    w = prod.inputs[w_slot]
+    w = prod.input(w_slot)
     bias = prod.inputs[b_slot] if len(prod.inputs) > b_slot else None
     if not ed.is_const(w) or (bias is not None and not ed.is_const(bias)):
         return None
@@ -201,10 +201,10 @@ def fold_pad(ed: Editor, conv: Op) -> Rewrite | None:
         return None
     if pad.kind == "PADV2" and ed.scalar(pad.inputs[2]) != 0.0:
         return None
-    x = ed.tensor(pad.inputs[0])
+    x = ed.tensor(pad.input(0))
     if x.is_quantized or len(x.shape) != 4:
         return None  # a quantized PAD pads with its zero point, which SAME may not reproduce
-    kh, kw = ed.tensor(conv.inputs[1]).shape[1:3]
+    kh, kw = ed.tensor(conv.input(1)).shape[1:3]
     o = conv.options
     want = [
         (0, 0),
@@ -220,7 +220,7 @@ def fold_pad(ed: Editor, conv: Op) -> Rewrite | None:
 
 def fold_dequantize(ed: Editor, op: Op) -> Rewrite | None:
     """DEQUANTIZE of a float16 constant becomes a float32 constant (fp16 weights)."""
-    src = ed.tensor(op.inputs[0])
+    src = ed.tensor(op.input(0))
     if not src.is_constant or src.dtype != "float16" or ed.is_output(op.outputs[0]):
         return None
     v = ed.value(src.name)
