@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import networkx as nx
 
@@ -34,7 +35,7 @@ CONVERSION_DEVICE = "CPU"
 def chosen_views(
     partition: Partition,
     views: Mapping[str, tuple[View, ...]],
-    assignment: Mapping[str, tuple[str, str] | object],
+    assignment: Mapping[str, Any],
 ) -> list[View]:
     """The view each unit runs as, in partition order.
 
@@ -58,7 +59,7 @@ def apply_plan(
     G: nx.MultiDiGraph,
     partition: Partition,
     views: Mapping[str, tuple[View, ...]],
-    assignment: Mapping[str, object],
+    assignment: Mapping[str, Any],
 ) -> nx.MultiDiGraph:
     """Build the partitioned graph (``G`` is untouched).
 

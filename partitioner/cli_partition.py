@@ -88,6 +88,8 @@ def load_module(spec: str) -> None:
             if not path.is_file():
                 raise TacoptError(f"--load {spec}: no such file")
             mod_spec = importlib.util.spec_from_file_location(f"tacopt_user_{path.stem}", path)
+            if mod_spec is None or mod_spec.loader is None:
+                raise TacoptError(f"--load {spec}: cannot load this file as a module")
             module = importlib.util.module_from_spec(mod_spec)
             sys.modules[mod_spec.name] = module
             mod_spec.loader.exec_module(module)
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
         if opts.dot:
             atomic_write(opts.dot, to_dot(result.graph))
-        else:
+        elif opts.svg:
             atomic_write(opts.svg, to_svg(result.graph))
     if opts.json:
         print(json.dumps(summary, indent=1))

@@ -103,8 +103,14 @@ def _static(tensors: dict[str, Tensor], op: Op) -> bool:
                tensors[t].shape) for t in names)
 
 
+def _required(op: Op) -> tuple[str, ...]:
+    """All of ``op``'s inputs, none of them omitted (:class:`GraphError` otherwise)."""
+    return tuple(op.input(i) for i in range(len(op.inputs)))
+
+
 def _const_values(tensors: dict[str, Tensor], name: str | None) -> np.ndarray | None:
-    if name is None or not tensors[name].is_constant or tensors[name].buffer.is_placeholder:
+    buffer = None if name is None else tensors[name].buffer
+    if name is None or not tensors[name].is_constant or buffer is None or buffer.is_placeholder:
         return None
     return np.asarray(tensors[name].data()).reshape(-1)
 
@@ -132,10 +138,10 @@ def _pack_applies(tensors: dict[str, Tensor], op: Op) -> bool:
 
 def _pack(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     e = _Emitter(tensors, op, "pack")
-    shape = _shape(tensors, op.inputs[0])
+    shape = _shape(tensors, op.input(0))
     axis = _axis(int(op.options.get("axis", 0)), len(shape) + 1)
     expanded = shape[:axis] + (1,) + shape[axis:]
-    parts = [e.reshape(t, expanded) for t in op.inputs]
+    parts = [e.reshape(t, expanded) for t in _required(op)]
     e.emit("CONCATENATION", parts, op.outputs, {"axis": axis, "fused_activation_function": "NONE"})
     return e.result()
 
@@ -150,11 +156,12 @@ def _split_applies(tensors: dict[str, Tensor], op: Op) -> bool:
 
 def _split(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     if op.kind == "SPLIT":
-        value = op.inputs[1]
+        value = op.input(1)
         axis_values = _const_values(tensors, op.inputs[0])
     else:
-        value = op.inputs[0]
+        value = op.input(0)
         axis_values = _const_values(tensors, op.inputs[2])
+    assert axis_values is not None, "checked by _split_applies"
     shape = _shape(tensors, value)
     axis = _axis(int(axis_values[0]), len(shape))
     sizes = [_shape(tensors, t)[axis] for t in op.outputs]
@@ -176,7 +183,7 @@ def _sub_applies(tensors: dict[str, Tensor], op: Op) -> bool:
 
 def _sub(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     e = _Emitter(tensors, op, "sub")
-    a, b = op.inputs
+    a, b = _required(op)
     dtype = np.dtype(tensors[op.outputs[0]].dtype)
     neg = e.tensor(b, _shape(tensors, b), "neg")
     e.emit("MUL", (b, e.const(np.array([-1], dtype), "minus_one")), (neg,),
@@ -219,7 +226,7 @@ def _pad4(shape: Sequence[int]) -> tuple[int, ...]:
 
 def _slice(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     e = _Emitter(tensors, op, "slice4d")
-    x, begin, size = op.inputs
+    x, begin, size = _required(op)
     lead = 4 - len(_shape(tensors, x))
     x4 = e.reshape(x, _pad4(_shape(tensors, x)))
     begin4 = np.concatenate([np.zeros(lead), _const_values(tensors, begin)]).astype(np.int32)
@@ -236,7 +243,7 @@ def _concat(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     out = op.outputs[0]
     rank = len(_shape(tensors, out))
     axis = _axis(int(op.options.get("axis", 0)), rank) + 4 - rank
-    parts = [e.reshape(t, _pad4(_shape(tensors, t))) for t in op.inputs]
+    parts = [e.reshape(t, _pad4(_shape(tensors, t))) for t in _required(op)]
     y4 = e.tensor(out, _pad4(_shape(tensors, out)), "y4")
     e.emit("CONCATENATION", parts, (y4,), {"axis": axis, "fused_activation_function": _act(op)})
     e.reshape(y4, _shape(tensors, out), out)
@@ -244,19 +251,19 @@ def _concat(tensors: dict[str, Tensor], op: Op) -> Rewrite:
 
 
 def _fc_applies(tensors: dict[str, Tensor], op: Op) -> bool:
-    w = op.inputs[1]
+    w = op.input(1)
     if not _static(tensors, op) or not tensors[w].is_constant or len(_shape(tensors, w)) != 2:
         return False
     if op.options.get("weights_format", "DEFAULT") != "DEFAULT":
         return False
-    x = tensors[op.inputs[0]]
+    x = tensors[op.input(0)]
     # Hybrid FCs (float input, int8 weights) have no CONV_2D counterpart.
     return (x.dtype in FLOAT_DTYPES) == (tensors[w].dtype in FLOAT_DTYPES)
 
 
 def _fc(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     e = _Emitter(tensors, op, "fc")
-    x, w = op.inputs[0], op.inputs[1]
+    x, w = op.input(0), op.input(1)
     bias = op.inputs[2] if len(op.inputs) > 2 else None
     out_ch, depth = _shape(tensors, w)
     rows = math.prod(_shape(tensors, x)) // depth
@@ -280,14 +287,16 @@ def _zero_bias(e: _Emitter, tensors: dict[str, Tensor], x: str, w: str, n: int) 
     if tensors[w].dtype in FLOAT_DTYPES:
         return e.const(np.zeros(n, np.float32), "bias")
 
-    xs, ws = tensors[x].quantization.scale, tensors[w].quantization.scale
+    xq, wq = tensors[x].quantization, tensors[w].quantization
+    assert xq is not None and wq is not None, "an integer FC has quantized input and weights"
+    xs, ws = xq.scale, wq.scale
     scales = tuple(float(xs[0] * s) for s in (ws if len(ws) == n else ws * n))
     return e.const(np.zeros(n, np.int32), "bias",
                    quantization=Quantization(scales, (0,) * n, 0))
 
 
 def _mean_applies(tensors: dict[str, Tensor], op: Op) -> bool:
-    x = op.inputs[0]
+    x = op.input(0)
     axes = _const_values(tensors, op.inputs[1])
     if axes is None or len(_shape(tensors, x)) != 4 or not _static(tensors, op):
         return False
@@ -296,7 +305,7 @@ def _mean_applies(tensors: dict[str, Tensor], op: Op) -> bool:
 
 def _mean(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     e = _Emitter(tensors, op, "mean")
-    x, out = op.inputs[0], op.outputs[0]
+    x, out = op.input(0), op.outputs[0]
     n, h, w, c = _shape(tensors, x)
     requant = tensors[x].is_quantized and tensors[x].quantization != tensors[out].quantization
     pooled_q = tensors[x].quantization if requant else tensors[out].quantization

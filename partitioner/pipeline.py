@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import networkx as nx
 
@@ -121,11 +121,10 @@ def partition(
     if granularity not in GRANULARITIES:
         raise PartitionError(f"unknown granularity '{granularity}'; known: subgraph, op")
     validate_graph(G)
-    targets = (
-        resolve_devices(devices)
-        if isinstance(devices, str) or all(isinstance(d, str) for d in devices)
-        else tuple(devices)
-    )
+    if isinstance(devices, str) or all(isinstance(d, str) for d in devices):
+        targets = resolve_devices(cast("str | Sequence[str]", devices))
+    else:
+        targets = tuple(cast("Sequence[Target]", devices))
     model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
     lap("setup")
     annotations = annotate_targets(G, targets, pins=pins)

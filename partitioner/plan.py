@@ -135,7 +135,9 @@ def evaluate_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
     return total
 
 
-def _objective_terms(index: ProblemIndex, chosen: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+def _objective_terms(
+    index: ProblemIndex, chosen: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray]]:
     """(row, cost) arrays of every compute, transfer and quant charge of each row of ``chosen``.
 
     A charge is one (row, tensor, destination) triple: ``np.unique`` on the triples is what
@@ -154,7 +156,8 @@ def _objective_terms(index: ProblemIndex, chosen: np.ndarray) -> list[tuple[np.n
     tensor = np.concatenate([index.arc_tensor, out])
     dst_dev = np.concatenate([dev[:, index.arc_unit], np.full((m, len(out)), index.host_dev)], 1)
     dst_fmt = np.concatenate([fmt[:, index.arc_unit], np.tile(index.host_fmt[out], (m, 1))], 1)
-    terms = [(np.repeat(np.arange(m), chosen.shape[1]), index.choice_cost[chosen].ravel())]
+    units = np.repeat(np.arange(m), chosen.shape[1])
+    terms: list[tuple[np.ndarray, np.ndarray]] = [(units, index.choice_cost[chosen].ravel())]
     n_tensors = len(index.src_unit)
     for dst, src, n, price in (
         (dst_dev, src_dev, len(index.devices), index.transfer_cost),

@@ -371,12 +371,12 @@ def _topological_order(problem: PickProblem, fail: Any) -> list[int]:
     order: list[int] = []
     while ready:
         # Popping from the end of a reversed list keeps original order for chains and is O(1).
-        u = ready.pop()
-        order.append(u)
-        for v in succ[u]:
-            indegree[v] -= 1
-            if indegree[v] == 0:
-                ready.append(v)
+        k = ready.pop()
+        order.append(k)
+        for j in succ[k]:
+            indegree[j] -= 1
+            if indegree[j] == 0:
+                ready.append(j)
     if len(order) < len(problem.units):
         stuck = min(i for i in range(len(indegree)) if indegree[i] > 0)
         fail(f"cycle among units through unit {problem.units[stuck].name!r}")
@@ -405,9 +405,9 @@ def _problem_from_dict(data: Any, source: str) -> PickProblem:
 
     if not isinstance(data, dict):
         fail("top level must be a JSON object")
-    for key in ("transfer", "units", "tensors"):
-        if key not in data:
-            fail(f"missing field {key!r}")
+    for field_name in ("transfer", "units", "tensors"):
+        if field_name not in data:
+            fail(f"missing field {field_name!r}")
     transfer = _link_from(data["transfer"], "transfer", fail)
     quant = data.get("quant", {"per_element": 0.0})
     if not isinstance(quant, dict) or "per_element" not in quant:

@@ -170,9 +170,11 @@ def raise_subgraphs(G: nx.MultiDiGraph, annotations: Mapping[str, Annotation]) -
     ranked = nx.lexicographical_topological_sort(quotient, key=lambda r: order[members[r][0]])
     subgraphs = []
     for i, root in enumerate(ranked):
-        a = annotations[members[root][0]]
+        ann = annotations[members[root][0]]
         subgraphs.append(
-            Subgraph(f"subgraph_{i}", a.device, a.inference_type, tuple(members[root]), a.pinned)
+            Subgraph(
+                f"subgraph_{i}", ann.device, ann.inference_type, tuple(members[root]), ann.pinned
+            )
         )
     return Partition(tuple(subgraphs))
 

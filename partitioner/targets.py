@@ -79,8 +79,11 @@ class Target(Protocol):
     built-in table of :mod:`partitioner.lowerings`, on ops this device does not support.
     """
 
-    name: str
-    lowerings: tuple[Lowering, ...]
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def lowerings(self) -> tuple[Lowering, ...]: ...
 
     def supports(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> bool: ...
 
@@ -103,10 +106,10 @@ def activations_match(G: nx.MultiDiGraph, op: Op, inference_type: str) -> bool:
     for t in op.outputs:
         if tensors[t].dtype not in want:
             return False
-    for t in op.inputs:
-        if t is None or tensors[t].is_constant:
+    for name in op.inputs:
+        if name is None or tensors[name].is_constant:
             continue
-        if tensors[t].dtype not in want and tensors[t].dtype not in _INDEX_DTYPES:
+        if tensors[name].dtype not in want and tensors[name].dtype not in _INDEX_DTYPES:
             return False
     return True
 

@@ -131,6 +131,7 @@ def _dequantized_constant(t: Tensor) -> Tensor:
         buffer = Buffer.placeholder(4 * t.num_elements)
     else:
         q = t.quantization
+        assert q is not None, "only quantized constants are dequantized"
         shape = [1] * len(t.shape)
         if shape and q.per_channel:
             shape[q.axis] = -1

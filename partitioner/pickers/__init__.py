@@ -35,9 +35,12 @@ from partitioner.problem import PickProblem
 
 
 class Picker(Protocol):
-    """Assigns one choice per unit. Options are keyword-only; the plan records them."""
+    """Assigns one choice per unit. Options are keyword-only; the plan records them.
 
-    def __call__(self, problem: PickProblem, **options: Any) -> Plan: ...
+    (``*args: Any`` lets mypy accept pickers that name their own options instead of ``**``.)
+    """
+
+    def __call__(self, problem: PickProblem, *args: Any, **options: Any) -> Plan: ...
 
 
 _PICKERS: Registry[Picker] = Registry("picker", PickerError)
