@@ -24,6 +24,7 @@ def time_fuse(path: Path, runs: int) -> tuple[list[float], dict]:
         t0 = time.perf_counter()
         result = fuse(G)
         walls.append(time.perf_counter() - t0)
+    assert result is not None, "runs >= 1"
     return walls, {
         "ops_before": result.ops_before,
         "ops_after": result.ops_after,

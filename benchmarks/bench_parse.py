@@ -9,6 +9,7 @@ int8 (567 ops) and the whole shared zoo (48 models), each from the file path.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 from collections.abc import Callable
@@ -54,7 +55,7 @@ def main() -> None:
             runs = max(3, args.runs // 3)
             ms, cpu = median_ms(lambda: [read_tflite(p) for p in files], runs)
         elif (zoo / name).is_file():
-            ms, cpu = median_ms(lambda name=name: read_tflite(zoo / name), args.runs)
+            ms, cpu = median_ms(functools.partial(read_tflite, zoo / name), args.runs)
         else:
             print(f"{name:<40} {'absent':>10}")
             continue

@@ -152,7 +152,7 @@ def expand_cases(study: Study) -> list[Case]:
     pickers = tuple(dict.fromkeys(p for p in study.pickers if p == "exact")) + tuple(
         dict.fromkeys(p for p in study.pickers if p != "exact")
     )
-    common = dict(
+    common: dict[str, Any] = dict(
         pickers=pickers, time_limit_s=study.time_limit_s, backend=study.backend, seed=study.seed
     )
     cases: list[Case] = []
@@ -607,7 +607,7 @@ def _execute_dask(
         ) from None
     own = isinstance(scheduler, str)
     try:
-        client = Client(scheduler, timeout=30) if own else scheduler
+        client = Client(scheduler, timeout=30) if isinstance(scheduler, str) else scheduler
     except OSError as exc:
         raise BenchmarkError(f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
     try:

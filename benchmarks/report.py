@@ -239,7 +239,7 @@ def markdown(
     records: Sequence[Mapping[str, Any]], *, title: str, plots: Sequence[str] = (), extra: str = ""
 ) -> str:
     """The whole Markdown report; ``extra`` (Markdown) goes after the per-picker table."""
-    versions = next((r.get("versions") for r in records if r.get("versions")), {}) or {}
+    versions: Mapping[str, Any] = next((r["versions"] for r in records if r.get("versions")), {})
     params = next((r.get("params") for r in records if r.get("picker") == "exact"), None)
     distinct = {f: sorted({str(r.get(f)) for r in records}) for f in _CASE_FIELDS}
     parts = [

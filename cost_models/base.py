@@ -380,7 +380,7 @@ def get_cost_model(spec: str | CostModel, *, checked: bool = True) -> CostModel:
     else:
         model = spec
     if checked and not isinstance(model, CheckedCostModel):
-        return CheckedCostModel(model)  # type: ignore[return-value]
+        return CheckedCostModel(model)
     return model
 
 

@@ -366,7 +366,7 @@ def trip_count(
         if cop.kind not in _COMPARISONS or len(cop.inputs) != 2 or None in cop.inputs:
             continue
         a, b = cop.inputs
-        va, vb = value(cond, a), value(cond, b)  # type: ignore[arg-type]
+        va, vb = value(cond, a), value(cond, b)
         if va is None or vb is None:
             continue
         lo, hi = (va, vb) if cop.kind in ("LESS", "LESS_EQUAL", "NOT_EQUAL") else (vb, va)

@@ -151,7 +151,8 @@ class _Writer:
 
     def _data(self, i: int) -> bytes | memoryview:
         b = self.buffers[i]
-        return b if isinstance(b, bytes) else b.view()  # type: ignore[union-attr]
+        assert b is not None, "slot 0 (the empty buffer) is never laid out"
+        return b if isinstance(b, bytes) else b.view()
 
     # -- building ------------------------------------------------------------------------------
 

@@ -42,9 +42,10 @@ class OpCall:
 
     def input(self, slot: int) -> np.ndarray:
         """The value at ``slot``; raises when the slot is missing or omitted."""
-        if slot >= len(self.inputs) or self.inputs[slot] is None:
+        value = self.inputs[slot] if slot < len(self.inputs) else None
+        if value is None:
             raise self.fail(f"input {slot} is required but missing")
-        return self.inputs[slot]  # type: ignore[return-value]
+        return value
 
     def optional(self, slot: int) -> np.ndarray | None:
         return self.inputs[slot] if slot < len(self.inputs) else None
