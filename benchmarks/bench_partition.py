@@ -41,16 +41,28 @@ def main() -> int:
     parser.add_argument("--devices", default="GPU,CPU")
     parser.add_argument("--granularity", default="subgraph")
     args, extra = parser.parse_known_args()
-    cmd = [sys.executable, "-m", "partitioner.cli", "partition", str(args.model),
-           "--devices", args.devices, "--granularity", args.granularity, *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "partitioner.cli",
+        "partition",
+        str(args.model),
+        "--devices",
+        args.devices,
+        "--granularity",
+        args.granularity,
+        *extra,
+    ]
     time_run(cmd)  # warm the file cache
     runs = [time_run(cmd) for _ in range(args.runs)]
     walls, cpus = [w for w, _ in runs], [c for _, c in runs]
-    print(f"tacopt partition {args.model.name} --devices {args.devices} "
-          f"--granularity {args.granularity}: over {args.runs} runs, wall median "
-          f"{statistics.median(walls):.3f} s (min {min(walls):.3f}, max {max(walls):.3f}; "
-          f"budget {BUDGET_S} s), CPU user+sys median {statistics.median(cpus):.3f} s "
-          f"(min {min(cpus):.3f}, max {max(cpus):.3f})")
+    print(
+        f"tacopt partition {args.model.name} --devices {args.devices} "
+        f"--granularity {args.granularity}: over {args.runs} runs, wall median "
+        f"{statistics.median(walls):.3f} s (min {min(walls):.3f}, max {max(walls):.3f}; "
+        f"budget {BUDGET_S} s), CPU user+sys median {statistics.median(cpus):.3f} s "
+        f"(min {min(cpus):.3f}, max {max(cpus):.3f})"
+    )
     return 0
 
 

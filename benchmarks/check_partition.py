@@ -106,8 +106,14 @@ def run_litert_all(model: bytes, inputs: Sequence[np.ndarray]) -> dict[str, np.n
     return out
 
 
-def output_error(ref: np.ndarray, got: np.ndarray, quantized: bool, *, steps: float = 1.0,
-                 range_share: float = 0.0) -> float:
+def output_error(
+    ref: np.ndarray,
+    got: np.ndarray,
+    quantized: bool,
+    *,
+    steps: float = 1.0,
+    range_share: float = 0.0,
+) -> float:
     """Worst |diff| over the tolerance: ``steps`` + ``range_share`` of the range for quantized
     values, 1e-3 of the range (or of the largest magnitude) for floats."""
     ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
@@ -146,9 +152,12 @@ def local_error(view: Any, values: Mapping[str, np.ndarray]) -> float:
     got = run_litert(serialize_tflite(H), [values[t] for t in H.graph["inputs"]])
     tensors = H.graph["tensors"]
     return max(
-        (output_error(values[t], g, True, steps=rounding_steps(H, t))
-         if tensors[t].is_quantized else output_error(values[t], g, False)
-         for t, g in zip(H.graph["outputs"], got)),
+        (
+            output_error(values[t], g, True, steps=rounding_steps(H, t))
+            if tensors[t].is_quantized
+            else output_error(values[t], g, False)
+            for t, g in zip(H.graph["outputs"], got)
+        ),
         default=0.0,
     )
 
@@ -191,7 +200,8 @@ def check_model(path: Path, devices: str, granularity: str, *, seed: int = 0) ->
     float_units = sum(v.inference_type != own_type[v.unit] for v in chosen)
     lowered = [v for v in chosen if v.lowerings]
     R = serialize_tflite(
-        apply_plan(G, result.partition, result.views, reference_assignment(chosen)))
+        apply_plan(G, result.partition, result.views, reference_assignment(chosen))
+    )
     ref, got, original = run_litert(R, inputs), run_litert(exported, inputs), None
     tensors = G.graph["tensors"]
     quantized = [tensors[t].is_quantized for t in G.graph["outputs"]]
@@ -208,14 +218,30 @@ def check_model(path: Path, devices: str, granularity: str, *, seed: int = 0) ->
     vs_original = 0.0
     if float_units:
         original = run_litert(serialize_tflite(G), inputs)
-        vs_original = max((output_error(o, g, q, steps=2.0, range_share=0.02)
-                           for o, g, q in zip(original, got, quantized)), default=0.0)
+        vs_original = max(
+            (
+                output_error(o, g, q, steps=2.0, range_share=0.02)
+                for o, g, q in zip(original, got, quantized)
+            ),
+            default=0.0,
+        )
     used: dict[str, int] = {}
     for _, data in result.graph.nodes(data=True):
         used[data["device"]] = used.get(data["device"], 0) + 1
-    return Check(path.name, devices, granularity, len(result.partition.subgraphs),
-                 result.plan.status, result.plan.objective, used, max(errors, default=0.0),
-                 time.perf_counter() - start, float_units, len(lowered), vs_original)
+    return Check(
+        path.name,
+        devices,
+        granularity,
+        len(result.partition.subgraphs),
+        result.plan.status,
+        result.plan.objective,
+        used,
+        max(errors, default=0.0),
+        time.perf_counter() - start,
+        float_units,
+        len(lowered),
+        vs_original,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -233,16 +259,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                     c = check_model(path, devices, granularity)
                 except Exception as exc:  # noqa: BLE001 - a sweep reports every failure
                     failures += 1
-                    print(f"FAIL {path.name} {devices} {granularity}: "
-                          f"{type(exc).__name__}: {exc}", flush=True)
+                    print(
+                        f"FAIL {path.name} {devices} {granularity}: {type(exc).__name__}: {exc}",
+                        flush=True,
+                    )
                     continue
                 failures += not c.ok
-                print(f"{'ok  ' if c.ok else 'FAIL'} {c.model} {c.devices} {c.granularity} "
-                      f"units={c.units} {c.status} objective={c.objective:.6g} "
-                      f"ops={c.devices_used} float_units={c.float_units} "
-                      f"lowered={c.lowered_units} err/tol={c.max_error:.3g} "
-                      f"vs_original={c.vs_original:.3g} {c.seconds:.2f}s",
-                      flush=True)
+                print(
+                    f"{'ok  ' if c.ok else 'FAIL'} {c.model} {c.devices} {c.granularity} "
+                    f"units={c.units} {c.status} objective={c.objective:.6g} "
+                    f"ops={c.devices_used} float_units={c.float_units} "
+                    f"lowered={c.lowered_units} err/tol={c.max_error:.3g} "
+                    f"vs_original={c.vs_original:.3g} {c.seconds:.2f}s",
+                    flush=True,
+                )
     print(f"{failures} failure(s)")
     return 1 if failures else 0
 

@@ -128,7 +128,8 @@ def annotate_targets(
 
 def _matching_pins(name: str, op: Op, pins: Sequence[tuple[str, str]]) -> list[int]:
     return [
-        i for i, (pattern, _) in enumerate(pins)
+        i
+        for i, (pattern, _) in enumerate(pins)
         if fnmatch.fnmatchcase(name, pattern)
         or any(fnmatch.fnmatchcase(t, pattern) for t in op.outputs)
     ]

@@ -79,8 +79,9 @@ def apply_plan(
         A new graph; every op has node attributes ``device`` and ``inference_type``.
     """
     tensors = dict(G.graph["tensors"])
-    available = set(G.graph["inputs"]) | {n for n, t in tensors.items() if t.is_constant
-                                          or t.is_variable}
+    available = set(G.graph["inputs"]) | {
+        n for n, t in tensors.items() if t.is_constant or t.is_variable
+    }
     ops: list[Op] = []
     tags: dict[str, tuple[str, str]] = {}
 
@@ -114,8 +115,13 @@ def apply_plan(
     )
     used.update(dict.fromkeys((*G.graph["inputs"], *G.graph["outputs"])))
     out = make_graph(
-        G.graph["name"], [tensors[t] for t in used], ops, G.graph["inputs"], G.graph["outputs"],
-        model=G.graph.get("model"), subgraphs=G.graph.get("subgraphs"),
+        G.graph["name"],
+        [tensors[t] for t in used],
+        ops,
+        G.graph["inputs"],
+        G.graph["outputs"],
+        model=G.graph.get("model"),
+        subgraphs=G.graph.get("subgraphs"),
     )
     for n, (device, itype) in tags.items():
         out.nodes[n]["device"] = device

@@ -43,7 +43,8 @@ class PartitionOptions:
 def register(subparsers: Any) -> None:
     """Add the ``partition`` sub-command."""
     p = subparsers.add_parser(
-        "partition", help="partition a .tflite model across devices",
+        "partition",
+        help="partition a .tflite model across devices",
         description="Annotate targets, raise subgraphs, cost alternative views, pick, apply.",
     )
     p.add_argument("model", type=Path, help="the .tflite model")
@@ -51,12 +52,23 @@ def register(subparsers: Any) -> None:
     p.add_argument("--picker", default="exact", help="picker name (default: exact)")
     p.add_argument("--cost-model", default="tac", help="cost model spec (default: tac)")
     p.add_argument("--granularity", choices=("subgraph", "op"), default="subgraph")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="picker time limit in seconds")
-    p.add_argument("--pin", action="append", default=[], metavar="PATTERN=DEVICE",
-                   help="force ops whose name or output tensor matches a glob onto a device")
-    p.add_argument("--load", action="append", default=[], metavar="MODULE",
-                   help="import a module or .py file that registers targets (repeatable)")
+    p.add_argument(
+        "--time-limit", type=float, default=None, metavar="S", help="picker time limit in seconds"
+    )
+    p.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="PATTERN=DEVICE",
+        help="force ops whose name or output tensor matches a glob onto a device",
+    )
+    p.add_argument(
+        "--load",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file that registers targets (repeatable)",
+    )
     p.add_argument("--problem", type=Path, help="write the pick problem JSON here")
     p.add_argument("--plan", type=Path, help="write the plan JSON here")
     p.add_argument("--export", type=Path, help="write the partitioned .tflite here")
@@ -72,10 +84,19 @@ def options_from(args: argparse.Namespace) -> PartitionOptions:
     from partitioner.annotate import parse_pin
 
     return PartitionOptions(
-        model=args.model, devices=args.devices, picker=args.picker, cost_model=args.cost_model,
-        granularity=args.granularity, time_limit_s=args.time_limit,
-        pins=tuple(parse_pin(p) for p in args.pin), load=tuple(args.load),
-        problem=args.problem, plan=args.plan, export=args.export, svg=args.svg, dot=args.dot,
+        model=args.model,
+        devices=args.devices,
+        picker=args.picker,
+        cost_model=args.cost_model,
+        granularity=args.granularity,
+        time_limit_s=args.time_limit,
+        pins=tuple(parse_pin(p) for p in args.pin),
+        load=tuple(args.load),
+        problem=args.problem,
+        plan=args.plan,
+        export=args.export,
+        svg=args.svg,
+        dot=args.dot,
         json=args.json,
     )
 
@@ -116,8 +137,13 @@ def run(args: argparse.Namespace) -> int:
 
     G = read_tflite(opts.model)
     result = partition(
-        G, opts.devices, picker=opts.picker, cost_model=opts.cost_model,
-        granularity=opts.granularity, pins=opts.pins, time_limit_s=opts.time_limit_s,
+        G,
+        opts.devices,
+        picker=opts.picker,
+        cost_model=opts.cost_model,
+        granularity=opts.granularity,
+        pins=opts.pins,
+        time_limit_s=opts.time_limit_s,
     )
     summary = result.summary()
     summary["model"] = str(opts.model)

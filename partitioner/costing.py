@@ -100,8 +100,11 @@ def build_problem(
                 choices.append(Choice(view.device, view.inference_type, cost))
                 views.append(view)
         initial = next(
-            (i for i, c in enumerate(choices)
-             if (c.device, c.type) == (uv.subgraph.device, uv.subgraph.inference_type)),
+            (
+                i
+                for i, c in enumerate(choices)
+                if (c.device, c.type) == (uv.subgraph.device, uv.subgraph.inference_type)
+            ),
             0,
         )
         problem_units.append(Unit(uv.subgraph.name, tuple(choices), initial))
@@ -132,10 +135,16 @@ def _tensor_edges(G: nx.MultiDiGraph, units: Sequence[UnitViews]) -> tuple[Tenso
             continue  # read before any producer: a variable or state tensor, never moved
         rec = tensors[t]
         dtype = rec.dtype if rec.dtype in _PRICED else "uint8"
-        edges.append(TensorEdge(
-            t, producer[t], tuple(readers), tuple(max(int(d), 0) for d in rec.shape), dtype,
-            t in graph_outputs,
-        ))
+        edges.append(
+            TensorEdge(
+                t,
+                producer[t],
+                tuple(readers),
+                tuple(max(int(d), 0) for d in rec.shape),
+                dtype,
+                t in graph_outputs,
+            )
+        )
     return tuple(edges)
 
 

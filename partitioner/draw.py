@@ -33,8 +33,11 @@ def to_dot(G: nx.MultiDiGraph) -> str:
     devices = sorted({d.get("device", "?") for _, d in G.nodes(data=True)})
     spare = iter(_SPARE * (len(devices) + 1))
     colors = {d: DEVICE_COLORS.get(d) or next(spare) for d in devices}
-    lines = [f"digraph {_quote(G.graph.get('name', 'model'))} {{",
-             "  rankdir=TB;", '  node [shape=box, style="rounded,filled", fontsize=10];']
+    lines = [
+        f"digraph {_quote(G.graph.get('name', 'model'))} {{",
+        "  rankdir=TB;",
+        '  node [shape=box, style="rounded,filled", fontsize=10];',
+    ]
     for n, data in G.nodes(data=True):
         device = data.get("device", "?")
         label = f"{data['op'].kind}\\n{n}\\n{device}/{data.get('inference_type', '?')}"
@@ -60,8 +63,9 @@ def require_graphviz() -> str:
 def to_svg(G: nx.MultiDiGraph) -> str:
     """SVG text rendered by graphviz ``dot``; :class:`PartitionError` when it is not installed."""
     dot = require_graphviz()
-    done = subprocess.run([dot, "-Tsvg"], input=to_dot(G), capture_output=True, text=True,
-                          check=False)
+    done = subprocess.run(
+        [dot, "-Tsvg"], input=to_dot(G), capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise PartitionError(f"graphviz dot failed: {done.stderr.strip().splitlines()[-1:]}")
     return done.stdout

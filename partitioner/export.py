@@ -39,13 +39,30 @@ def plan_record(G: nx.MultiDiGraph, summary: dict[str, Any] | None = None) -> di
     for i, (n, data) in enumerate(G.nodes(data=True)):
         if "device" not in data:
             raise PartitionError(f"op '{n}' has no device: apply a plan before exporting")
-        ops.append({"index": i, "op": n, "kind": data["op"].kind, "device": data["device"],
-                    "inference_type": data["inference_type"]})
+        ops.append(
+            {
+                "index": i,
+                "op": n,
+                "kind": data["op"].kind,
+                "device": data["device"],
+                "inference_type": data["inference_type"],
+            }
+        )
     record: dict[str, Any] = {"format": 1, "ops": ops}
     if summary:
-        record["plan"] = {k: summary[k] for k in ("picker", "status", "objective", "breakdown",
-                                                  "devices", "granularity", "cost_model")
-                          if k in summary}
+        record["plan"] = {
+            k: summary[k]
+            for k in (
+                "picker",
+                "status",
+                "objective",
+                "breakdown",
+                "devices",
+                "granularity",
+                "cost_model",
+            )
+            if k in summary
+        }
     return record
 
 
@@ -70,7 +87,7 @@ def export_tflite(result: Any, path: str | os.PathLike[str]) -> Path:
 def read_plan(G: nx.MultiDiGraph) -> dict[str, Any]:
     """The plan record stored in a model read back with :func:`fusion.reader.read_tflite`."""
     model = G.graph.get("model")
-    for key, value in (model.metadata if model else ()):
+    for key, value in model.metadata if model else ():
         if key == PLAN_METADATA:
             return json.loads(bytes(value))
     raise PartitionError(f"model '{G.graph.get('name')}' has no '{PLAN_METADATA}' metadata")

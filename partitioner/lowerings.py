@@ -67,19 +67,40 @@ class _Emitter:
     def tensor(self, like: str, shape: Sequence[int], suffix: str, **changes) -> str:
         name = f"{self.op.name}/{self.tag}/{suffix}"
         rec = self.tensors[like]
-        self.new.append(replace(rec, name=name, shape=tuple(shape), shape_signature=None,
-                                buffer=None, is_variable=False, **changes))
+        self.new.append(
+            replace(
+                rec,
+                name=name,
+                shape=tuple(shape),
+                shape_signature=None,
+                buffer=None,
+                is_variable=False,
+                **changes,
+            )
+        )
         return name
 
     def const(self, values: np.ndarray, suffix: str, **changes) -> str:
         values = np.ascontiguousarray(values)
         name = f"{self.op.name}/{self.tag}/{suffix}"
-        self.new.append(Tensor(name, tuple(values.shape), str(values.dtype),
-                               buffer=Buffer.from_bytes(values), **changes))
+        self.new.append(
+            Tensor(
+                name,
+                tuple(values.shape),
+                str(values.dtype),
+                buffer=Buffer.from_bytes(values),
+                **changes,
+            )
+        )
         return name
 
-    def emit(self, kind: str, inputs: Sequence[str | None], outputs: Sequence[str],
-             options: dict | None = None) -> None:
+    def emit(
+        self,
+        kind: str,
+        inputs: Sequence[str | None],
+        outputs: Sequence[str],
+        options: dict | None = None,
+    ) -> None:
         name = f"{self.op.name}__{self.tag}{len(self.ops)}"
         self.ops.append(Op(name, kind, tuple(inputs), tuple(outputs), options or {}))
 
@@ -99,8 +120,10 @@ def _shape(tensors: dict[str, Tensor], name: str) -> tuple[int, ...]:
 
 def _static(tensors: dict[str, Tensor], op: Op) -> bool:
     names = [t for t in (*op.inputs, *op.outputs) if t is not None]
-    return all(-1 not in (tensors[t].shape_signature or ()) and all(d >= 0 for d in
-               tensors[t].shape) for t in names)
+    return all(
+        -1 not in (tensors[t].shape_signature or ()) and all(d >= 0 for d in tensors[t].shape)
+        for t in names
+    )
 
 
 def _required(op: Op) -> tuple[str, ...]:
@@ -186,26 +209,39 @@ def _sub(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     a, b = _required(op)
     dtype = np.dtype(tensors[op.outputs[0]].dtype)
     neg = e.tensor(b, _shape(tensors, b), "neg")
-    e.emit("MUL", (b, e.const(np.array([-1], dtype), "minus_one")), (neg,),
-           {"fused_activation_function": "NONE"})
-    e.emit("ADD", (a, neg), op.outputs, {"fused_activation_function": _act(op),
-                                         "pot_scale_int16": True})
+    e.emit(
+        "MUL",
+        (b, e.const(np.array([-1], dtype), "minus_one")),
+        (neg,),
+        {"fused_activation_function": "NONE"},
+    )
+    e.emit(
+        "ADD",
+        (a, neg),
+        op.outputs,
+        {"fused_activation_function": _act(op), "pot_scale_int16": True},
+    )
     return e.result()
 
 
 def _neg(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     e = _Emitter(tensors, op, "neg")
     dtype = np.dtype(tensors[op.outputs[0]].dtype)
-    e.emit("MUL", (op.inputs[0], e.const(np.array([-1], dtype), "minus_one")), op.outputs,
-           {"fused_activation_function": "NONE"})
+    e.emit(
+        "MUL",
+        (op.inputs[0], e.const(np.array([-1], dtype), "minus_one")),
+        op.outputs,
+        {"fused_activation_function": "NONE"},
+    )
     return e.result()
 
 
 def _squared_difference(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     e = _Emitter(tensors, op, "sqdiff")
     diff = e.tensor(op.outputs[0], _shape(tensors, op.outputs[0]), "diff")
-    e.emit("SUB", op.inputs, (diff,), {"fused_activation_function": "NONE",
-                                       "pot_scale_int16": True})
+    e.emit(
+        "SUB", op.inputs, (diff,), {"fused_activation_function": "NONE", "pot_scale_int16": True}
+    )
     e.emit("MUL", (diff, diff), op.outputs, {"fused_activation_function": "NONE"})
     return e.result()
 
@@ -269,16 +305,32 @@ def _fc(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     rows = math.prod(_shape(tensors, x)) // depth
     x4 = e.reshape(x, (rows, 1, 1, depth))
     # Same bytes, same layout: an [O, K] matrix is an [O, 1, 1, K] filter.
-    e.new.append(replace(tensors[w], name=f"{op.name}/fc/filter", shape=(out_ch, 1, 1, depth),
-                         shape_signature=None))
+    e.new.append(
+        replace(
+            tensors[w],
+            name=f"{op.name}/fc/filter",
+            shape=(out_ch, 1, 1, depth),
+            shape_signature=None,
+        )
+    )
     filt = e.new[-1].name
     if bias is None:
         bias = _zero_bias(e, tensors, x, w, out_ch)
     out = op.outputs[0]
     y4 = e.tensor(out, (rows, 1, 1, out_ch), "y4")
-    e.emit("CONV_2D", (x4, filt, bias), (y4,),
-           {"padding": "VALID", "stride_w": 1, "stride_h": 1, "fused_activation_function": _act(op),
-            "dilation_w_factor": 1, "dilation_h_factor": 1})
+    e.emit(
+        "CONV_2D",
+        (x4, filt, bias),
+        (y4,),
+        {
+            "padding": "VALID",
+            "stride_w": 1,
+            "stride_h": 1,
+            "fused_activation_function": _act(op),
+            "dilation_w_factor": 1,
+            "dilation_h_factor": 1,
+        },
+    )
     e.reshape(y4, _shape(tensors, out), out)
     return e.result()
 
@@ -291,8 +343,7 @@ def _zero_bias(e: _Emitter, tensors: dict[str, Tensor], x: str, w: str, n: int) 
     assert xq is not None and wq is not None, "an integer FC has quantized input and weights"
     xs, ws = xq.scale, wq.scale
     scales = tuple(float(xs[0] * s) for s in (ws if len(ws) == n else ws * n))
-    return e.const(np.zeros(n, np.int32), "bias",
-                   quantization=Quantization(scales, (0,) * n, 0))
+    return e.const(np.zeros(n, np.int32), "bias", quantization=Quantization(scales, (0,) * n, 0))
 
 
 def _mean_applies(tensors: dict[str, Tensor], op: Op) -> bool:
@@ -312,9 +363,19 @@ def _mean(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     keep = bool(op.options.get("keep_dims", False))
     direct = keep and not requant
     pooled = out if direct else e.tensor(out, (n, 1, 1, c), "pooled", quantization=pooled_q)
-    e.emit("AVERAGE_POOL_2D", (x,), (pooled,),
-           {"padding": "VALID", "stride_w": 1, "stride_h": 1, "filter_width": w,
-            "filter_height": h, "fused_activation_function": "NONE"})
+    e.emit(
+        "AVERAGE_POOL_2D",
+        (x,),
+        (pooled,),
+        {
+            "padding": "VALID",
+            "stride_w": 1,
+            "stride_h": 1,
+            "filter_width": w,
+            "filter_height": h,
+            "fused_activation_function": "NONE",
+        },
+    )
     if requant:
         # An int8 pool keeps its input's scale; requantize to the MEAN's output scale.
         target = out if keep else e.tensor(out, (n, 1, 1, c), "requant")
@@ -336,8 +397,7 @@ LOWERINGS: tuple[Lowering, ...] = (
     Lowering("split_v_to_slices", "SPLIT_V", _split_applies, _split),
     Lowering("sub_to_add", "SUB", _sub_applies, _sub),
     Lowering("neg_to_mul", "NEG", _sub_applies, _neg),
-    Lowering("squared_difference_to_mul", "SQUARED_DIFFERENCE", _sub_applies,
-             _squared_difference),
+    Lowering("squared_difference_to_mul", "SQUARED_DIFFERENCE", _sub_applies, _squared_difference),
     Lowering("slice_to_4d", "SLICE", _slice_applies, _slice),
     Lowering("concat_to_4d", "CONCATENATION", _rank_below_4, _concat),
     Lowering("fully_connected_to_conv", "FULLY_CONNECTED", _fc_applies, _fc),
@@ -395,6 +455,13 @@ def lower_graph(
         place(data["op"], 0)
     if not used:
         return G, ()
-    H = make_graph(G.graph["name"], tensors.values(), out, G.graph["inputs"], G.graph["outputs"],
-                   model=G.graph.get("model"), subgraphs=G.graph.get("subgraphs"))
+    H = make_graph(
+        G.graph["name"],
+        tensors.values(),
+        out,
+        G.graph["inputs"],
+        G.graph["outputs"],
+        model=G.graph.get("model"),
+        subgraphs=G.graph.get("subgraphs"),
+    )
     return H, tuple(used)

@@ -148,6 +148,14 @@ def partition(
     H = apply_plan(G, part, views, plan.assignment)
     lap("apply")
     return PartitionResult(
-        H, plan, problem, part, annotations, views, tuple(t.name for t in targets), granularity,
-        getattr(model, "name", str(cost_model)), seconds,
+        H,
+        plan,
+        problem,
+        part,
+        annotations,
+        views,
+        tuple(t.name for t in targets),
+        granularity,
+        getattr(model, "name", str(cost_model)),
+        seconds,
     )

@@ -190,8 +190,9 @@ def op_units(G: nx.MultiDiGraph, annotations: Mapping[str, Annotation]) -> Parti
     """
     return Partition(
         tuple(
-            Subgraph(n, annotations[n].device, annotations[n].inference_type, (n,),
-                     annotations[n].pinned)
+            Subgraph(
+                n, annotations[n].device, annotations[n].inference_type, (n,), annotations[n].pinned
+            )
             for n in G.nodes
         )
     )
@@ -277,4 +278,3 @@ def extract_subgraph(G: nx.MultiDiGraph, subgraph: Subgraph) -> nx.MultiDiGraph:
         outputs,
         subgraphs=G.graph.get("subgraphs", {}),
     )
-

@@ -234,8 +234,18 @@ class SimpleTarget:
 
 
 #: Ops that call nested graphs or hold state stay on the CPU whatever a deny-list says.
-_NEVER_OFFLOADED = frozenset({"WHILE", "IF", "CALL_ONCE", "CALL", "VAR_HANDLE", "READ_VARIABLE",
-                              "ASSIGN_VARIABLE", "STABLEHLO_COMPOSITE"})
+_NEVER_OFFLOADED = frozenset(
+    {
+        "WHILE",
+        "IF",
+        "CALL_ONCE",
+        "CALL",
+        "VAR_HANDLE",
+        "READ_VARIABLE",
+        "ASSIGN_VARIABLE",
+        "STABLEHLO_COMPOSITE",
+    }
+)
 
 # --------------------------------------------------------------------------------------------
 # built-in tables
@@ -301,8 +311,10 @@ def register_target(target: Target) -> Target:
     partitioner.targets.TargetError: device 'GPU' is already registered
     """
     if not isinstance(target, Target):
-        raise TargetError(f"{target!r} is not a Target (needs name, lowerings, supports, "
-                          "op_costs, switching_cost)")
+        raise TargetError(
+            f"{target!r} is not a Target (needs name, lowerings, supports, "
+            "op_costs, switching_cost)"
+        )
     name = target.name.upper()
     if name != target.name:
         raise TargetError(f"device name '{target.name}' must be upper-case")
@@ -345,4 +357,3 @@ CPU = register_target(TableTarget("CPU", {}, runs_everything=True))
 GPU = register_target(TableTarget("GPU", GPU_TABLE))
 NNAPI = register_target(TableTarget("NNAPI", NNAPI_TABLE))
 NPU = register_target(TableTarget("NPU", NPU_TABLE, cost_device="NNAPI", speedup=2.0))
-

@@ -96,8 +96,10 @@ def float_view(S: nx.MultiDiGraph) -> nx.MultiDiGraph | None:
     tensors = S.graph["tensors"]
     renamed: dict[str, Tensor] = {}
     for name, t in tensors.items():
-        if t.dtype in _QUANTIZED_DTYPES and not t.is_constant and (
-            t.is_variable or not t.is_quantized
+        if (
+            t.dtype in _QUANTIZED_DTYPES
+            and not t.is_constant
+            and (t.is_variable or not t.is_quantized)
         ):
             return None  # int8 state (LSTM cells) or unquantized int8: no float counterpart
         if is_quantized_activation(t):
@@ -108,12 +110,15 @@ def float_view(S: nx.MultiDiGraph) -> nx.MultiDiGraph | None:
     for op in (data["op"] for _, data in S.nodes(data=True)):
         if op.kind in _FORMAT_OPS:
             return None
-        ops.append(replace(
-            op,
-            inputs=tuple(None if i is None else renamed.get(i, tensors[i]).name
-                         for i in op.inputs),
-            outputs=tuple(renamed.get(o, tensors[o]).name for o in op.outputs),
-        ))
+        ops.append(
+            replace(
+                op,
+                inputs=tuple(
+                    None if i is None else renamed.get(i, tensors[i]).name for i in op.inputs
+                ),
+                outputs=tuple(renamed.get(o, tensors[o]).name for o in op.outputs),
+            )
+        )
     kept = [t for name, t in tensors.items() if name not in renamed]
     return make_graph(
         S.graph["name"],
@@ -184,9 +189,7 @@ def enumerate_views(
     return tuple(out)
 
 
-def _view_for(
-    s: Subgraph, base: nx.MultiDiGraph | None, target: Target, itype: str
-) -> View | None:
+def _view_for(s: Subgraph, base: nx.MultiDiGraph | None, target: Target, itype: str) -> View | None:
     if base is None:
         return None
 

@@ -17,8 +17,8 @@ QU8 = Quantization((0.05,), (128,))
 def mixed_net():
     """A float chain with a MEAN (not on NNAPI) and a PACK and a SUB (not on GPU)::
 
-        x ─ conv_2d_0 ─ mean_1 ─┬─ pack_3 ─ p
-                                └─ sub_2 ─┘
+    x ─ conv_2d_0 ─ mean_1 ─┬─ pack_3 ─ p
+                            └─ sub_2 ─┘
     """
     b = GraphBuilder("mixed")
     x = b.input("x", (1, 8, 8, 4))
@@ -39,8 +39,12 @@ def test_first_device_in_the_users_order_that_supports_the_op():
     assert gpu_first == {"conv_2d_0": "GPU", "mean_1": "GPU", "sub_2": "NNAPI", "pack_3": "NNAPI"}
     nnapi_first = devices_of(annotate_targets(G, resolve_devices("NNAPI,GPU")))
     # NNAPI has no MEAN: the next device in the list takes it
-    assert nnapi_first == {"conv_2d_0": "NNAPI", "mean_1": "GPU", "sub_2": "NNAPI",
-                           "pack_3": "NNAPI"}
+    assert nnapi_first == {
+        "conv_2d_0": "NNAPI",
+        "mean_1": "GPU",
+        "sub_2": "NNAPI",
+        "pack_3": "NNAPI",
+    }
     cpu_only = devices_of(annotate_targets(G, resolve_devices("GPU")))
     assert cpu_only["pack_3"] == "CPU" and cpu_only["sub_2"] == "CPU"
 
@@ -69,30 +73,41 @@ def test_device_list_without_cpu_is_refused():
 def typed_ops():
     """Four independent ops over float / int8 / uint8 / mixed operands::
 
-        xf ─ add_f (float)       xq ─ add_q (int8)       xu ─ add_u (uint8)
-        xf ─ fc_h (float x, int8 weights: HYBRID)        xq, xu ─ add_m (int8 + uint8)
+    xf ─ add_f (float)       xq ─ add_q (int8)       xu ─ add_u (uint8)
+    xf ─ fc_h (float x, int8 weights: HYBRID)        xq, xu ─ add_m (int8 + uint8)
     """
-    ts = [Tensor("xf", (1, 4), "float32"), Tensor("xq", (1, 4), "int8", quantization=QI8),
-          Tensor("xu", (1, 4), "uint8", quantization=QU8),
-          Tensor("w", (3, 4), "int8", quantization=QI8,
-                 buffer=Buffer.placeholder(12)),
-          Tensor("yf", (1, 4), "float32"), Tensor("yq", (1, 4), "int8", quantization=QI8),
-          Tensor("yu", (1, 4), "uint8", quantization=QU8), Tensor("yh", (1, 3), "float32"),
-          Tensor("ym", (1, 4), "int8", quantization=QI8)]
+    ts = [
+        Tensor("xf", (1, 4), "float32"),
+        Tensor("xq", (1, 4), "int8", quantization=QI8),
+        Tensor("xu", (1, 4), "uint8", quantization=QU8),
+        Tensor("w", (3, 4), "int8", quantization=QI8, buffer=Buffer.placeholder(12)),
+        Tensor("yf", (1, 4), "float32"),
+        Tensor("yq", (1, 4), "int8", quantization=QI8),
+        Tensor("yu", (1, 4), "uint8", quantization=QU8),
+        Tensor("yh", (1, 3), "float32"),
+        Tensor("ym", (1, 4), "int8", quantization=QI8),
+    ]
     act = {"fused_activation_function": "NONE"}
-    ops = [Op("add_f", "ADD", ("xf", "xf"), ("yf",), act),
-           Op("add_q", "ADD", ("xq", "xq"), ("yq",), act),
-           Op("add_u", "ADD", ("xu", "xu"), ("yu",), act),
-           Op("fc_h", "FULLY_CONNECTED", ("xf", "w", None), ("yh",), act),
-           Op("add_m", "ADD", ("xq", "xu"), ("ym",), act)]
+    ops = [
+        Op("add_f", "ADD", ("xf", "xf"), ("yf",), act),
+        Op("add_q", "ADD", ("xq", "xq"), ("yq",), act),
+        Op("add_u", "ADD", ("xu", "xu"), ("yu",), act),
+        Op("fc_h", "FULLY_CONNECTED", ("xf", "w", None), ("yh",), act),
+        Op("add_m", "ADD", ("xq", "xu"), ("ym",), act),
+    ]
     return make_graph("typed", ts, ops, ["xf", "xq", "xu"], ["yf", "yq", "yu", "yh", "ym"])
 
 
 def test_inference_types_from_operand_types():
     G = typed_ops()
     got = {n: inference_type(G, n) for n in G}
-    assert got == {"add_f": "FLOAT", "add_q": "QUANTIZED_INT8", "add_u": "QUANTIZED_UINT8",
-                   "fc_h": "HYBRID", "add_m": "FLOAT"}  # TAC's UNKNOWN (int8 + uint8) -> FLOAT
+    assert got == {
+        "add_f": "FLOAT",
+        "add_q": "QUANTIZED_INT8",
+        "add_u": "QUANTIZED_UINT8",
+        "fc_h": "HYBRID",
+        "add_m": "FLOAT",
+    }  # TAC's UNKNOWN (int8 + uint8) -> FLOAT
 
 
 def test_quantized_ops_skip_the_float_only_gpu():
@@ -123,20 +138,28 @@ def test_pins_move_ops_and_are_marked():
 
 def test_pin_by_output_tensor_name():
     ts = [Tensor(n, (1, 4), "float32") for n in ("x", "logits", "y")]
-    G = make_graph("g", ts, [Op("relu_0", "RELU", ("x",), ("logits",)),
-                             Op("tanh_1", "TANH", ("logits",), ("y",))], ["x"], ["y"])
+    G = make_graph(
+        "g",
+        ts,
+        [Op("relu_0", "RELU", ("x",), ("logits",)), Op("tanh_1", "TANH", ("logits",), ("y",))],
+        ["x"],
+        ["y"],
+    )
     ann = annotate_targets(G, resolve_devices("GPU,CPU"), pins=[("logit*", "CPU")])
     assert ann["relu_0"] == Annotation("CPU", "FLOAT", pinned=True)
     assert ann["tanh_1"] == Annotation("GPU", "FLOAT")
 
 
-@pytest.mark.parametrize(("pins", "error", "message"), [
-    ([("nothing_*", "GPU")], PartitionError, "pin 'nothing_\\*=GPU' matches no op"),
-    ([("conv_*", "NNAPI")], PartitionError, "not in the device list GPU,CPU"),
-    ([("conv_*", "TPU")], TargetError, "unknown device 'TPU'"),
-    ([("conv_*", "CPU"), ("conv_2d_0", "GPU")], PartitionError, "taken by an earlier pin"),
-    ([("pack_3", "GPU")], PartitionError, "'pack_3' \\(PACK, FLOAT\\) is pinned to GPU, which"),
-])
+@pytest.mark.parametrize(
+    ("pins", "error", "message"),
+    [
+        ([("nothing_*", "GPU")], PartitionError, "pin 'nothing_\\*=GPU' matches no op"),
+        ([("conv_*", "NNAPI")], PartitionError, "not in the device list GPU,CPU"),
+        ([("conv_*", "TPU")], TargetError, "unknown device 'TPU'"),
+        ([("conv_*", "CPU"), ("conv_2d_0", "GPU")], PartitionError, "taken by an earlier pin"),
+        ([("pack_3", "GPU")], PartitionError, "'pack_3' \\(PACK, FLOAT\\) is pinned to GPU, which"),
+    ],
+)
 def test_bad_pins_raise_one_line_errors(pins, error, message):
     with pytest.raises(error, match=message) as err:
         annotate_targets(mixed_net(), resolve_devices("GPU,CPU"), pins=pins)

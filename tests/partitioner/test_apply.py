@@ -29,8 +29,7 @@ def kinds(G):
 
 
 def all_on(part, device, types=None):
-    return {s.name: (device, (types or {}).get(s.name, s.inference_type))
-            for s in part.subgraphs}
+    return {s.name: (device, (types or {}).get(s.name, s.inference_type)) for s in part.subgraphs}
 
 
 @pytest.mark.parametrize("granularity", ["subgraph", "op"])
@@ -57,15 +56,17 @@ def test_every_view_choice_gives_a_valid_fully_tagged_graph(net):
     G = net()
     part, views = proposed(G, "GPU,NNAPI,CPU", "op")
     for k in range(max(len(v) for v in views.values())):
-        assignment = {u: (vs[k % len(vs)].device, vs[k % len(vs)].inference_type)
-                      for u, vs in views.items()}
+        assignment = {
+            u: (vs[k % len(vs)].device, vs[k % len(vs)].inference_type) for u, vs in views.items()
+        }
         H = apply_plan(G, part, views, assignment)
         validate_graph(H)
         for _, data in H.nodes(data=True):
             assert data["device"] in {"CPU", "GPU", "NNAPI"}
             assert data["inference_type"] in {"FLOAT", "QUANTIZED_INT8"}
         assert [H.graph["tensors"][t].dtype for t in H.graph["outputs"]] == [
-            G.graph["tensors"][t].dtype for t in G.graph["outputs"]]
+            G.graph["tensors"][t].dtype for t in G.graph["outputs"]
+        ]
 
 
 def test_gpu_plan_tags_ops_with_their_views_device_and_inlines_lowerings():
@@ -83,13 +84,13 @@ def test_float_unit_between_int8_ones_gets_dequantize_and_quantize():
     """x (int8) ─ DEQUANTIZE ─ conv_2d_0 (GPU, FLOAT) ─ QUANTIZE ─ max_pool_2d_1 (CPU, int8)"""
     G = int8_net()
     part, views = proposed(G, "GPU,CPU", "op")
-    H = apply_plan(G, part, views, {"conv_2d_0": ("GPU", "FLOAT"),
-                                    "max_pool_2d_1": ("CPU", "QUANTIZED_INT8")})
+    H = apply_plan(
+        G, part, views, {"conv_2d_0": ("GPU", "FLOAT"), "max_pool_2d_1": ("CPU", "QUANTIZED_INT8")}
+    )
     validate_graph(H)
     assert kinds(H) == ["DEQUANTIZE", "CONV_2D", "QUANTIZE", "MAX_POOL_2D"]
     tags = [(H.nodes[n]["device"], H.nodes[n]["inference_type"]) for n in H]
-    assert tags == [("CPU", "FLOAT"), ("GPU", "FLOAT"), ("CPU", "FLOAT"),
-                    ("CPU", "QUANTIZED_INT8")]
+    assert tags == [("CPU", "FLOAT"), ("GPU", "FLOAT"), ("CPU", "FLOAT"), ("CPU", "QUANTIZED_INT8")]
     tensors = H.graph["tensors"]
     quantize = H.nodes[list(H)[2]]["op"]
     assert tensors[quantize.outputs[0]] == G.graph["tensors"]["conv_2d_0"]  # same scale, zero

@@ -13,9 +13,23 @@ MODEL = "keras__mobilenet_v2_float32.tflite"
 
 def test_json_plan_and_files(bundled_models, tmp_path, capsys):
     out = tmp_path / "m.tflite"
-    code = main(["partition", str(bundled_models[MODEL]), "--devices", "gpu,cpu", "--json",
-                 "--problem", str(tmp_path / "p.json"), "--plan", str(tmp_path / "plan.json"),
-                 "--dot", str(tmp_path / "m.dot"), "--export", str(out)])
+    code = main(
+        [
+            "partition",
+            str(bundled_models[MODEL]),
+            "--devices",
+            "gpu,cpu",
+            "--json",
+            "--problem",
+            str(tmp_path / "p.json"),
+            "--plan",
+            str(tmp_path / "plan.json"),
+            "--dot",
+            str(tmp_path / "m.dot"),
+            "--export",
+            str(out),
+        ]
+    )
     assert code == 0
     plan = json.loads(capsys.readouterr().out)
     for key in ("objective", "picker", "status", "assignment", "breakdown", "seconds", "units"):
@@ -33,13 +47,16 @@ def test_json_plan_and_files(bundled_models, tmp_path, capsys):
     assert len(record["ops"]) == read_tflite(out).number_of_nodes()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["--devices", "TPU,CPU"], "unknown device 'TPU'; known: CPU, GPU, NNAPI, NPU"),
-    (["--devices", "GPU", "--pin", "nothing_*=GPU"], "matches no op"),
-    (["--devices", "GPU", "--pin", "conv*=NNAPI"], "not in the device list"),
-    (["--devices", "GPU", "--picker", "nope"], "nope"),
-    (["--devices", "GPU", "--cost-model", "nope"], "nope"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--devices", "TPU,CPU"], "unknown device 'TPU'; known: CPU, GPU, NNAPI, NPU"),
+        (["--devices", "GPU", "--pin", "nothing_*=GPU"], "matches no op"),
+        (["--devices", "GPU", "--pin", "conv*=NNAPI"], "not in the device list"),
+        (["--devices", "GPU", "--picker", "nope"], "nope"),
+        (["--devices", "GPU", "--cost-model", "nope"], "nope"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(bundled_models, capsys, args, message):
     assert main(["partition", str(bundled_models[MODEL]), *args]) == 2
     err = capsys.readouterr().err
@@ -63,8 +80,19 @@ def test_user_target_from_own_module(bundled_models, tmp_path, capsys, monkeypat
         "register_target(SimpleTarget('DSP', denied=frozenset({'SOFTMAX'}),\n"
         "                             advantage_over_cpu=3.0))\n"
     )
-    code = main(["partition", str(bundled_models[MODEL]), "--devices", "dsp,cpu",
-                 "--load", str(mod), "--granularity", "op", "--json"])
+    code = main(
+        [
+            "partition",
+            str(bundled_models[MODEL]),
+            "--devices",
+            "dsp,cpu",
+            "--load",
+            str(mod),
+            "--granularity",
+            "op",
+            "--json",
+        ]
+    )
     assert code == 0
     plan = json.loads(capsys.readouterr().out)
     devices = {a["device"] for a in plan["assignment"].values()}

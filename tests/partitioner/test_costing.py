@@ -20,7 +20,7 @@ TAC = get_cost_model("tac")
 
 def float_net():
     """x ─ conv_2d_0 ─ relu_1 ─┬─ mean_2 ─ fully_connected_4 ─ y1
-                               └─ sub_3 ─ y2    (SUB: not on GPU as such; lowered)
+    └─ sub_3 ─ y2    (SUB: not on GPU as such; lowered)
     """
     b = GraphBuilder("float_net")
     x = b.input("x", (1, 8, 8, 4))
@@ -39,8 +39,16 @@ def int8_net():
     w = b.const(np.ones((4, 3, 3, 4)), dtype="int8", quantization=Quantization((0.01,), (0,)))
     bias = b.const(np.zeros(4), dtype="int32", quantization=Quantization((0.0005,), (0,)))
     h = b.op("CONV_2D", x, w, bias, quantization=q, dtype="int8", shape=(1, 8, 8, 4))
-    y = b.op("MAX_POOL_2D", h, filter_height=2, filter_width=2, stride_h=2, stride_w=2,
-             padding="VALID", quantization=q)
+    y = b.op(
+        "MAX_POOL_2D",
+        h,
+        filter_height=2,
+        filter_width=2,
+        stride_h=2,
+        stride_w=2,
+        padding="VALID",
+        quantization=q,
+    )
     return b.build(outputs=[y])
 
 
@@ -67,8 +75,9 @@ def test_problem_is_valid_and_costs_are_the_cost_models(net, devices, granularit
         for choice, view in zip(unit.choices, views[unit.name]):
             assert (choice.device, choice.type) == (view.device, view.inference_type)
             nodes = list(view.graph)
-            expected = np.asarray(TAC.op_costs(view.graph, nodes, view.device,
-                                               view.inference_type), float).sum()
+            expected = np.asarray(
+                TAC.op_costs(view.graph, nodes, view.device, view.inference_type), float
+            ).sum()
             assert choice.cost == pytest.approx(expected, rel=1e-12)
             assert choice.cost >= 0  # tac prices some GPU ops at 0, as TAC does
 
@@ -90,11 +99,15 @@ def test_int8_units_get_float_choices_priced_as_float():
     _, _, problem, views = costed(G, "GPU,NNAPI,CPU")
     (unit,) = problem.units
     assert {c.label for c in unit.choices} == {
-        "NNAPI/QUANTIZED_INT8", "CPU/QUANTIZED_INT8", "GPU/FLOAT", "NNAPI/FLOAT", "CPU/FLOAT"}
+        "NNAPI/QUANTIZED_INT8",
+        "CPU/QUANTIZED_INT8",
+        "GPU/FLOAT",
+        "NNAPI/FLOAT",
+        "CPU/FLOAT",
+    }
     cost = {c.label: c.cost for c in unit.choices}
     assert cost["CPU/FLOAT"] != cost["CPU/QUANTIZED_INT8"]
-    assert problem.quant_per_element == TAC.conversion_cost_per_element(
-        "FLOAT", "QUANTIZED_INT8")
+    assert problem.quant_per_element == TAC.conversion_cost_per_element("FLOAT", "QUANTIZED_INT8")
 
 
 def test_tensors_between_units_carry_producer_consumers_shape_and_dtype():

@@ -13,6 +13,7 @@ from partitioner.lowerings import LOWERINGS, lower_graph
 
 def _lower_away(G, kind):
     """Lower every op of ``kind`` (and whatever the rewrite needs for a 4-D-only device)."""
+
     def supports(H, n):
         op = H.nodes[n]["op"]
         rank = len(H.graph["tensors"][op.outputs[0]].shape)
@@ -38,26 +39,56 @@ def _graph(kind, inputs, consts=(), **options):
 
 
 CASES = [
-    ("pack_to_concat", "PACK", [(2, 3), (2, 3), (2, 3)], (),
-     {"axis": 1, "values_count": 3, "shape": (2, 3, 3)}),
+    (
+        "pack_to_concat",
+        "PACK",
+        [(2, 3), (2, 3), (2, 3)],
+        (),
+        {"axis": 1, "values_count": 3, "shape": (2, 3, 3)},
+    ),
     ("sub_to_add", "SUB", [(1, 4, 4, 3), (3,)], (), {}),
     ("neg_to_mul", "NEG", [(2, 5)], (), {}),
     ("squared_difference_to_mul", "SQUARED_DIFFERENCE", [(2, 3, 4), (2, 3, 4)], (), {}),
-    ("slice_to_4d", "SLICE", [(6, 5)],
-     (np.array([1, 2], np.int32), np.array([3, -1], np.int32)), {"shape": (3, 3)}),
+    (
+        "slice_to_4d",
+        "SLICE",
+        [(6, 5)],
+        (np.array([1, 2], np.int32), np.array([3, -1], np.int32)),
+        {"shape": (3, 3)},
+    ),
     ("concat_to_4d", "CONCATENATION", [(2, 3), (2, 4)], (), {"axis": -1}),
-    ("mean_to_average_pool", "MEAN", [(1, 5, 7, 3)], (np.array([1, 2], np.int32),),
-     {"keep_dims": True}),
-    ("mean_to_average_pool", "MEAN", [(2, 4, 4, 3)], (np.array([2, 1], np.int32),),
-     {"keep_dims": False}),
-    ("fully_connected_to_conv", "FULLY_CONNECTED", [(3, 8)],
-     (np.random.default_rng(0).normal(size=(5, 8)).astype(np.float32),
-      np.arange(5, dtype=np.float32)), {}),
+    (
+        "mean_to_average_pool",
+        "MEAN",
+        [(1, 5, 7, 3)],
+        (np.array([1, 2], np.int32),),
+        {"keep_dims": True},
+    ),
+    (
+        "mean_to_average_pool",
+        "MEAN",
+        [(2, 4, 4, 3)],
+        (np.array([2, 1], np.int32),),
+        {"keep_dims": False},
+    ),
+    (
+        "fully_connected_to_conv",
+        "FULLY_CONNECTED",
+        [(3, 8)],
+        (
+            np.random.default_rng(0).normal(size=(5, 8)).astype(np.float32),
+            np.arange(5, dtype=np.float32),
+        ),
+        {},
+    ),
 ]
 
 
-@pytest.mark.parametrize(("name", "kind", "inputs", "consts", "options"), CASES,
-                         ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+@pytest.mark.parametrize(
+    ("name", "kind", "inputs", "consts", "options"),
+    CASES,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)],
+)
 def test_lowering_preserves_numerics(name, kind, inputs, consts, options):
     G = _graph(kind, inputs, consts, **options)
     H, used = _lower_away(G, kind)
@@ -72,11 +103,19 @@ def test_split_becomes_slices(kind):
     b = GraphBuilder("split")
     x = b.input("x", (4, 6))
     if kind == "SPLIT":
-        outs = b.op("SPLIT", np.array([1], np.int32), x, num_splits=3, n_outputs=3,
-                    shape=[(4, 2)] * 3)
+        outs = b.op(
+            "SPLIT", np.array([1], np.int32), x, num_splits=3, n_outputs=3, shape=[(4, 2)] * 3
+        )
     else:
-        outs = b.op("SPLIT_V", x, np.array([1, -1, 2], np.int32), np.array([1], np.int32),
-                    num_splits=3, n_outputs=3, shape=[(4, 1), (4, 3), (4, 2)])
+        outs = b.op(
+            "SPLIT_V",
+            x,
+            np.array([1, -1, 2], np.int32),
+            np.array([1], np.int32),
+            num_splits=3,
+            n_outputs=3,
+            shape=[(4, 1), (4, 3), (4, 2)],
+        )
     G = b.build(outputs=list(outs))
     H, used = _lower_away(G, kind)
     assert used[0].startswith("split")
@@ -91,10 +130,15 @@ def test_int8_mean_requantizes_after_the_pool():
 
     G = make_graph(
         "m",
-        [Tensor("x", (1, 4, 4, 2), "int8", quantization=q_in),
-         Tensor("axes", (2,), "int32", buffer=Buffer.from_bytes(axes)),
-         Tensor("y", (1, 1, 1, 2), "int8", quantization=q_out)],
-        [Op("mean_0", "MEAN", ("x", "axes"), ("y",), {"keep_dims": True})], ["x"], ["y"])
+        [
+            Tensor("x", (1, 4, 4, 2), "int8", quantization=q_in),
+            Tensor("axes", (2,), "int32", buffer=Buffer.from_bytes(axes)),
+            Tensor("y", (1, 1, 1, 2), "int8", quantization=q_out),
+        ],
+        [Op("mean_0", "MEAN", ("x", "axes"), ("y",), {"keep_dims": True})],
+        ["x"],
+        ["y"],
+    )
     H, used = _lower_away(G, "MEAN")
     assert [H.nodes[n]["op"].kind for n in H] == ["AVERAGE_POOL_2D", "QUANTIZE"]
     feeds = random_inputs(G, seed=2)

@@ -41,8 +41,7 @@ def registry(monkeypatch):
     return targets_mod._TARGETS
 
 
-def one_op(kind, shapes=((1, 8, 8, 4),), out_shape=None, dtype="float32", options=None,
-           extra=()):
+def one_op(kind, shapes=((1, 8, 8, 4),), out_shape=None, dtype="float32", options=None, extra=()):
     """``x0 .. xn ─ KIND(+ constant extras) ─ y``: one op on activations of ``dtype``."""
     q = Q if dtype in ("int8", "uint8") else None
     ins = [Tensor(f"x{i}", s, dtype, quantization=q) for i, s in enumerate(shapes)]
@@ -73,8 +72,9 @@ def test_gpu_runs_float_only(dtype):
 
 
 def test_nnapi_lacks_mean_which_gpu_has():
-    G = one_op("MEAN", [(1, 8, 8, 4)], (1, 1, 1, 4), options={"keep_dims": True},
-               extra=(axes(1, 2),))
+    G = one_op(
+        "MEAN", [(1, 8, 8, 4)], (1, 1, 1, 4), options={"keep_dims": True}, extra=(axes(1, 2),)
+    )
     assert GPU.supports(G, "mean_0", "FLOAT")
     assert not NNAPI.supports(G, "mean_0", "FLOAT")
     assert CPU.supports(G, "mean_0", "FLOAT")
@@ -87,8 +87,9 @@ def test_nnapi_div_is_float_only_and_npu_is_int8_only():
     conv_q = one_op("RELU", dtype="int8")
     assert NPU.supports(conv_q, "relu_0", "QUANTIZED_INT8")
     assert not NPU.supports(one_op("RELU"), "relu_0", "FLOAT")
-    assert not NPU.supports(one_op("FULLY_CONNECTED", [(1, 4)], dtype="int8"),
-                            "fully_connected_0", "QUANTIZED_INT8")
+    assert not NPU.supports(
+        one_op("FULLY_CONNECTED", [(1, 4)], dtype="int8"), "fully_connected_0", "QUANTIZED_INT8"
+    )
 
 
 def test_gpu_concatenation_needs_rank_4():
@@ -163,10 +164,13 @@ def test_unknown_device_lists_the_known_ones():
     assert isinstance(err.value, TacoptError) and "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize(("devices", "message"), [
-    ("", "empty device list"),
-    ("GPU,gpu", "listed twice"),
-])
+@pytest.mark.parametrize(
+    ("devices", "message"),
+    [
+        ("", "empty device list"),
+        ("GPU,gpu", "listed twice"),
+    ],
+)
 def test_bad_device_lists(devices, message):
     with pytest.raises(TargetError, match=message):
         resolve_devices(devices)
@@ -219,7 +223,8 @@ def test_full_target_from_a_user_module(registry, tmp_path):
     conv = next(u for u in result.problem.units if u.name == "conv_2d_0")
     cpu = float(model.op_costs(G, ["conv_2d_0"], "CPU", "FLOAT")[0])
     assert {c.device: c.cost for c in conv.choices} == pytest.approx(
-        {"ACCEL": cpu / 10, "CPU": cpu})
+        {"ACCEL": cpu / 10, "CPU": cpu}
+    )
     assert result.problem.link("CPU", "ACCEL") == Link(1.0, 50.0)
 
 

@@ -25,14 +25,26 @@ def test_pack_subgraph_gets_a_gpu_view_of_reshapes_and_a_concatenation():
 
 def test_int8_unit_gets_float_views_and_no_int8_gpu_view():
     q = Quantization((0.1,), (0,))
-    G = make_graph("q", [Tensor("x", (1, 4, 4, 2), "int8", quantization=q),
-                         Tensor("y", (1, 4, 4, 2), "int8", quantization=q)],
-                   [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
+    G = make_graph(
+        "q",
+        [
+            Tensor("x", (1, 4, 4, 2), "int8", quantization=q),
+            Tensor("y", (1, 4, 4, 2), "int8", quantization=q),
+        ],
+        [Op("relu_0", "RELU", ("x",), ("y",))],
+        ["x"],
+        ["y"],
+    )
     targets = resolve_devices("GPU,NNAPI,CPU")
     (unit,) = enumerate_views(G, raise_subgraphs(G, annotate_targets(G, targets)), targets)
     labels = {(v.device, v.inference_type) for v in unit.views}
-    assert labels == {("NNAPI", "QUANTIZED_INT8"), ("CPU", "QUANTIZED_INT8"),
-                      ("GPU", "FLOAT"), ("NNAPI", "FLOAT"), ("CPU", "FLOAT")}
+    assert labels == {
+        ("NNAPI", "QUANTIZED_INT8"),
+        ("CPU", "QUANTIZED_INT8"),
+        ("GPU", "FLOAT"),
+        ("NNAPI", "FLOAT"),
+        ("CPU", "FLOAT"),
+    }
     F = float_view(G)
     assert F.graph["tensors"]["y__float"].dtype == "float32"
 
