@@ -356,7 +356,10 @@ def _check_price(value: Any, what: str, fail: Any) -> None:
 
 
 def _topological_order(problem: PickProblem, fail: Any) -> list[int]:
-    """Unit indices in an order where producers come first (Kahn, smallest index first)."""
+    """Unit indices in an order where producers come first (Kahn's algorithm, LIFO ready list).
+
+    Deterministic: the order depends only on the order of units and tensors in the problem.
+    """
     pos = {u.name: i for i, u in enumerate(problem.units)}
     succ: list[list[int]] = [[] for _ in problem.units]
     indegree = [0] * len(problem.units)
@@ -370,7 +373,7 @@ def _topological_order(problem: PickProblem, fail: Any) -> list[int]:
     ready = [i for i in range(len(indegree)) if indegree[i] == 0]
     order: list[int] = []
     while ready:
-        # Popping from the end of a reversed list keeps original order for chains and is O(1).
+        # LIFO: a chain is followed to its end before a sibling starts; O(1) per step.
         k = ready.pop()
         order.append(k)
         for j in succ[k]:
