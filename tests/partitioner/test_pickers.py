@@ -277,3 +277,44 @@ def test_mincut_equals_exact_where_it_applies(problem: PickProblem) -> None:
     cut = pick(problem, "mincut")
     validate_plan(problem, cut)
     assert close(cut.objective, pick(problem, "exact").objective)
+
+
+def test_mincut_proves_its_cut_with_the_flow_on_large_problems() -> None:
+    problem = two_choice_problem(5000, seed=3)
+    plan = pick(problem, "mincut")
+    validate_plan(problem, plan)
+    assert plan.status == "OPTIMAL" and plan.params["exact_scaling"] is True
+    # The max flow's value plus the constant costs is the objective: the cut is a minimum.
+    assert close(plan.params["flow_bound"], plan.objective)
+
+
+def test_mincut_bounds_itself_when_costs_do_not_scale_exactly() -> None:
+    problem = two_choice_problem(60, seed=2)
+    units = tuple(
+        Unit(u.name, tuple(Choice(c.device, c.type, c.cost * math.pi) for c in u.choices))
+        for u in problem.units
+    )
+    problem = PickProblem(units, problem.tensors, problem.transfer, 0.0, boundaries=True)
+    plan = pick(problem, "mincut")
+    validate_plan(problem, plan)
+    assert plan.params["exact_scaling"] is False
+    assert plan.params["flow_bound"] <= plan.objective * (1 + 1e-12)
+    assert close(plan.objective, pick(problem, "exact").objective)
+
+
+def test_mincut_sums_parallel_edges_from_merged_single_choice_units() -> None:
+    r"""40 CPU-only producers feed v; v is cheaper on the GPU but then pays 40 transfers.
+
+    p0 p1 ... p39
+      \  |   /
+         v
+    """
+    producers = tuple(Unit(f"p{i}", (Choice("CPU", "FLOAT", 0.0),)) for i in range(40))
+    v = Unit("v", (Choice("CPU", "FLOAT", 4e7), Choice("GPU", "FLOAT", 0.0)))
+    tensors = tuple(TensorEdge(f"t{i}", f"p{i}", ("v",), (10**6,), "float32") for i in range(40))
+    problem = PickProblem((*producers, v), tensors, Link(0.25, 10.0), 0.0, boundaries=False)
+    plan = pick(problem, "mincut")
+    validate_plan(problem, plan)
+    assert plan.status == "OPTIMAL"
+    assert plan.assignment["v"].device == "CPU"  # 40 * (1e6 + 10) > 4e7
+    assert close(plan.objective, pick(problem, "exact").objective)
