@@ -32,12 +32,17 @@ import scipy.sparse as sp
 from partitioner.errors import PickerError
 from partitioner.pickers import register_picker
 from partitioner.pickers.greedy import greedy_choices
-from partitioner.plan import Plan, plan_from_choices
+from partitioner.plan import Plan, evaluate_index, plan_from_choices
 from partitioner.problem import PickProblem, ProblemIndex, index_problem
 
 # Backend name -> OR-Tools model-builder solver id.
 BACKENDS = {"cp-sat": "sat", "scip": "scip", "highs": "highs"}
 DEFAULT_BACKEND = "highs"
+# From this size on, HiGHS gets the LP + RENS plan of _primal_first before the full solve:
+# on 10,000 units the detour (5 s) costs more than it saves; on 50,000 the full solve finds
+# no plan in 300 s.
+PRIMAL_FIRST_UNITS = 20_000
+_INTEGRAL_TOL = 1e-6
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +106,6 @@ def pick_exact(
     ('OPTIMAL', 0.0)
     """
     from ortools import __version__ as ortools_version
-    from ortools.linear_solver.python import model_builder_helper as mbh
 
     started = time.perf_counter()
     if backend not in BACKENDS:
@@ -124,42 +128,36 @@ def pick_exact(
         )
     model = build_model(index)
 
+    # Large problems first get a plan and a bound of their own (LP, then the MIP over the
+    # units the LP leaves fractional), so that a time limit still returns a good plan.
+    fallback, lp_bound = warm, -math.inf
+    primal_first = backend == "highs" and index.n_units >= PRIMAL_FIRST_UNITS
+    if primal_first:
+        fallback, lp_bound = _primal_first(index, model, started + time_limit_s, seed)
+    params["primal_first"] = primal_first
+
     # CP-SAT works on integers: scale the costs by a power of ten (exact if they have few
     # decimals); the plan's objective is recomputed by evaluate in original units anyway.
     scale, rounding = _integer_scale(model.cost) if backend == "cp-sat" else (1.0, 0.0)
     cost = np.round(model.cost * scale) if backend == "cp-sat" else model.cost
-
-    # Model: variables are binaries for choices; the auxiliaries are continuous except for
-    # CP-SAT, which needs integers (they are 0 or 1 at any optimum either way).
-    builder = mbh.ModelBuilderHelper()
-    n_vars = len(cost)
-    builder.fill_model_from_sparse_data(
-        np.zeros(n_vars), np.ones(n_vars), cost, model.row_lb, model.row_ub, model.matrix
-    )
-    integral = n_vars if backend == "cp-sat" else model.n_choices
-    for var in range(integral):
-        builder.set_var_integrality(var, True)
     # OR-Tools 9.15 crashes when HiGHS is given a hint, so HiGHS starts cold.
-    if hint and backend != "highs":
-        for var, value in enumerate(warm_start(model, warm).tolist()):
-            builder.add_hint(var, value)
+    start = warm_start(model, fallback) if hint and backend != "highs" else None
+    remaining = max(time_limit_s - (time.perf_counter() - started), 0.0)
+    solution = _solve(
+        model, cost, backend, remaining, _solver_parameters(backend, seed, num_workers), start
+    )
 
-    # Solve.
-    solver = mbh.ModelSolverHelper(BACKENDS[backend])
-    solver.set_time_limit_in_seconds(float(time_limit_s))
-    solver.set_solver_specific_parameters(_solver_parameters(backend, seed, num_workers))
-    solver.solve(builder)
-    status = solver.status()
-
-    if status in (mbh.SolveStatus.OPTIMAL, mbh.SolveStatus.FEASIBLE) and solver.has_solution():
-        chosen = _chosen(index, solver.variable_values()[: model.n_choices])
-        proven = status == mbh.SolveStatus.OPTIMAL and rounding == 0.0
-        bound = solver.best_objective_bound() / scale - rounding
-    else:
-        chosen, proven, bound = warm, False, -math.inf
-    if status == mbh.SolveStatus.OPTIMAL:
-        bound = solver.objective_value() / scale - rounding
-    params["solver_status"] = solver.status_string() or status.name
+    chosen, proven, bound = fallback, False, lp_bound
+    if solution.x is not None:
+        mine = _chosen(index, solution.x[: model.n_choices])
+        if (
+            solution.optimal
+            or evaluate_index(index, mine).total <= evaluate_index(index, fallback).total
+        ):
+            chosen = mine
+        proven = solution.optimal and rounding == 0.0
+        bound = max(bound, solution.bound / scale - rounding)
+    params["solver_status"] = solution.status
     params["scale"] = scale
     return plan_from_choices(
         problem,
@@ -171,6 +169,122 @@ def pick_exact(
         started=started,
         params=params,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Solution:
+    """What a solve returned: the variable values (None if none), whether they are proven
+    optimal, the solver's lower bound (its objective when optimal) and its status text."""
+
+    x: np.ndarray | None
+    optimal: bool
+    bound: float
+    status: str
+
+
+def _solve(
+    model: LinearModel,
+    cost: np.ndarray,
+    backend: str,
+    time_limit_s: float,
+    parameters: str,
+    start: np.ndarray | None = None,
+    fixed: np.ndarray | None = None,
+) -> _Solution:
+    """Solve ``model`` (costs ``cost``) with OR-Tools; ``fixed[k]`` >= 0 pins choice var k."""
+    from ortools.linear_solver.python import model_builder_helper as mbh
+
+    # Variables are binaries for choices; the auxiliaries are continuous except for CP-SAT,
+    # which needs integers (they are 0 or 1 at any optimum either way).
+    n_vars = len(cost)
+    lower, upper = np.zeros(n_vars), np.ones(n_vars)
+    if fixed is not None:
+        pinned = np.flatnonzero(fixed >= 0)
+        lower[pinned] = upper[pinned] = fixed[pinned]
+    builder = mbh.ModelBuilderHelper()
+    builder.fill_model_from_sparse_data(
+        lower, upper, cost, model.row_lb, model.row_ub, model.matrix
+    )
+    for var in range(n_vars if backend == "cp-sat" else model.n_choices):
+        builder.set_var_integrality(var, True)
+    if start is not None:
+        for var, value in enumerate(start.tolist()):
+            builder.add_hint(var, value)
+    solver = mbh.ModelSolverHelper(BACKENDS[backend])
+    # A limit of 0 would mean none: an exhausted budget still gets a token millisecond.
+    solver.set_time_limit_in_seconds(max(float(time_limit_s), 1e-3))
+    solver.set_solver_specific_parameters(parameters)
+    solver.solve(builder)
+    status = solver.status()
+    text = solver.status_string() or status.name
+    if status not in (mbh.SolveStatus.OPTIMAL, mbh.SolveStatus.FEASIBLE) or not (
+        solver.has_solution()
+    ):
+        return _Solution(None, False, -math.inf, text)
+    optimal = status == mbh.SolveStatus.OPTIMAL
+    bound = solver.objective_value() if optimal else solver.best_objective_bound()
+    return _Solution(np.asarray(solver.variable_values()), optimal, bound, text)
+
+
+def _primal_first(
+    index: ProblemIndex, model: LinearModel, deadline: float, seed: int
+) -> tuple[np.ndarray, float]:
+    """A plan and a lower bound from the LP relaxation, before the full integer program.
+
+    The LP (HiGHS dual simplex through scipy) gives the bound. Units whose choices are all
+    integral in the LP keep their LP choice; the others and their neighbours (units sharing
+    a tensor) are solved as a MIP with the rest pinned (RENS). Returns the greedy plan and no
+    bound if the LP does not finish in time.
+    """
+    from scipy.optimize import linprog
+
+    fallback = greedy_choices(index)
+    equal = model.row_lb == model.row_ub
+    matrix = model.matrix.tocsr()
+    lp = linprog(
+        model.cost,
+        A_ub=-matrix[~equal],
+        b_ub=-model.row_lb[~equal],
+        A_eq=matrix[equal],
+        b_eq=model.row_lb[equal],
+        bounds=(0, 1),
+        method="highs-ds",
+        options={"time_limit": max(deadline - time.perf_counter(), 0.0)},
+    )
+    if lp.status != 0:
+        return fallback, -math.inf
+    x = lp.x[: model.n_choices]
+    fractional = (x > _INTEGRAL_TOL) & (x < 1 - _INTEGRAL_TOL)
+    free = np.zeros(index.n_units, dtype=bool)
+    free[index.choice_unit[fractional]] = True
+    free |= _neighbours(index, free)
+    fixed = np.where(free[index.choice_unit], -1.0, np.round(x))
+    remaining = max(deadline - time.perf_counter(), 0.0) / 2
+    parameters = _solver_parameters("highs", seed, 1)
+    solution = _solve(model, model.cost, "highs", remaining, parameters, fixed=fixed)
+    if solution.x is None:
+        return fallback, float(lp.fun)
+    chosen = _chosen(index, solution.x[: model.n_choices])
+    if evaluate_index(index, chosen).total > evaluate_index(index, fallback).total:
+        chosen = fallback
+    return chosen, float(lp.fun)
+
+
+def _neighbours(index: ProblemIndex, units: np.ndarray) -> np.ndarray:
+    """Units that share a tensor (as producer or consumer) with one of ``units``."""
+    has = index.src_unit[index.arc_tensor] >= 0
+    tensor_unit = sp.csr_matrix(
+        (
+            np.ones(len(index.arc_unit) + int(has.sum())),
+            (
+                np.concatenate([index.arc_tensor, index.arc_tensor[has]]),
+                np.concatenate([index.arc_unit, index.src_unit[index.arc_tensor[has]]]),
+            ),
+        ),
+        shape=(len(index.src_unit), index.n_units),
+    )
+    touched = tensor_unit @ units.astype(np.float64) > 0
+    return (tensor_unit.T @ touched.astype(np.float64)) > 0
 
 
 def build_model(index: ProblemIndex) -> LinearModel:
@@ -200,6 +314,7 @@ def build_model(index: ProblemIndex) -> LinearModel:
             index.src_dev * n_fmt + index.src_fmt,
             host * n_fmt + index.host_fmt,
         )
+        pair_rows = _needed_pair_rows(index, pair_rows)
         d, q = np.divmod(pair_rows.kind, n_fmt)
         rows, cols = [pair_rows.rows], [pair_rows.cols]
         for lookup, key in (
@@ -212,6 +327,36 @@ def build_model(index: ProblemIndex) -> LinearModel:
         vals = np.concatenate([pair_rows.vals, np.ones(sum(len(r) for r in rows[1:]))])
         model.add(np.concatenate(rows), np.concatenate(cols), vals, pair_rows.lb)
     return model.finish()
+
+
+def _needed_pair_rows(index: ProblemIndex, pair: _LinkingRows) -> _LinkingRows:
+    """The joint rows not implied by the device and format rows.
+
+    A joint row (d, q) of an arc p -> v is implied unless both p and v have choices on several
+    devices *and* in several formats. If p is only on d0, ``x_p(d0, q) = z_p(q)`` and the
+    format row (``d = d0``) or the device row (``d != d0``, where ``x_p(d, q) = 0``) implies
+    it; likewise if p has one format. If v is only in q0 (only its ``(d, q0)`` rows exist),
+    the device plus format rows give ``need + conv >= y_v(d) + 1 - y_p(d) - z_p(q0)``, and
+    ``y_p(d) + z_p(q0) - x_p(d, q0) <= 1`` (the x of p's choices on d or in q0) makes that at
+    least ``x_v(d, q0) - x_p(d, q0)``; a one-device v is symmetric. Graph inputs and outputs
+    are fixed (one device, one format). Rows a fixed kind made vacuous were never added.
+    """
+    several = (_only_kind(index, index.choice_dev) < 0) & (_only_kind(index, index.choice_fmt) < 0)
+    keep = (pair.producer >= 0) & (pair.consumer >= 0)
+    keep[keep] = several[pair.producer[keep]] & several[pair.consumer[keep]]
+    new_row = np.cumsum(keep) - 1
+    entry = keep[pair.rows]
+    return _LinkingRows(
+        n_kind=pair.n_kind,
+        t=pair.t[keep],
+        kind=pair.kind[keep],
+        lb=pair.lb[keep],
+        producer=pair.producer[keep],
+        consumer=pair.consumer[keep],
+        rows=new_row[pair.rows[entry]],
+        cols=pair.cols[entry],
+        vals=pair.vals[entry],
+    )
 
 
 class _Blocks:
@@ -271,6 +416,7 @@ class _LinkingRows:
     kind: np.ndarray  # destination kind of each row
     lb: np.ndarray  # 0, or 1 for a graph output's row to the host
     producer: np.ndarray  # producer unit of each row, -1 for a graph input
+    consumer: np.ndarray  # consumer unit of each row, -1 for a graph output's row
     rows: np.ndarray  # x entries (consumer -1, producer +1)
     cols: np.ndarray
     vals: np.ndarray
@@ -303,6 +449,7 @@ def _linking_rows(
     )
     row_keys, row_of_entry = np.unique(row_key, return_inverse=True)
     row_t = np.concatenate([index.arc_tensor, sinks])[row_keys // n_kind]
+    row_v = np.concatenate([index.arc_unit, np.full(len(sinks), -1)])[row_keys // n_kind]
     row_d = row_keys % n_kind
     is_sink = row_keys // n_kind >= n_arcs
 
@@ -311,6 +458,7 @@ def _linking_rows(
     live = np.where(producer >= 0, only[np.maximum(producer, 0)], src_fixed[row_t]) != row_d
     new_row = np.cumsum(live) - 1
     row_t, row_d, is_sink, producer = row_t[live], row_d[live], is_sink[live], producer[live]
+    row_v = row_v[live]
 
     entry_row = row_of_entry[: len(k_cons)]
     keep = live[entry_row]
@@ -323,6 +471,7 @@ def _linking_rows(
         kind=row_d,
         lb=is_sink.astype(np.float64),
         producer=producer,
+        consumer=row_v,
         rows=np.concatenate([cons_rows, p_rows[on_d]]),
         cols=np.concatenate([k_cons[keep], p_choice[on_d]]),
         vals=np.concatenate([-np.ones(len(cons_rows)), np.ones(int(on_d.sum()))]),

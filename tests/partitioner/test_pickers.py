@@ -318,3 +318,30 @@ def test_mincut_sums_parallel_edges_from_merged_single_choice_units() -> None:
     assert plan.status == "OPTIMAL"
     assert plan.assignment["v"].device == "CPU"  # 40 * (1e6 + 10) > 4e7
     assert close(plan.objective, pick(problem, "exact").objective)
+
+
+def test_exact_primal_first_path_matches_brute_force(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The LP + RENS detour that large problems take must not change the optimum."""
+    import partitioner.pickers.exact as exact_module
+
+    monkeypatch.setattr(exact_module, "PRIMAL_FIRST_UNITS", 0)
+    for seed in range(6):
+        problem = layered_dag_problem(9, seed=seed)
+        plan = pick(problem, "exact")
+        validate_plan(problem, plan)
+        assert plan.params["primal_first"] is True
+        assert plan.status == "OPTIMAL"
+        assert close(plan.objective, pick(problem, "brute").objective)
+
+
+def test_exact_primal_first_plan_survives_an_exhausted_time_limit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import partitioner.pickers.exact as exact_module
+
+    monkeypatch.setattr(exact_module, "PRIMAL_FIRST_UNITS", 0)
+    problem = layered_dag_problem(2000, seed=1)
+    plan = pick(problem, "exact", time_limit_s=0.5)
+    validate_plan(problem, plan)
+    assert plan.bound is not None and 0 < plan.bound <= plan.objective * (1 + 1e-9)
+    assert plan.objective <= pick(problem, "greedy").objective + 1e-6
