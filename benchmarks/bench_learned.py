@@ -1,21 +1,26 @@
-"""Learned cost model accuracy: measure the zoo, fit on half the models, evaluate on the other.
+"""Learned cost model accuracy: fit on ops measured from half of the zoo, evaluate on the other.
 
-    python benchmarks/bench_learned.py [--records benchmarks/out/zoo_records.jsonl] [--fresh]
-                                       [--repeat]
+    python benchmarks/bench_learned.py [--fresh] [--validate] [--types float32,int8]
 
 Split (deterministic, by model, fixed before looking at results): the zoo's model files sorted
 by name; even positions train, odd positions test. Sorted names put the float32 and int8 twins
 of an architecture next to each other, so most keras vision float32 models train and their
-int8 twins test: the test half is two-thirds int8 ops while training has few int8 examples of
-most kinds (a hard, cross-type split; docs/cost-models.md). A held-out op is every
-configuration a test model uses (configurations shared with training models are predicted from
-the lookup table, as they would be in use; ``within_10pct_unseen`` leaves them out).
-Measures the zoo first (time and load average printed) when the records file is missing or
-with --fresh. With --repeat, measures the test half a second time into a fresh file and
-reports the repeatability of single-op latencies (benchmarks/check_repeatability.py does it for
-the whole zoo and every statistic). Writes the two halves next to the records file
-(``train.jsonl``, ``test.jsonl``) so that ``tacopt fit train.jsonl -o m.json --eval test.jsonl``
-reproduces the figures.
+int8 twins test: the test half is two-thirds int8 ops.
+
+Measuring (with --fresh, or when a records file is missing), two runs, wall time and load
+average printed:
+
+- ``train_records.jsonl``: the training models, every op as it is **and** rebuilt in each of
+  ``--types`` (``tacopt measure --types``: float ops quantized to int8, int8 ops dequantized),
+- ``test_records.jsonl``: the test models, every op as it is; nothing of them is retyped and
+  nothing of them is used for fitting; their ops are measured independently of the training
+  run (an op configuration both halves share is timed in both runs).
+
+``--validate`` fits on half of the *training* models (sorted, alternating again) and evaluates
+on the other half: the place to compare features and learners; the test half is then evaluated
+once. Per-kind ``within_10pct`` is printed for the kinds with >= 10 ops.
+``tacopt fit benchmarks/out/train_records.jsonl -o m.json --eval
+benchmarks/out/test_records.jsonl --json`` reproduces the test figures.
 """
 
 from __future__ import annotations
@@ -23,79 +28,101 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 from cost_models.learned import LearnedCostModel, evaluate, fit
-from cost_models.measure import MeasureConfig, measure_models, read_records
-from fusion.io import atomic_write
+from cost_models.measure import TYPE_NAMES, MeasureConfig, measure_models, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"
+OUT = ROOT / "benchmarks" / "out"
 
 
-def split(records: list[dict]) -> tuple[list[dict], list[dict]]:
-    models = sorted((r for r in records if r["type"] == "model"), key=lambda r: r["model"])
-    halves: tuple[list[dict], list[dict]] = ([], [])
-    for i, m in enumerate(models):
-        halves[i % 2].append(m)
-    out = []
-    for half in halves:
-        keys = {k for m in half for k, _ in m["ops"]}
-        ops = [r for r in records if r["type"] in ("op", "skip") and r["key"] in keys]
-        out.append(ops + half)
-    return out[0], out[1]
+def split_models(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Sorted names, alternating: (even positions, odd positions)."""
+    ordered = sorted(names)
+    return ordered[0::2], ordered[1::2]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--records", type=Path, default=ROOT / "benchmarks/out/zoo_records.jsonl")
-    ap.add_argument("--repeat", action="store_true", help="re-measure the test half")
-    ap.add_argument("--fresh", action="store_true", help="re-measure the zoo first")
-    args = ap.parse_args()
-    if args.fresh:
-        args.records.unlink(missing_ok=True)
-    if not args.records.exists():
-        args.records.parent.mkdir(parents=True, exist_ok=True)
-        print(f"measuring {ZOO} (load average {os.getloadavg()})")
-        t0 = time.perf_counter()
-        stats = measure_models(sorted(ZOO.glob("*.tflite")), args.records, MeasureConfig())
-        print(f"measured in {time.perf_counter() - t0:.0f} s: {stats}")
-        print(f"load average after: {os.getloadavg()}")
-    records = read_records(args.records)
-    train, test = split(records)
-    for name, half in (("train", train), ("test", test)):  # for `tacopt fit ... --eval ...`
-        lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in half)
-        atomic_write(args.records.with_name(f"{name}.jsonl"), lines)
+def select(records: Sequence[dict], models: Sequence[str], *, variants: bool) -> list[dict]:
+    """The records of ``models``: their model records and the op / skip records of every
+    configuration they use (and, with ``variants``, of their retyped configurations)."""
+    chosen = [r for r in records if r["type"] == "model" and r["model"] in set(models)]
+    keys = {k for m in chosen for k, _ in m["ops"]}
+    if variants:
+        keys |= {k for m in chosen for k, _ in m.get("variants", [])}
+    return [r for r in records if r["type"] in ("op", "skip") and r["key"] in keys] + chosen
+
+
+def measure(models: Sequence[Path], out: Path, types: Sequence[str]) -> None:
+    out.unlink(missing_ok=True)
+    print(
+        f"measuring {len(models)} models into {out.name} (types {list(types) or 'as-is'}),"
+        f" load average {os.getloadavg()}"
+    )
+    t0 = time.perf_counter()
+    stats = measure_models(models, out, MeasureConfig(), types=types)
+    print(f"  {time.perf_counter() - t0:.0f} s: {stats}; load average after {os.getloadavg()}")
+
+
+def report(name: str, train: list[dict], test: list[dict]) -> dict[str, Any]:
     t0 = time.perf_counter()
     doc = fit(train)
     fit_s = time.perf_counter() - t0
     train_keys = {r["key"] for r in train if r["type"] == "op"}
     result = evaluate(LearnedCostModel(doc), test, train_keys=train_keys)
-    print(f"train: {doc['trained_on']['models']}")
-    print(f"fit in {fit_s:.2f} s on {doc['trained_on']['configs']} configurations")
+    print(
+        f"== {name}: fit in {fit_s:.1f} s on {doc['trained_on']['configs']} configurations "
+        f"of {len(doc['trained_on']['models'])} models"
+    )
+    per_kind = result.pop("per_kind")
     print(json.dumps(result, indent=1, sort_keys=True))
-    if args.repeat:
-        again = args.records.with_name("zoo_records_repeat.jsonl")
-        again.unlink(missing_ok=True)
-        models = sorted({m["model"] for m in test if m["type"] == "model"})
-        measure_models([ZOO / f"{m}.tflite" for m in models], again, MeasureConfig())
-        first = {r["key"]: r["latency_us"] for r in test if r["type"] == "op"}
-        ratios = [
-            r["latency_us"] / first[r["key"]]
-            for r in read_records(again)
-            if r["type"] == "op" and r["key"] in first
-        ]
-        dev = np.abs(np.array(ratios) - 1)
-        print(
-            f"repeatability over {len(ratios)} ops: median |ratio-1| = "
-            f"{statistics.median(dev) * 100:.1f} %, within ±10 %: "
-            f"{np.mean(dev <= 0.1) * 100:.1f} %"
+    big = sorted(per_kind.items(), key=lambda kv: -kv[1]["n"])
+    for group, v in big:
+        if v["n"] >= 10:
+            print(
+                f"  {group:34s} n={v['n']:4d} within ±10 %: {v['within_10pct'] * 100:5.1f} %"
+                f"  unseen {v['unseen']:4d}: {v['within_10pct_unseen'] * 100:5.1f} %"
+                f"  mape {v['mape']:6.1f} %"
+            )
+    return result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--fresh", action="store_true", help="re-measure both halves first")
+    ap.add_argument("--validate", action="store_true", help="also fit / evaluate inside training")
+    ap.add_argument(
+        "--types", default="float32,int8", help="types the training ops are measured in"
+    )
+    args = ap.parse_args()
+    types = [TYPE_NAMES[t] for t in args.types.split(",") if t]
+    paths = {p.stem: p for p in sorted(ZOO.glob("*.tflite"))}
+    if not paths:
+        print(f"no models in {ZOO}", file=sys.stderr)
+        return 1
+    train_models, test_models = split_models(list(paths))
+    args.out.mkdir(parents=True, exist_ok=True)
+    train_file, test_file = args.out / "train_records.jsonl", args.out / "test_records.jsonl"
+    if args.fresh or not train_file.exists():
+        measure([paths[m] for m in train_models], train_file, types)
+    if args.fresh or not test_file.exists():
+        measure([paths[m] for m in test_models], test_file, ())
+    train, test = read_records(train_file), read_records(test_file)
+    print(f"train: {train_models}")
+    if args.validate:
+        fit_models, val_models = split_models(train_models)
+        report(
+            "validation (inside the training half)",
+            select(train, fit_models, variants=True),
+            select(train, val_models, variants=False),
         )
+    report("test half", train, test)
     return 0
 
 

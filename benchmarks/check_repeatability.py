@@ -8,6 +8,13 @@ into two fresh records files (``a.jsonl``, ``b.jsonl`` under --out), with the de
 sample, thread CPU time / wall clock) the share of ops whose two measurements agree within ±10 %
 and the median |b/a - 1|, overall and by latency band, plus the same for whole-model latencies.
 The ``latency_us`` line is the ceiling for a learned model's ``within_10pct`` on unseen ops.
+
+    python benchmarks/check_repeatability.py --retype
+
+checks the synthetic quantization of ``tacopt measure --types`` instead: every int8 op of the
+training half's int8 models (split of benchmarks/bench_learned.py) timed as it is and rebuilt
+(dequantized, then quantized by :func:`cost_models.measure.retype_op`), interleaved; prints the
+share within ±10 % per kind.
 """
 
 from __future__ import annotations
@@ -36,11 +43,71 @@ def agreement(a: dict[str, dict], b: dict[str, dict], stat: str) -> tuple[int, f
     return len(dev), float(np.mean(dev <= 0.1)), float(np.median(dev))
 
 
+def check_retype() -> int:
+    from bench_learned import split_models
+
+    from cost_models.measure import (
+        RetypeError,
+        cut_op,
+        fill_constants,
+        model_ops,
+        op_features,
+        op_key,
+        retype_op,
+        time_models,
+    )
+    from fusion.reader import read_tflite
+    from fusion.writer import serialize_tflite
+
+    train, _ = split_models([p.stem for p in ZOO.glob("*.tflite")])
+    pairs: list[bytes] = []
+    labels: list[str] = []
+    seen: set[str] = set()
+    for name in (m for m in train if "int8" in m):
+        G = read_tflite(ZOO / f"{name}.tflite")
+        for S, node, _ in model_ops(G):
+            feats = op_features(S, node, root=G)
+            if feats["inference_type"] != "QUANTIZED_INT8" or op_key(feats) in seen:
+                continue
+            seen.add(op_key(feats))
+            real = fill_constants(cut_op(S, node), seed=0)
+            try:
+                synthetic = retype_op(retype_op(real, "FLOAT"), "QUANTIZED_INT8")
+            except RetypeError:
+                continue
+            pairs += [serialize_tflite(real), serialize_tflite(synthetic)]
+            labels.append(feats["kind"])
+    print(f"load average before: {os.getloadavg()}")
+    timings = time_models(pairs, MeasureConfig())
+    by_kind: dict[str, list[float]] = {}
+    for i, kind in enumerate(labels):
+        a, b = timings[2 * i], timings[2 * i + 1]
+        if isinstance(a, Exception) or isinstance(b, Exception):
+            print(f"{kind}: {a if isinstance(a, Exception) else b}")
+            continue
+        by_kind.setdefault(kind, []).append(b.cpu_us / a.cpu_us)
+    dev = np.abs(np.concatenate([np.array(v) for v in by_kind.values()]) - 1)
+    print(
+        f"synthetic / real int8 latency within ±10 %: {np.mean(dev <= 0.1) * 100:.1f} % of "
+        f"{len(dev)} configurations (median |ratio - 1| {np.median(dev) * 100:.1f} %)"
+    )
+    for kind, ratios in sorted(by_kind.items()):
+        r = np.array(ratios)
+        print(
+            f"  {kind:24s} {len(r):3d}  within ±10 %: {np.mean(np.abs(r - 1) <= 0.1) * 100:5.1f} %"
+            f"  median ratio {np.median(r):.3f}"
+        )
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--every", type=int, default=1, help="use every N-th model (sorted names)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "repeat")
+    ap.add_argument("--retype", action="store_true", help="check the synthetic int8 instead")
     args = ap.parse_args()
+    if args.retype:
+        return check_retype()
     models = sorted(ZOO.glob("*.tflite"))[:: args.every]
     if not models:
         print(f"no models in {ZOO}", file=sys.stderr)

@@ -18,15 +18,17 @@ class MeasureArgs:
     warmup: int
     threads: int
     quiet: bool
+    types: tuple[str, ...]
 
 
 def register_measure(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "measure",
         help="time every op of .tflite models alone on the ai-edge-litert interpreter",
-        description="Cut each op into a single-op model with random weights, time it (median), "
-        "time the whole model, append one JSON record per op configuration to --out "
-        "(resumable).",
+        description="Cut each op into a single-op model with random weights, time it (lowest of "
+        "several >= 2 ms batches of thread CPU time), optionally also rebuilt in other inference "
+        "types (--types), time the whole model, append one JSON record per op configuration to "
+        "--out (resumable).",
     )
     p.add_argument("models", nargs="+", type=Path, metavar="MODEL")
     p.add_argument("--out", type=Path, required=True, help="records file (JSON lines)")
@@ -38,15 +40,25 @@ def register_measure(subparsers: Any) -> None:
     )
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     p.add_argument("--threads", type=int, default=1, help="interpreter threads (default 1)")
+    p.add_argument(
+        "--types",
+        default="",
+        help="also measure each op rebuilt in these inference types, comma-separated: float32, "
+        "int8 (int8 = full-integer quantization, float32 = dequantized); default: as-is only",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run_measure)
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from cost_models.measure import MeasureConfig, MeasureError, measure_models
+    from cost_models.measure import TYPE_NAMES, MeasureConfig, MeasureError, measure_models
 
+    names = tuple(t.strip() for t in args.types.split(",") if t.strip())
+    for name in names:
+        if name not in TYPE_NAMES:
+            raise MeasureError(f"--types: unknown type '{name}' (known: {', '.join(TYPE_NAMES)})")
     opts = MeasureArgs(
-        tuple(args.models), args.out, args.repeats, args.warmup, args.threads, args.quiet
+        tuple(args.models), args.out, args.repeats, args.warmup, args.threads, args.quiet, names
     )
     for m in opts.models:
         if not m.is_file():
@@ -68,7 +80,8 @@ def run_measure(args: argparse.Namespace) -> int:
             bar.update(1)
 
     try:
-        stats = measure_models(opts.models, opts.out, cfg, progress=progress)
+        types = [TYPE_NAMES[t] for t in opts.types]
+        stats = measure_models(opts.models, opts.out, cfg, types=types, progress=progress)
     finally:
         if bar is not None:
             bar.close()

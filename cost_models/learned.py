@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`fit`) on records from :mod:`cost_models.measure`; the model is plain JSON (format
-``tacopt-learned``, version 2), never pickle, and loads as a cost model with
+``tacopt-learned``, version 3), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. The target is the log of the measured single-op latency
 (one ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``.
@@ -52,7 +52,7 @@ from cost_models.base import (
 from cost_models.ops import trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 2
+VERSION = 3
 MIN_GROUP = 4
 RIDGE = 1e-3
 FLOOR_US = 0.05
@@ -104,7 +104,26 @@ FEATURES = (
     "log_spatial",
     "constant_operand",
     "log_batch",
+    # how the kernels work (XNNPACK / TFLite CPU): GEMM size and tiles, im2col, broadcasting,
+    # strided copies
+    "log_macs",
+    "log_gemm_k",
+    "log_gemm_n",
+    "pointwise",
+    "log_im2col_bytes",
+    "channels_in_mod8",
+    "channels_out_mod8",
+    "channels_out_mod16",
+    "broadcast_pattern",
+    "log_small_operand",
+    "log_outer",
+    "log_inner",
+    "log_data_moved",
+    "is_int8",
 )
+
+#: Binary elementwise broadcast patterns (:func:`op_vector` ``broadcast_pattern``).
+_BROADCAST = {"none": 0, "scalar": 1, "channel": 2, "spatial": 3, "other": 4}
 
 _NO_TENSOR: list[Any] = [[1], "float32", False, False]
 
@@ -179,7 +198,86 @@ def op_vector(features: Mapping[str, Any], kinds: Sequence[str] = ()) -> list[fl
         float(bool(consts)),
         math.log1p(shape[0] if shape else 1),
     ]
-    return [float(x) for x in row] + [float(kind == k) for k in kinds]
+    return (
+        [float(x) for x in row]
+        + _kernel_terms(kind, ins, acts, outs, opts, flops)
+        + [float(kind == k) for k in kinds]
+    )
+
+
+def _kernel_terms(
+    kind: str,
+    ins: Sequence[list[Any]],
+    acts: Sequence[list[Any]],
+    outs: Sequence[list[Any]],
+    opts: Mapping[str, Any],
+    flops: float,
+) -> list[float]:
+    """The features that follow the kernels: a convolution / matmul is a GEMM of M output
+    pixels x N output channels x K = kernel area x input channels (im2col when the kernel is
+    not 1x1 / stride 1), tiled by 8 / 16 channels; a binary elementwise op streams its output
+    with one operand broadcast in a pattern; a data-movement op copies ``outer`` runs of
+    ``inner`` elements."""
+    out = outs[0] if outs else _NO_TENSOR
+    oshape = [max(int(d), 1) for d in out[0]]
+    out_elems = math.prod(oshape) if oshape else 1
+    k = n = 1
+    pointwise = 0.0
+    im2col = 0.0
+    cin = cout = 1
+    if kind in _KERNELS + ("FULLY_CONNECTED", "BATCH_MATMUL") and len(ins) > 1:
+        w = [max(int(d), 1) for d in ins[1][0]] or [1]
+        x = [max(int(d), 1) for d in ins[0 if kind != "TRANSPOSE_CONV" else 2][0]] or [1]
+        cin, cout = x[-1], oshape[-1] if oshape else 1
+        if kind == "DEPTHWISE_CONV_2D":
+            k, n = math.prod(w[1:3]), cout
+        elif kind in ("CONV_2D", "TRANSPOSE_CONV") and len(w) == 4:
+            k, n = math.prod(w[1:]), w[0]
+            pointwise = float(w[1] * w[2] == 1 and opts.get("stride_h", 1) == 1)
+            if not pointwise:
+                im2col = out_elems / max(n, 1) * k * _ITEMSIZE.get(ins[0][1], 4)
+        else:
+            k, n = x[-1], cout
+    pattern = "none"
+    small = 1
+    if len(ins) == 2 and kind not in _KERNELS:
+        sizes = sorted(ins, key=_elements)
+        small = _elements(sizes[0])
+        big = sizes[1]
+        if small == _elements(big):
+            pattern = "none"
+        elif small == 1:
+            pattern = "scalar"
+        elif big[0] and small == max(int(big[0][-1]), 1):
+            pattern = "channel"
+        elif big[0] and len(big[0]) >= 2 and small * max(int(big[0][-1]), 1) == _elements(big):
+            pattern = "spatial"
+        else:
+            pattern = "other"
+    axis = opts.get("axis")
+    outer = inner = 1.0
+    if isinstance(axis, int) and oshape:
+        ax = axis % len(oshape)
+        outer = float(math.prod(oshape[:ax]))
+        inner = float(math.prod(oshape[ax:]))
+    moved = sum(_nbytes(d) for d in acts) + sum(_nbytes(d) for d in outs)
+    dtype = (acts[0] if acts else out)[1]
+    return [
+        math.log1p(flops / 2),
+        math.log1p(k),
+        math.log1p(n),
+        pointwise,
+        math.log1p(im2col),
+        float(cin % 8 == 0),
+        float(cout % 8 == 0),
+        float(cout % 16 == 0),
+        float(_BROADCAST[pattern]),
+        math.log1p(small),
+        math.log1p(outer),
+        math.log1p(inner),
+        math.log1p(moved),
+        float(dtype in ("int8", "uint8")),
+    ]
 
 
 def design_row(features: Mapping[str, Any]) -> list[float]:
@@ -284,11 +382,12 @@ def _grow_tree(
         ls, lc = np.cumsum(sums, 1)[:, :-1], np.cumsum(counts, 1)[:, :-1]
         gain = ls**2 / (lc + lam) + (total - ls) ** 2 / (m - lc + lam)
         gain[(lc < min_leaf) | (m - lc < min_leaf)] = -np.inf
-        j, b = np.unravel_index(int(np.argmax(gain)), gain.shape)
+        jj, bb = np.unravel_index(int(np.argmax(gain)), gain.shape)
+        j, b = int(jj), int(bb)
         if gain[j, b] - total**2 / (m + lam) <= 1e-12 or b >= len(cuts[j]):
             return node
         go_left = binned[idx, j] <= b
-        tree["feature"][node], tree["threshold"][node] = int(j), float(cuts[j][b])
+        tree["feature"][node], tree["threshold"][node] = j, float(cuts[j][b])
         tree["left"][node] = grow(idx[go_left], level + 1)
         tree["right"][node] = grow(idx[~go_left], level + 1)
         return node
@@ -367,9 +466,9 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
     groups: dict[str, list[tuple[list[float], float]]] = defaultdict(list)
     for r in ops:
         table[r["key"]].append(r["latency_us"])
-        row, y = design_row(r), math.log(net_latency(r))
+        row, target = design_row(r), math.log(net_latency(r))
         for name in (f"{r['kind']}|{r['inference_type']}", r["kind"], "*"):
-            groups[name].append((row, y))
+            groups[name].append((row, target))
     fits = {}
     for name, rows in sorted(groups.items()):
         if len(rows) < MIN_GROUP and name != "*":
@@ -490,6 +589,12 @@ class LearnedCostModel(CostModelBase):
             gross = int(doc.get("version", 1)) >= 2
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CostModelError(f"learned model '{source}': bad or missing field {exc}") from None
+        expected = [*FEATURES, *(f"kind={k}" for k in self.tree_kinds)]
+        if self.trees is not None and list(doc.get("tree_features", expected)) != expected:
+            raise CostModelError(
+                f"learned model '{source}': fitted on other tree features (version "
+                f"{doc.get('version')}); refit it with `tacopt fit`"
+            )
         if "*" not in self.fits:
             raise CostModelError(f"learned model '{source}': no global fit '*'")
         # version 1 files stored net latencies in the table: add the overhead back
@@ -607,8 +712,9 @@ def evaluate(
     ``within_10pct_unseen`` (only configurations not in ``train_keys``, i.e. not answered by the
     lookup table), ``mape`` (%), ``spearman`` (rank correlation of predicted vs measured),
     ``model_error_median`` (median over models of |predicted - measured| / measured, %, see
-    :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), plus counts and
-    the share of predictions per source.
+    :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), counts, the
+    share of predictions per source and ``per_kind``: the same figures per (kind, inference
+    type).
     """
     from scipy.stats import spearmanr
 
@@ -634,6 +740,17 @@ def evaluate(
         if r.get("type") == "model":
             errors.append((model.predict_model(r, by_key) - r["latency_us"]) / r["latency_us"])
     close = np.abs(P - M) <= 0.1 * M
+    per_kind: dict[str, dict[str, float]] = {}
+    groups = np.array([f"{r['kind']}|{r['inference_type']}" for r in ops])
+    for g in sorted(set(groups.tolist())):
+        sel = groups == g
+        per_kind[g] = {
+            "n": int(sel.sum()),
+            "within_10pct": float(np.mean(close[sel])),
+            "unseen": int((sel & U).sum()),
+            "within_10pct_unseen": float(np.mean(close[sel & U])) if (sel & U).any() else 1.0,
+            "mape": float(np.mean(np.abs(P[sel] - M[sel]) / M[sel]) * 100),
+        }
     return {
         "ops": len(ops),
         "ops_unseen": int(U.sum()),
@@ -648,6 +765,7 @@ def evaluate(
         else float("nan"),
         "model_bias_median": float(statistics.median(errors) * 100) if errors else float("nan"),
         "sources": {k: v / len(ops) for k, v in sorted(sources.items())},
+        "per_kind": per_kind,
     }
 
 

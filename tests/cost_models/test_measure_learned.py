@@ -173,3 +173,41 @@ def test_version1_model_files_still_load() -> None:
     m = LearnedCostModel(doc)
     assert m.predict({"kind": "ADD"}, key="k").latency_us == 5.0  # net 4 + overhead
     assert m.predict({"kind": "ADD", "outputs": []}).source == "fallback"
+
+
+def test_retype_op_quantizes_and_dequantizes() -> None:
+    from cost_models.measure import RetypeError, retype_op
+    from cost_models.ops import inference_type
+
+    S = fill_constants(cut_op(small_model(8), "fully_connected_1"), seed=0)
+    Q = retype_op(S, "QUANTIZED_INT8")
+    t = Q.graph["tensors"]
+    assert inference_type(Q, "fully_connected_1") == "QUANTIZED_INT8"
+    assert t["w"].dtype == "int8" and len(t["w"].quantization.scale) == 8  # per output channel
+    w = np.asarray(t["w"].data(), np.float64) * np.asarray(t["w"].quantization.scale)[:, None]
+    assert np.allclose(w, S.graph["tensors"]["w"].data(), atol=0.01)  # weights survive
+    F = retype_op(Q, "FLOAT")
+    assert inference_type(F, "fully_connected_1") == "FLOAT"
+    assert np.allclose(F.graph["tensors"]["w"].data(), w, atol=1e-6)
+    tanh = fill_constants(cut_op(small_model(8), "tanh_2"), seed=0)
+    out = retype_op(tanh, "QUANTIZED_INT8").graph["tensors"]["y"].quantization
+    assert out.scale == (1 / 128,) and out.zero_point == (0,)  # what TFLite's int8 TANH requires
+    with pytest.raises(RetypeError, match="same op in every type"):
+        retype_op(retype_op(tanh, "QUANTIZED_INT8"), "QUANTIZED_INT8")
+
+
+def test_measure_types(models: list[Path], tmp_path: Path, capsys) -> None:
+    out = tmp_path / "rec.jsonl"
+    argv = ["measure", str(models[0]), "--out", str(out), "--quiet", "--types", "float32,int8"]
+    assert main(argv) == 0
+    recs = read_records(out)
+    ops = [r for r in recs if r["type"] == "op"]
+    retyped = [r for r in ops if r.get("retyped_from") == "FLOAT"]
+    assert {r["kind"] for r in retyped} == {"ADD", "FULLY_CONNECTED", "TANH"}
+    assert {r["inference_type"] for r in retyped} == {"QUANTIZED_INT8"}
+    (model,) = [r for r in recs if r["type"] == "model"]
+    assert {k for k, _ in model["variants"]} == {r["key"] for r in retyped}
+    assert {k for k, _ in model["ops"]}.isdisjoint(k for k, _ in model["variants"])
+    capsys.readouterr()
+    assert main([*argv[:-1], "int4"]) == 2
+    assert "unknown type 'int4'" in capsys.readouterr().err
