@@ -232,8 +232,9 @@ def _primal_first(
     """A plan and a lower bound from the LP relaxation, before the full integer program.
 
     The LP (HiGHS dual simplex through scipy) gives the bound. Units whose choices are all
-    integral in the LP keep their LP choice; the others and their neighbours (units sharing
-    a tensor) are solved as a MIP with the rest pinned (RENS). Returns the greedy plan and no
+    integral in the LP keep their LP choice; the others are solved as a MIP with the rest
+    pinned (RENS; freeing their neighbours too gained 8e-6 of the objective on 50,000 units
+    for twice the time). Returns the greedy plan and no
     bound if the LP does not finish in time.
     """
     from scipy.optimize import linprog
@@ -257,34 +258,88 @@ def _primal_first(
     fractional = (x > _INTEGRAL_TOL) & (x < 1 - _INTEGRAL_TOL)
     free = np.zeros(index.n_units, dtype=bool)
     free[index.choice_unit[fractional]] = True
-    free |= _neighbours(index, free)
     fixed = np.where(free[index.choice_unit], -1.0, np.round(x))
-    remaining = max(deadline - time.perf_counter(), 0.0) / 2
+    sub, columns = _restrict(model, fixed)
+    # With the rest pinned, the free units fall apart into independent pieces: solved in
+    # batches of whole pieces, they are far easier for HiGHS than as one block-diagonal MIP.
+    values = np.maximum(fixed, 0.0)
     parameters = _solver_parameters("highs", seed, 1)
-    solution = _solve(model, model.cost, "highs", remaining, parameters, fixed=fixed)
-    if solution.x is None:
-        return fallback, float(lp.fun)
-    chosen = _chosen(index, solution.x[: model.n_choices])
+    for rows, part_columns in _batches(sub):
+        part = LinearModel(
+            sub.cost[part_columns],
+            sub.matrix[rows][:, part_columns].tocsr(),
+            sub.row_lb[rows],
+            sub.row_ub[rows],
+            int((part_columns < sub.n_choices).sum()),
+            np.full(len(rows), -1),
+        )
+        remaining = max(deadline - time.perf_counter(), 0.0) / 2
+        solution = _solve(part, part.cost, "highs", remaining, parameters)
+        if solution.x is None:
+            return fallback, float(lp.fun)
+        values[columns[part_columns[: part.n_choices]]] = solution.x[: part.n_choices]
+    chosen = _chosen(index, values)
     if evaluate_index(index, chosen).total > evaluate_index(index, fallback).total:
         chosen = fallback
     return chosen, float(lp.fun)
 
 
-def _neighbours(index: ProblemIndex, units: np.ndarray) -> np.ndarray:
-    """Units that share a tensor (as producer or consumer) with one of ``units``."""
-    has = index.src_unit[index.arc_tensor] >= 0
-    tensor_unit = sp.csr_matrix(
-        (
-            np.ones(len(index.arc_unit) + int(has.sum())),
-            (
-                np.concatenate([index.arc_tensor, index.arc_tensor[has]]),
-                np.concatenate([index.arc_unit, index.src_unit[index.arc_tensor[has]]]),
-            ),
-        ),
-        shape=(len(index.src_unit), index.n_units),
+def _batches(model: LinearModel, size: int = 4000) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(rows, columns) of groups of whole connected pieces of ``model``, ~``size`` columns each.
+
+    Columns stay sorted, so each group's choice variables come first, as a model needs.
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    n_rows, n_vars = model.matrix.shape
+    incidence = model.matrix.tocoo()
+    graph = sp.csr_matrix(
+        (np.ones(incidence.nnz), (incidence.row, n_rows + incidence.col)),
+        shape=(n_rows + n_vars, n_rows + n_vars),
     )
-    touched = tensor_unit @ units.astype(np.float64) > 0
-    return (tensor_unit.T @ touched.astype(np.float64)) > 0
+    _, label = connected_components(graph, directed=False)
+    _, piece, sizes = np.unique(label[n_rows:], return_inverse=True, return_counts=True)
+    batch_of_piece = np.cumsum(sizes) // size
+    row_batch = batch_of_piece[np.searchsorted(np.unique(label[n_rows:]), label[:n_rows])]
+    column_batch = batch_of_piece[piece]
+    return [
+        (np.flatnonzero(row_batch == b), np.flatnonzero(column_batch == b))
+        for b in np.unique(column_batch)
+    ]
+
+
+def _restrict(model: LinearModel, fixed: np.ndarray) -> tuple[LinearModel, np.ndarray]:
+    """``model`` with choice variables ``fixed[k] >= 0`` pinned to that value, and the
+    original column of each remaining variable. Rows that hold whatever the free variables
+    are, and auxiliaries left in no row (cost >= 0, so 0 is best), are dropped."""
+    n_vars = len(model.cost)
+    pinned = np.zeros(n_vars, dtype=bool)
+    pinned[: model.n_choices] = fixed >= 0
+    values = np.zeros(n_vars)
+    values[: model.n_choices] = np.maximum(fixed, 0.0)
+    matrix = model.matrix.tocsc()
+    lb = model.row_lb - matrix[:, pinned] @ values[pinned]
+    ub = model.row_ub - matrix[:, pinned] @ values[pinned]
+    free = matrix[:, ~pinned].tocsr()
+    low = free.minimum(0) @ np.ones(free.shape[1])
+    high = free.maximum(0) @ np.ones(free.shape[1])
+    rows = np.flatnonzero((lb > low + 1e-9) | (ub < high - 1e-9))
+    kept = free[rows]
+    used = np.zeros(kept.shape[1], dtype=bool)
+    used[kept.indices] = True
+    columns = np.flatnonzero(~pinned)
+    n_choices = int((~pinned[: model.n_choices]).sum())
+    used[:n_choices] = True  # choice columns stay, in order, first
+    columns = columns[used]
+    sub = LinearModel(
+        model.cost[columns],
+        kept[:, used].tocsr(),
+        lb[rows],
+        ub[rows],
+        n_choices,
+        np.full(len(rows), -1),
+    )
+    return sub, columns
 
 
 def build_model(index: ProblemIndex) -> LinearModel:
