@@ -2,8 +2,8 @@
 
 Run::
 
-    python -m benchmarks.bench_pickers --sizes 1000,10000 --repeats 3
-    python -m benchmarks.bench_pickers --sizes 50000 --repeats 1 --time-limit 300
+    python -m benchmarks.bench_pickers --sizes 1000,10000 --seeds 0,1,2 --repeats 3
+    python -m benchmarks.bench_pickers --sizes 50000 --repeats 1 --time-limit 60
     python -m benchmarks.bench_pickers --sizes 1000 --backends highs,scip,cp-sat
     python -m benchmarks.bench_pickers --sizes 0 --mincut-sizes 100000
 
@@ -17,6 +17,7 @@ import argparse
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 from benchmarks.synthetic import layered_dag_problem, two_choice_problem
 from partitioner.pickers import pick
@@ -26,10 +27,16 @@ from partitioner.problem import PickProblem, index_problem
 
 
 def median_run(problem: PickProblem, picker: str, repeats: int, **options: object) -> Plan:
-    """The plan of the run with the median time (plans are deterministic; times are not)."""
-    plans = sorted((pick(problem, picker, **options) for _ in range(repeats)),
-                   key=lambda p: p.seconds)  # fmt: skip
-    return plans[len(plans) // 2]
+    """The plan of the run with the median time (plans are deterministic; times are not).
+
+    ``params["cpu_s"]`` is that run's process CPU time (user + sys), to tell load from work.
+    """
+    plans = []
+    for _ in range(repeats):
+        cpu = time.process_time()
+        plan = pick(problem, picker, **options)
+        plans.append(replace(plan, params={**plan.params, "cpu_s": time.process_time() - cpu}))
+    return sorted(plans, key=lambda p: p.seconds)[len(plans) // 2]
 
 
 def model_build_seconds(problem: PickProblem) -> tuple[float, float, int, int]:
@@ -50,14 +57,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--pickers", default="tac,greedy,first-fit")
     parser.add_argument("--backends", default="highs")
     parser.add_argument("--time-limit", type=float, default=120.0)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", default="0", help="comma-separated problem seeds")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# {os.cpu_count()} cores, load average {load:.1f}; median of {args.repeats} runs")
-    print(f"{'units':>7} {'picker':<14} {'status':<10} {'objective':>14} {'gap':>8} "
-          f"{'median_s':>9}  exact<=all")  # fmt: skip
-    for n in (int(s) for s in args.sizes.split(",") if int(s) > 0):
-        problem = layered_dag_problem(n, seed=args.seed)
+    print(f"{'units':>7} {'seed':>4} {'picker':<14} {'status':<10} {'objective':>14} {'gap':>8} "
+          f"{'median_s':>9} {'cpu_s':>7}  exact<=all")  # fmt: skip
+    seeds = [int(s) for s in args.seeds.split(",")]
+    sizes = [int(s) for s in args.sizes.split(",") if int(s) > 0]
+    for n, seed in ((n, seed) for n in sizes for seed in seeds):
+        problem = layered_dag_problem(n, seed=seed)
         ix_s, model_s, n_vars, n_rows = model_build_seconds(problem)
         print(f"# {n} units: index {ix_s:.3f} s, model {model_s:.3f} s, "
               f"{n_vars} variables, {n_rows} rows")  # fmt: skip
@@ -67,18 +76,22 @@ def main(argv: Sequence[str] | None = None) -> None:
             exact = median_run(problem, "exact", args.repeats, backend=backend,
                                time_limit_s=args.time_limit)  # fmt: skip
             wins = all(exact.objective <= p.objective + 1e-6 for p in others.values())
-            _row(n, f"exact/{backend}", exact, "yes" if wins else "NO")
+            _row(n, seed, f"exact/{backend}", exact, "yes" if wins else "NO")
         for name, plan in others.items():
-            _row(n, name, plan, "")
-    for n in (int(s) for s in args.mincut_sizes.split(",") if int(s) > 0):
-        problem = two_choice_problem(n, seed=args.seed)
-        _row(n, "mincut", median_run(problem, "mincut", args.repeats), "")
+            _row(n, seed, name, plan, "")
+    for n, seed in ((int(s), seed) for s in args.mincut_sizes.split(",") if int(s) > 0
+                    for seed in seeds):  # fmt: skip
+        problem = two_choice_problem(n, seed=seed)
+        _row(n, seed, "mincut", median_run(problem, "mincut", args.repeats), "")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"# load average at the end {load:.1f}")
 
 
-def _row(n: int, name: str, plan: Plan, verdict: str) -> None:
+def _row(n: int, seed: int, name: str, plan: Plan, verdict: str) -> None:
     gap = "-" if plan.gap is None else f"{100 * plan.gap:.3f}%"
-    print(f"{n:>7} {name:<14} {plan.status:<10} {plan.objective:>14.1f} {gap:>8} "
-          f"{plan.seconds:>9.3f}  {verdict}", flush=True)  # fmt: skip
+    cpu = plan.params.get("cpu_s", float("nan"))
+    print(f"{n:>7} {seed:>4} {name:<14} {plan.status:<10} {plan.objective:>14.1f} {gap:>8} "
+          f"{plan.seconds:>9.3f} {cpu:>7.2f}  {verdict}", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ Model (data, variables, constraints, objective), in the words of ``docs/pick-pro
 
 The matrix is built with numpy and handed to OR-Tools' model builder in one call
 (``fill_model_from_sparse_data``): 0.05 s for 10,000 units, so the time is the solver's.
+Joint rows that the device and format rows imply are left out (see ``_needed_pair_rows``).
 """
 
 from __future__ import annotations
@@ -78,11 +79,14 @@ def pick_exact(
     problem : PickProblem
     backend : {"highs", "scip", "cp-sat"}
         The OR-Tools solver. HiGHS is the default: on ``benchmarks/bench_pickers.py`` it
-        proved 10,000 units in 20 s against SCIP's 74 s (SCIP is faster on 1,000: 1.1 s vs
-        1.9 s); CP-SAT did not prove 1,000 units optimal within a minute.
+        proves 1,000 units in 0.6 s and 10,000 in 9.5-14.6 s (median 11.4 s, 3 seeds, load
+        2) against SCIP's 1.1 s and 74 s; CP-SAT did not prove 1,000 units within a minute.
+        From ``PRIMAL_FIRST_UNITS`` units on, an LP + RENS plan comes first (see
+        ``docs/pick-problem.md``): 50,000 units give a plan within 0.32% of the LP bound.
     time_limit_s : float
         Wall-clock limit of the solve. At the limit the best plan found so far is returned
         with status FEASIBLE and its gap (the greedy warm start if the solver found nothing).
+        HiGHS can overrun it in presolve: 70 s for a 60 s limit on 50,000 units.
     seed, num_workers : int
         Fixed for reproducibility; ``num_workers`` only matters for CP-SAT.
     hint : bool
