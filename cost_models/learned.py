@@ -10,12 +10,13 @@ How a prediction is made (the source is reported by :meth:`LearnedCostModel.pred
 
 1. ``exact``: the configuration (same :func:`cost_models.measure.op_key`) was measured: its
    latency.
-2. ``group``: a ridge fit of log latency on ``[1, log FLOPs, log bytes, log output elements]``
-   for the op's (kind, inference type) if that group had at least ``MIN_GROUP`` records, else
-   for the kind alone; plus gradient-boosted regression trees (numpy, :func:`fit_trees`, stored
-   as JSON lists) fitted on the residuals over :data:`FEATURES` (inference type, dtype, log
-   FLOPs, log bytes in / weights / out, elements, kernel size, stride, channels, depthwise and
-   broadcast flags, rank, ...) and one flag per frequent kind.
+2. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
+   elements]`` for the op's (kind, inference type), shrunk towards the kind's fit, itself shrunk
+   towards the fit over every record (``SHRINK``: a group of a few records stays near its
+   parent); plus gradient-boosted regression trees (numpy, :func:`fit_trees`, stored as JSON
+   lists) fitted on the residuals over :data:`FEATURES` (types, log FLOPs / bytes, kernel
+   geometry, and features that follow the kernels: GEMM K and N, im2col bytes, channel tiles of
+   8 / 16, broadcast pattern, strided-copy runs) and one flag per frequent kind.
 3. ``fallback``: an op kind never seen in training uses the fit over every record plus the trees,
    and is flagged (``strict=True`` raises :class:`CostModelError` instead).
 
@@ -55,13 +56,14 @@ FORMAT = "tacopt-learned"
 VERSION = 3
 MIN_GROUP = 4
 RIDGE = 1e-3
+SHRINK = 3.0
 FLOOR_US = 0.05
 
 #: Boosted regression trees on the residual of the group fits (squared loss on log latency).
 TREE_PARAMS: dict[str, Any] = {
     "n_trees": 300,
     "learning_rate": 0.05,
-    "depth": 4,
+    "depth": 6,
     "min_leaf": 3,
     "l2": 1.0,
     "subsample": 0.8,
@@ -306,9 +308,10 @@ class Prediction:
     source: str
 
 
-def _fit_group(X: np.ndarray, y: np.ndarray) -> list[float]:
-    A = X.T @ X + RIDGE * np.eye(X.shape[1])
-    return np.linalg.solve(A, X.T @ y).tolist()
+def _fit_group(X: np.ndarray, y: np.ndarray, prior: np.ndarray, strength: float) -> np.ndarray:
+    """Least squares with a ridge pulling the weights towards ``prior``."""
+    A = X.T @ X + strength * np.eye(X.shape[1])
+    return np.linalg.solve(A, X.T @ y + strength * prior)
 
 
 # --------------------------------------------------------------------------------------------
@@ -469,16 +472,19 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
         row, target = design_row(r), math.log(net_latency(r))
         for name in (f"{r['kind']}|{r['inference_type']}", r["kind"], "*"):
             groups[name].append((row, target))
-    fits = {}
-    for name, rows in sorted(groups.items()):
-        if len(rows) < MIN_GROUP and name != "*":
-            continue
+    # the hierarchy global -> kind -> (kind, type): each level shrunk towards its parent, so a
+    # group of a few records stays close to its kind's fit instead of extrapolating on its own
+    fits: dict[str, dict[str, Any]] = {}
+    for name in sorted(groups, key=lambda g: (g != "*", "|" in g, g)):
+        rows = groups[name]
+        parent = None if name == "*" else fits[name.split("|")[0] if "|" in name else "*"]
         X = np.array([r for r, _ in rows])
         y = np.array([v for _, v in rows])
-        w = _fit_group(X, y)
-        resid = y - X @ np.array(w)
+        prior = np.zeros(X.shape[1]) if parent is None else np.asarray(parent["w"])
+        w = _fit_group(X, y, prior, RIDGE if parent is None else SHRINK)
+        resid = y - X @ w
         fits[name] = {
-            "w": [round(v, 6) for v in w],
+            "w": [round(v, 6) for v in w.tolist()],
             "n": len(rows),
             "rmse_log": round(float(np.sqrt(np.mean(resid**2))), 4),
         }
