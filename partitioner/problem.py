@@ -535,12 +535,16 @@ class ProblemIndex:
     def n_units(self) -> int:
         return len(self.unit_names)
 
-    def transfer_cost(self, src: np.ndarray, dst: np.ndarray, tensor: np.ndarray) -> np.ndarray:
+    def transfer_cost(
+        self, src: np.ndarray | int, dst: np.ndarray | int, tensor: np.ndarray | int
+    ) -> np.ndarray:
         """Cost of sending ``tensor`` from device ``src`` to ``dst`` (0 where they are equal)."""
         cost = self.link_per_byte[src, dst] * self.nbytes[tensor] + self.link_fixed[src, dst]
         return np.where(src == dst, 0.0, cost)
 
-    def quant_cost(self, src: np.ndarray, dst: np.ndarray, tensor: np.ndarray) -> np.ndarray:
+    def quant_cost(
+        self, src: np.ndarray | int, dst: np.ndarray | int, tensor: np.ndarray | int
+    ) -> np.ndarray:
         """Cost of converting ``tensor`` from format ``src`` to ``dst`` (0 where equal)."""
         return np.where(src == dst, 0.0, self.quant_per_element * self.elements[tensor])
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Any
 
 import numpy as np
@@ -109,7 +110,7 @@ def pick_exact(
     >>> plan.status, plan.gap
     ('OPTIMAL', 0.0)
     """
-    from ortools import __version__ as ortools_version
+    ortools_version = version("ortools")
 
     started = time.perf_counter()
     if backend not in BACKENDS:
@@ -206,8 +207,13 @@ def _solve(
         pinned = np.flatnonzero(fixed >= 0)
         lower[pinned] = upper[pinned] = fixed[pinned]
     builder = mbh.ModelBuilderHelper()
-    builder.fill_model_from_sparse_data(
-        lower, upper, cost, model.row_lb, model.row_ub, model.matrix
+    builder.fill_model_from_sparse_data(  # the stub spells float arrays as ndarray[float64]
+        lower,  # type: ignore[arg-type]
+        upper,  # type: ignore[arg-type]
+        cost,  # type: ignore[arg-type]
+        model.row_lb,  # type: ignore[arg-type]
+        model.row_ub,  # type: ignore[arg-type]
+        model.matrix,
     )
     for var in range(n_vars if backend == "cp-sat" else model.n_choices):
         builder.set_var_integrality(var, True)

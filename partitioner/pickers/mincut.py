@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -137,12 +138,12 @@ def _network(
     heads: list[np.ndarray] = []
     caps: list[np.ndarray] = []
 
-    def edge(tail: np.ndarray, head: np.ndarray, cap: np.ndarray) -> None:
-        tail, head, cap = np.broadcast_arrays(tail, head, cap)
-        keep = cap > 0
-        tails.append(tail[keep])
-        heads.append(head[keep])
-        caps.append(cap[keep].astype(np.float64))
+    def edge(tail: np.ndarray | int, head: np.ndarray | int, cap: np.ndarray) -> None:
+        t, h, c = np.broadcast_arrays(tail, head, cap)
+        keep = c > 0
+        tails.append(t[keep])
+        heads.append(h[keep])
+        caps.append(c[keep].astype(np.float64))
 
     # Unit u on A pays cost_A (edge u -> sink is cut), on B pays cost_B (source -> u is cut);
     # a missing choice costs infinity. Subtracting the smaller cost changes no cut.
@@ -194,7 +195,7 @@ def _network(
 
 
 def _fan_out(
-    edge: object,
+    edge: Callable[[np.ndarray | int, np.ndarray | int, np.ndarray], None],
     index: ProblemIndex,
     active: np.ndarray,
     readers: np.ndarray,
