@@ -194,25 +194,16 @@ def build_problem(case: Case) -> BuiltProblem:
 
 
 def problem_of_graph(G: Any, devices: Sequence[str], cost_model: Any, granularity: str) -> Any:
-    """The partitioner's pick problem of ``G``: annotate, raise units, enumerate views, cost.
+    """The partitioner's pick problem of ``G`` (:func:`partitioner.pipeline.build_pick_problem`).
 
-    The same stages, in the same order, as :func:`partitioner.pipeline.partition` runs before
-    it picks; stopping here lets every picker of a case solve one problem.
+    Stopping before the picker lets every picker of a case solve one problem.
     """
-    from partitioner.annotate import annotate_targets
-    from partitioner.costing import build_problem as cost_views
-    from partitioner.subgraphs import op_units, raise_subgraphs, validate_partition
-    from partitioner.targets import resolve_devices
-    from partitioner.views import enumerate_views
+    from partitioner.pipeline import GRANULARITIES, build_pick_problem
 
-    units_of = {"subgraph": raise_subgraphs, "op": op_units}
-    if granularity not in units_of:
+    if granularity not in GRANULARITIES:
         raise BenchmarkError(f"unknown granularity {granularity!r}; known: op, subgraph")
-    targets = resolve_devices(devices)
-    partition = units_of[granularity](G, annotate_targets(G, targets))
-    validate_partition(G, partition)
-    problem, _views = cost_views(G, enumerate_views(G, partition, targets), targets, cost_model)
-    return problem
+    proposal = build_pick_problem(G, devices, cost_model=cost_model, granularity=granularity)
+    return proposal.problem
 
 
 def count_moves(problem: Any, assignment: Mapping[str, Any]) -> tuple[int, int]:

@@ -62,6 +62,78 @@ class PartitionResult:
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class PickProposal:
+    """The pick problem of a model and what applying a plan to it needs (the propose step)."""
+
+    problem: Any  # partitioner.problem.PickProblem
+    partition: Partition
+    annotations: dict[str, Annotation]
+    views: dict[str, tuple[Any, ...]]
+    targets: tuple[Target, ...]
+    cost_model: Any
+    seconds: dict[str, float]
+
+
+def build_pick_problem(
+    G: nx.MultiDiGraph,
+    devices: str | Sequence[str] | Sequence[Target],
+    *,
+    cost_model: str | Any = "tac",
+    granularity: str = "subgraph",
+    pins: Sequence[tuple[str, str]] = (),
+) -> PickProposal:
+    """Annotate targets, raise units, enumerate views and cost them: the pick problem of ``G``.
+
+    Pure: ``G`` is not modified. :func:`partition` is this followed by a picker and
+    :func:`partitioner.apply.apply_plan`; a study that compares pickers calls this once and
+    runs every picker on the same problem.
+
+    Parameters and errors are those of :func:`partition`.
+
+    Examples
+    --------
+    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> G = make_graph("g", [Tensor(n, (1, 8, 8, 4), "float32") for n in "xy"],
+    ...     [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
+    >>> [u.name for u in build_pick_problem(G, "GPU,CPU").problem.units]
+    ['subgraph_0']
+    """
+    from cost_models.base import get_cost_model
+    from fusion.ir import validate_graph
+    from partitioner.costing import build_problem
+    from partitioner.views import enumerate_views
+
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(stage: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[stage] = now - clock
+        clock = now
+
+    if granularity not in GRANULARITIES:
+        raise PartitionError(f"unknown granularity '{granularity}'; known: subgraph, op")
+    validate_graph(G)
+    if isinstance(devices, str) or all(isinstance(d, str) for d in devices):
+        targets = resolve_devices(cast("str | Sequence[str]", devices))
+    else:
+        targets = tuple(cast("Sequence[Target]", devices))
+    model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
+    lap("setup")
+    annotations = annotate_targets(G, targets, pins=pins)
+    raise_units = raise_subgraphs if granularity == "subgraph" else op_units
+    part = raise_units(G, annotations)
+    validate_partition(G, part)
+    lap("raise")
+    units = enumerate_views(G, part, targets)
+    lap("views")
+    problem, views = build_problem(G, units, targets, model)
+    lap("cost")
+    return PickProposal(problem, part, annotations, views, tuple(targets), model, seconds)
+
+
 def partition(
     G: nx.MultiDiGraph,
     devices: str | Sequence[str] | Sequence[Target],
@@ -102,40 +174,14 @@ def partition(
         Unknown device, picker or cost model, a bad pin, a cost model without a number for a
         CPU op, or a malformed graph (subclasses name what and where).
     """
-    from cost_models.base import get_cost_model
-    from fusion.ir import validate_graph
     from partitioner.apply import apply_plan
-    from partitioner.costing import build_problem
     from partitioner.pickers import pick, picker_options
-    from partitioner.views import enumerate_views
 
-    seconds: dict[str, float] = {}
+    proposal = build_pick_problem(
+        G, devices, cost_model=cost_model, granularity=granularity, pins=pins
+    )
+    seconds = dict(proposal.seconds)
     clock = time.perf_counter()
-
-    def lap(stage: str) -> None:
-        nonlocal clock
-        now = time.perf_counter()
-        seconds[stage] = now - clock
-        clock = now
-
-    if granularity not in GRANULARITIES:
-        raise PartitionError(f"unknown granularity '{granularity}'; known: subgraph, op")
-    validate_graph(G)
-    if isinstance(devices, str) or all(isinstance(d, str) for d in devices):
-        targets = resolve_devices(cast("str | Sequence[str]", devices))
-    else:
-        targets = tuple(cast("Sequence[Target]", devices))
-    model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
-    lap("setup")
-    annotations = annotate_targets(G, targets, pins=pins)
-    raise_units = raise_subgraphs if granularity == "subgraph" else op_units
-    part = raise_units(G, annotations)
-    validate_partition(G, part)
-    lap("raise")
-    units = enumerate_views(G, part, targets)
-    lap("views")
-    problem, views = build_problem(G, units, targets, model)
-    lap("cost")
     options: dict[str, Any] = {}
     if time_limit_s is not None:
         accepted = picker_options(picker)
@@ -143,19 +189,20 @@ def partition(
             if key in accepted or "*" in accepted:
                 options[key] = time_limit_s
                 break
-    plan = pick(problem, picker, **options)
-    lap("pick")
-    H = apply_plan(G, part, views, plan.assignment)
-    lap("apply")
+    plan = pick(proposal.problem, picker, **options)
+    seconds["pick"] = time.perf_counter() - clock
+    clock = time.perf_counter()
+    H = apply_plan(G, proposal.partition, proposal.views, plan.assignment)
+    seconds["apply"] = time.perf_counter() - clock
     return PartitionResult(
         H,
         plan,
-        problem,
-        part,
-        annotations,
-        views,
-        tuple(t.name for t in targets),
+        proposal.problem,
+        proposal.partition,
+        proposal.annotations,
+        proposal.views,
+        tuple(t.name for t in proposal.targets),
         granularity,
-        getattr(model, "name", str(cost_model)),
+        getattr(proposal.cost_model, "name", str(cost_model)),
         seconds,
     )
