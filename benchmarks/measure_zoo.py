@@ -1,6 +1,7 @@
 """Measure every op of ../shared/zoo on this machine (ai-edge-litert, 1 thread) and time the run.
 
     python benchmarks/measure_zoo.py [--out benchmarks/out/zoo_records.jsonl] [--fresh]
+                                     [--types float32,int8]
 
 Prints the wall time and load average, the counts (measured / reused / skipped ops, models)
 and, per model, the measured model latency next to the sum of its measured op latencies (minus
@@ -17,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from cost_models.measure import MeasureConfig, measure_models, read_records
+from cost_models.measure import TYPE_NAMES, MeasureConfig, measure_models, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -27,7 +28,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "zoo_records.jsonl")
     ap.add_argument("--fresh", action="store_true", help="delete the records file first")
+    ap.add_argument("--types", default="", help="also measure every op in these types")
     args = ap.parse_args()
+    types = [TYPE_NAMES[t] for t in args.types.split(",") if t]
     models = sorted(ZOO.glob("*.tflite"))
     if not models:
         print(f"no models in {ZOO}", file=sys.stderr)
@@ -37,7 +40,7 @@ def main() -> int:
         args.out.unlink(missing_ok=True)
     print(f"load average before: {os.getloadavg()}")
     t0 = time.perf_counter()
-    stats = measure_models(models, args.out, MeasureConfig(threads=1))
+    stats = measure_models(models, args.out, MeasureConfig(threads=1), types=types)
     wall = time.perf_counter() - t0
     print(f"measured {len(models)} models in {wall / 60:.1f} min ({wall:.0f} s): {stats}")
     print(f"load average after: {os.getloadavg()}")

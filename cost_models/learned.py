@@ -754,7 +754,9 @@ def evaluate(
             "n": int(sel.sum()),
             "within_10pct": float(np.mean(close[sel])),
             "unseen": int((sel & U).sum()),
-            "within_10pct_unseen": float(np.mean(close[sel & U])) if (sel & U).any() else 1.0,
+            "within_10pct_unseen": float(np.mean(close[sel & U]))
+            if (sel & U).any()
+            else float("nan"),
             "mape": float(np.mean(np.abs(P[sel] - M[sel]) / M[sel]) * 100),
         }
     return {
