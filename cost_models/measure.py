@@ -24,7 +24,12 @@ Records (JSON lines, appended and flushed one by one, so a run can resume):
   "flops", "bytes", "inference_type", "latency_us", "latency_median_us", "wall_us",
   "wall_median_us", "batch", "repeats", "threads", "method", "overhead_us"}``
 - ``{"type": "skip", "key", "model", "op", "kind", "reason"}`` for ops that cannot run alone
-- ``{"type": "model", "model", "latency_us", "ops": [[key, count], ...], ...}``
+- ``{"type": "model", "model", "latency_us", "ops": [[key, count], ...], "variants": [...],
+  ...}``
+
+With ``types`` (``tacopt measure --types float32,int8``) every op is also rebuilt in the other
+inference types (:func:`retype_op`) and measured; those records carry ``retyped_from`` (the op's
+own type) and are listed under the model's ``variants``, never its ``ops``.
 """
 
 from __future__ import annotations
