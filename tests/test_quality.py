@@ -22,11 +22,6 @@ def test_ruff_check_passes():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="partitioner/pickers/exact.py, partitioner/pickers/mincut.py and "
-    "cost_models/learned.py still have mypy errors (being edited by their owners)",
-)
 def test_mypy_passes():
     pytest.importorskip("mypy")
     result = run(sys.executable, "-m", "mypy")  # the packages listed in [tool.mypy] files
