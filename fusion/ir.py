@@ -444,6 +444,13 @@ _ELEMENTWISE_BINARY = frozenset(
 )
 
 
+#: Required (non-omitted) leading inputs of kinds whose kernels index them by slot.
+_REQUIRED_INPUTS = {
+    "CONV_2D": 2, "DEPTHWISE_CONV_2D": 2, "FULLY_CONNECTED": 2, "TRANSPOSE_CONV": 3,
+    "BATCH_MATMUL": 2, "EMBEDDING_LOOKUP": 2, "GATHER": 2, "RESHAPE": 1, "TRANSPOSE": 2,
+}  # fmt: skip
+
+
 def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
     try:
         return tuple(np.broadcast_shapes(a, b))
@@ -540,6 +547,9 @@ def validate_graph(G: nx.MultiDiGraph, *, _root: nx.MultiDiGraph | None = None) 
 
 
 def _check_shapes(G: nx.MultiDiGraph, op: Op, tensors: dict[str, Tensor], fail: Any) -> None:
+    required = _REQUIRED_INPUTS.get(op.kind, 0)
+    if len(op.inputs) < required or any(t is None for t in op.inputs[:required]):
+        fail(f"op '{op.name}' ({op.kind}) needs its first {required} inputs, has {op.inputs}")
     if op.kind in _ELEMENTWISE_BINARY and len(op.inputs) == 2 and all(op.inputs):
         a, b = (tensors[t] for t in op.inputs if t is not None)
         out = tensors[op.outputs[0]]
