@@ -19,7 +19,9 @@ of TAC: ``"FLOAT"``, ``"QUANTIZED_INT8"``, ``"QUANTIZED_UINT8"``, ``"HYBRID"``.
 
 Models are chosen by a *spec* (:func:`get_cost_model`): a registered name (``"tac"``,
 ``"roofline"``, ...), a path to a JSON model file (``path/to/model.json``, e.g. written by
-``tacopt fit``) or ``"pkg.mod:Factory"`` for a user model in the user's own module.
+``tacopt fit``) or ``"pkg.mod:Factory"`` for a user model in the user's own module. Specs joined
+by ``+`` form a fallback chain (:class:`FallbackCostModel`): ``model.json+roofline`` prices the
+CPU with a model learned from CPU measurements and the accelerators with roofline profiles.
 
 Examples
 --------
@@ -317,6 +319,83 @@ class CheckedCostModel:
         return f"CheckedCostModel({self.inner!r})"
 
 
+class FallbackCostModel(CostModelBase):
+    """A chain of cost models: each device is priced by the first model that knows it.
+
+    Use it when no single model covers every device, e.g. a model learned from measurements on
+    this machine's CPU followed by roofline profiles of accelerators (spec
+    ``model.json+roofline``). Every model in the chain must use the same unit. A link is priced
+    by the first model that knows both of its devices; conversions by the first model.
+
+    Examples
+    --------
+    >>> chain = get_cost_model("roofline+roofline", checked=False)
+    >>> chain.name, chain.unit, chain.devices[:2]
+    ('roofline+roofline', 'us', ('CPU', 'DGPU'))
+    >>> get_cost_model("tac+roofline")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    cost_models.base.CostModelError: cannot chain cost models of different units: tac (tac), ...
+    """
+
+    def __init__(self, models: Sequence[CostModel]) -> None:
+        if not models:
+            raise CostModelError("a cost-model chain needs at least one model")
+        if len({m.unit for m in models}) > 1:
+            units = ", ".join(f"{m.name} ({m.unit})" for m in models)
+            raise CostModelError(f"cannot chain cost models of different units: {units}")
+        self.models = tuple(models)
+        self.name = "+".join(m.name for m in models)
+        self.unit = models[0].unit
+        self.devices = tuple(dict.fromkeys(d for m in models for d in _devices_of(m)))
+
+    def model_for(self, device: str) -> CostModel:
+        """The first model of the chain that knows ``device``."""
+        for m in self.models:
+            if _knows(m, device):
+                return m
+        raise CostModelError(
+            f"cost model '{self.name}': no model in the chain knows device '{device}' "
+            f"(known: {', '.join(self.devices)})"
+        )
+
+    def op_cost(
+        self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
+    ) -> float | None:
+        return self.model_for(device).op_cost(G, node, device, inference_type)
+
+    def op_costs(
+        self, G: nx.MultiDiGraph, nodes: Sequence[str], device: str, inference_type: str
+    ) -> np.ndarray:
+        return self.model_for(device).op_costs(G, nodes, device, inference_type)
+
+    def view_cost(
+        self, G: nx.MultiDiGraph, nodes: Sequence[str], device: str, inference_type: str
+    ) -> float | None:
+        return view_cost(self.model_for(device), G, list(nodes), device, inference_type)
+
+    def link_cost(self, src_device: str, dst_device: str) -> LinkCost:
+        for m in self.models:
+            if _knows(m, src_device) and _knows(m, dst_device):
+                return m.link_cost(src_device, dst_device)
+        raise CostModelError(
+            f"cost model '{self.name}': no model in the chain knows both devices of the link "
+            f"{src_device}->{dst_device}"
+        )
+
+    def conversion_cost_per_element(self, src_type: str, dst_type: str) -> float:
+        return self.models[0].conversion_cost_per_element(src_type, dst_type)
+
+
+def _devices_of(model: CostModel) -> tuple[str, ...]:
+    return tuple(getattr(model, "devices", ()))
+
+
+def _knows(model: CostModel, device: str) -> bool:
+    devices = _devices_of(model)
+    return not devices or device in devices  # a model that lists no devices prices any
+
+
 # --------------------------------------------------------------------------------------------
 # registry
 # --------------------------------------------------------------------------------------------
@@ -389,6 +468,8 @@ def _build(spec: str) -> CostModel:
     factory = _REGISTRY.find(spec)
     if factory is not None:
         return factory()
+    if "+" in spec and not Path(spec).is_file():
+        return FallbackCostModel([_build(part) for part in spec.split("+")])
     if spec.endswith(".json") or Path(spec).is_file():
         return load_model_file(spec)
     if ":" in spec:
