@@ -15,13 +15,15 @@ op's own (a quantized op run in float after dequantizing, say), activation bytes
 element size (x4 from int8 to float, /4 back).
 
 Transfers: ``link_cost(a, b)`` = bytes / bandwidth + latency, taken from ``a``'s profile (else
-``b``'s); conversions cost one memory pass per element on the host CPU profile.
+``b``'s); two devices without a profiled link exchange tensors through the host (the sum of both
+hops). Conversions cost one memory pass per element on the host CPU profile. NNAPI is priced with
+the NPU profile (:data:`DEVICE_ALIASES`).
 
 Examples
 --------
 >>> m = RooflineCostModel.default()
 >>> m.devices
-('CPU', 'DGPU', 'GPU', 'NPU')
+('CPU', 'DGPU', 'GPU', 'NNAPI', 'NPU')
 >>> link = m.link_cost("CPU", "GPU")
 >>> round(link.per_byte * 1e6, 3), link.fixed   # us per MB, us per crossing
 (125.0, 50.0)
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,9 @@ from cost_models.ops import op_counts
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 DEFAULT_PROFILES = ("mobile_cpu", "mobile_gpu", "mobile_npu", "desktop_gpu")
+#: Devices priced with another device's profile. NNAPI is an API, not a chip: the driver hands the
+#: ops to the vendor's accelerator, which on the phones these profiles describe is the NPU / DSP.
+DEVICE_ALIASES: Mapping[str, str] = {"NNAPI": "NPU"}
 _QUANT = {"QUANTIZED_INT8", "QUANTIZED_UINT8"}
 
 
@@ -149,6 +154,9 @@ class RooflineCostModel(CostModelBase):
         self.profiles = {p.device: p for p in profiles}
         if len(self.profiles) != len(profiles):
             raise CostModelError("roofline: two profiles name the same device")
+        for alias, real in DEVICE_ALIASES.items():
+            if real in self.profiles and alias not in self.profiles:
+                self.profiles[alias] = replace(self.profiles[real], device=alias)
         self.devices = tuple(sorted(self.profiles))
         self.host = host if host in self.profiles else self.devices[0]
 
@@ -187,14 +195,29 @@ class RooflineCostModel(CostModelBase):
         self.check_device(dst_device)
         if src_device == dst_device:
             return LinkCost(0.0, 0.0)
+        direct = self._direct_link(src_device, dst_device)
+        if direct is not None:
+            return direct
+        # Accelerators without a profiled link exchange tensors through host memory, as on a
+        # phone SoC: the cost of the two hops through the host.
+        via = [self._direct_link(src_device, self.host), self._direct_link(self.host, dst_device)]
+        if self.host in (src_device, dst_device) or None in via:
+            raise CostModelError(
+                f"cost model 'roofline': no link between {src_device} and {dst_device} "
+                f"in the device profiles, direct or through the host {self.host}"
+            )
+        a, b = via
+        assert a is not None and b is not None
+        return LinkCost(per_byte=a.per_byte + b.per_byte, fixed=a.fixed + b.fixed)
+
+    def _direct_link(self, src_device: str, dst_device: str) -> LinkCost | None:
+        if src_device == dst_device:
+            return LinkCost(0.0, 0.0)
         link = self.profiles[src_device].links.get(dst_device) or self.profiles[
             dst_device
         ].links.get(src_device)
         if link is None:
-            raise CostModelError(
-                f"cost model 'roofline': no link between {src_device} and {dst_device} "
-                "in the device profiles"
-            )
+            return None
         gbps, latency_us = link
         return LinkCost(per_byte=1e6 / (gbps * 1e9), fixed=latency_us)
 

@@ -161,8 +161,10 @@ def _support_table(types: frozenset[str], kinds: Iterable[str], **special: OpSup
 class TableTarget:
     """A target declared by a support table (kind -> :class:`OpSupport`).
 
-    Ops cost what ``cost_model`` says for ``cost_device`` (default: this target's name) divided
-    by ``speedup``; ``link`` = (per_byte, fixed) overrides the cost model's link into this device.
+    Ops cost what ``cost_model`` says for this target's own name when the model knows that
+    device; otherwise what it says for ``cost_device``, divided by ``speedup`` (the NPU example is
+    TAC's NNAPI twice as fast under the ``tac`` model, and its own profile under ``roofline``).
+    ``link`` = (per_byte, fixed) overrides the cost model's link into this device.
     """
 
     name: str
@@ -188,9 +190,13 @@ class TableTarget:
     def op_costs(
         self, G: nx.MultiDiGraph, nodes: Sequence[str], inference_type: str, cost_model: Any
     ) -> np.ndarray:
-        device = self.cost_device or self.name
+        known = getattr(cost_model, "devices", ())
+        if self.cost_device is None or self.name in known:
+            device, speedup = self.name, 1.0
+        else:
+            device, speedup = self.cost_device, self.speedup
         costs = np.asarray(cost_model.op_costs(G, list(nodes), device, inference_type), float)
-        return costs / self.speedup
+        return costs / speedup
 
     def switching_cost(self, src_device: str) -> tuple[float, float] | None:
         return self.link

@@ -46,8 +46,10 @@ def test_matrix_vector_is_memory_bound_on_cpu() -> None:
 def test_links_and_bad_devices() -> None:
     m = get_cost_model("roofline")
     assert m.link_cost("GPU", "CPU").fixed == 50.0 and m.link_cost("CPU", "CPU").cost(9) == 0
-    with pytest.raises(CostModelError, match="no link between GPU and NPU"):
-        m.link_cost("GPU", "NPU")
+    via_host = m.link_cost("GPU", "NPU")  # no profiled link: two hops through the CPU's memory
+    gpu_cpu, cpu_npu = m.link_cost("GPU", "CPU"), m.link_cost("CPU", "NPU")
+    assert via_host.fixed == gpu_cpu.fixed + cpu_npu.fixed
+    assert via_host.per_byte == pytest.approx(gpu_cpu.per_byte + cpu_npu.per_byte)
     with pytest.raises(CostModelError, match="unknown device 'TPU'"):
         m.op_cost(fc(4), "fc_0", "TPU", "FLOAT")
     assert m.conversion_cost_per_element("FLOAT", "QUANTIZED_INT8") > 0
@@ -66,3 +68,13 @@ def test_profile_file_as_spec_and_bad_profile(tmp_path: Path) -> None:
     del doc["peak_gflops"]
     with pytest.raises(CostModelError, match="missing field"):
         load_profile(doc)
+
+
+def test_nnapi_is_priced_with_the_npu_profile() -> None:
+    m = RooflineCostModel.default()
+    G = fc(256)
+    assert "NNAPI" in m.devices
+    assert m.op_cost(G, "fc_0", "NNAPI", "QUANTIZED_INT8") == m.op_cost(
+        G, "fc_0", "NPU", "QUANTIZED_INT8"
+    )
+    assert m.link_cost("NNAPI", "CPU") == m.link_cost("NPU", "CPU")

@@ -115,6 +115,14 @@ def test_table_target_prices_through_its_cost_device_and_speedup():
     assert NPU.switching_cost("CPU") is None
 
 
+def test_table_target_uses_its_own_device_when_the_cost_model_knows_it():
+    w = Tensor("w", (4, 3, 3, 4), "int8", quantization=Q, buffer=Buffer.placeholder(144))
+    G = one_op("CONV_2D", [(1, 8, 8, 4)], (1, 8, 8, 4), dtype="int8", extra=(w,))
+    model = get_cost_model("roofline")  # has an NPU profile: no NNAPI x 2 stand-in
+    own = model.op_costs(G, ["conv_2d_0"], "NPU", "QUANTIZED_INT8")
+    np.testing.assert_allclose(NPU.op_costs(G, ["conv_2d_0"], "QUANTIZED_INT8", model), own)
+
+
 # --------------------------------------------------------------------------------------------
 # SimpleTarget (TAC's SimpleHardware)
 # --------------------------------------------------------------------------------------------
