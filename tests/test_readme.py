@@ -1,0 +1,77 @@
+"""The README's commands run as written, so the documentation cannot go stale.
+
+Runs, in a scratch folder: the main job of the set-up section (``tacopt bench``), every line of
+the Tour (``$M`` is the bundled MobileNetV2; the full shared-zoo study and the report of its
+results are left to the benchmark scripts), and the "Adding your own device" example.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+MODEL = ROOT / "benchmarks" / "models" / "keras__mobilenet_v2_float32.tflite"
+SLOW_OR_NEEDS_ZOO = ("--zoo shared", "bench report")
+
+
+def blocks_after(heading: str, lang: str) -> list[str]:
+    """The fenced ``lang`` code blocks of the README section that starts at ``heading``."""
+    section = README.split(heading, 1)[1].split("\n## ", 1)[0]
+    return re.findall(rf"```{lang}\n(.*?)```", section, flags=re.S)
+
+
+def commands(block: str) -> list[str]:
+    lines = (line.split("  #", 1)[0].strip() for line in block.splitlines())
+    return [line for line in lines if line and not line.startswith(("#", "M="))]
+
+
+def run(cmd: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "M": str(MODEL)}
+    return subprocess.run(
+        cmd, shell=True, cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_readme_has_exactly_two_set_up_commands() -> None:
+    setup = [c for b in blocks_after("## Set up", "sh") for c in commands(b)]
+    assert setup == ["pip install . && tacopt bench", "pip install -e '.[test]' && pytest"]
+
+
+def test_the_main_job_runs_and_prints_the_summary(tmp_path: Path) -> None:
+    result = run("tacopt bench", tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "| exact |" in result.stdout and "| tac |" in result.stdout
+    assert (tmp_path / "tacopt-bench" / "report.md").is_file()
+
+
+def test_every_tour_command_runs(tmp_path: Path) -> None:
+    tour = [c for b in blocks_after("## Tour", "sh") for c in commands(b)]
+    assert len(tour) >= 10
+    for cmd in tour:
+        if any(skip in cmd for skip in SLOW_OR_NEEDS_ZOO):
+            continue
+        result = run(cmd, tmp_path)
+        assert result.returncode == 0, f"{cmd}\n{result.stderr[-2000:]}"
+    assert (tmp_path / "out.tflite").is_file() and (tmp_path / "model.json").is_file()
+
+
+def test_the_device_example_runs(tmp_path: Path) -> None:
+    section = "## Adding your own device"
+    (module,) = blocks_after(section, "python")
+    (tmp_path / "my_dsp.py").write_text(module)
+    (cmd,) = (c for b in blocks_after(section, "sh") for c in commands(b))
+    result = run(cmd.replace("model.tflite", str(MODEL)), tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "DSP" in result.stdout
+
+
+@pytest.mark.parametrize("line", ["tacopt partition $M --devices TPU,CPU"])
+def test_a_readme_style_mistake_is_one_line_and_exit_2(tmp_path: Path, line: str) -> None:
+    result = run(line, tmp_path)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
