@@ -551,6 +551,8 @@ def _check_shapes(G: nx.MultiDiGraph, op: Op, tensors: dict[str, Tensor], fail: 
     if len(op.inputs) < required or any(t is None for t in op.inputs[:required]):
         fail(f"op '{op.name}' ({op.kind}) needs its first {required} inputs, has {op.inputs}")
     if op.kind in _ELEMENTWISE_BINARY and len(op.inputs) == 2 and all(op.inputs):
+        if len(op.outputs) != 1:
+            fail(f"op '{op.name}' ({op.kind}) has {len(op.outputs)} outputs, expected 1")
         a, b = (tensors[t] for t in op.inputs if t is not None)
         out = tensors[op.outputs[0]]
         dynamic = any(-1 in (t.shape_signature or ()) for t in (a, b, out))

@@ -33,3 +33,11 @@ def test_validate_graph_rejects_an_edge_the_ops_do_not_explain() -> None:
     G.add_edge("neg_1", "relu_0", key="z", tensor=G.graph["tensors"]["z"])
     with pytest.raises(GraphError, match="edge neg_1 -> relu_0"):
         validate_graph(G)
+
+
+def test_validate_graph_rejects_a_binary_op_without_output() -> None:
+    #  x, y -> [MUL] -> (nothing): found by fuzzing a bundled model
+    ts = [Tensor("x", (4,), "float32"), Tensor("y", (4,), "float32")]
+    G = make_graph("g", ts, [Op("mul_0", "MUL", ("x", "y"), ())], ["x", "y"], ["x"])
+    with pytest.raises(GraphError, match="mul_0.*has 0 outputs, expected 1"):
+        validate_graph(G)
