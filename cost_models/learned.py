@@ -17,7 +17,13 @@ How a prediction is made (the source is reported by :meth:`LearnedCostModel.pred
    lists) fitted on the residuals over :data:`FEATURES` (types, log FLOPs / bytes, kernel
    geometry, and features that follow the kernels: GEMM K and N, im2col bytes, channel tiles of
    8 / 16, broadcast pattern, strided-copy runs) and one flag per frequent kind.
-3. ``fallback``: an op kind never seen in training uses the fit over every record plus the trees,
+3. ``movement``: a data-movement op (:data:`cost_models.ops.MOVEMENT`: SLICE, CONCATENATION,
+   TRANSPOSE, PAD, ...) costs fixed + per byte x bytes moved + per run x contiguous runs
+   copied (:func:`movement_fits`), fitted per (kind, inference type); a kind with fewer than 3
+   records, or asked beyond ``RANGE`` x the bytes it was fitted on, uses the fit pooled over
+   every data-movement kind of the type. The trees extrapolate badly to copies of shapes
+   training never saw (chosen on the validation split inside the training half).
+4. ``fallback``: an op kind never seen in training uses the fit over every record plus the trees,
    and is flagged (``strict=True`` raises :class:`CostModelError` instead).
 
 Whole models (:meth:`LearnedCostModel.predict_model`): one invoke overhead + ``in_model_scale`` x
@@ -50,7 +56,7 @@ from cost_models.base import (
     needs_conversion,
     register_model_format,
 )
-from cost_models.ops import trip_count
+from cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
 VERSION = 3
@@ -58,6 +64,8 @@ MIN_GROUP = 4
 RIDGE = 1e-3
 SHRINK = 3.0
 FLOOR_US = 0.05
+#: A kind's data-movement fit answers within this factor of the bytes it was fitted on.
+RANGE = 2.0
 
 #: Boosted regression trees on the residual of the group fits (squared loss on log latency).
 TREE_PARAMS: dict[str, Any] = {
@@ -505,6 +513,7 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
         "min_group": MIN_GROUP,
         "table": {k: round(statistics.median(v), 4) for k, v in sorted(table.items())},
         "fits": fits,
+        "movement": {},  # after the trees: they are fitted on the group fits' residuals
         "trees": [],
         "overhead_us": statistics.median(r.get("overhead_us", 0.0) for r in ops),
         "in_model_scale": 1.0,
@@ -521,10 +530,86 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
     base = np.array([math.log(base_model.predict(r).latency_us) for r in ops])
     y = np.log(np.maximum([r["latency_us"] for r in ops], FLOOR_US))
     model["trees"] = fit_trees(X, y, base)
+    model["movement"] = movement_fits(ops)
     model["in_model_scale"], model["while_trip_us"] = _whole_model_terms(
         records, LearnedCostModel(model)
     )
     return model
+
+
+def bytes_moved(features: Mapping[str, Any]) -> int:
+    """Bytes a data-movement op reads (non-constant inputs) and writes (outputs)."""
+    ins = [_desc(d) for d in features.get("inputs", []) if d]
+    outs = [_desc(d) for d in features.get("outputs", []) if d]
+    return sum(_nbytes(d) for d in ins if not d[2]) + sum(_nbytes(d) for d in outs)
+
+
+def copy_runs(features: Mapping[str, Any]) -> int:
+    """How many contiguous runs a data-movement op copies: with an ``axis`` option
+    (CONCATENATION, SPLIT, PACK, ...) the elements before the axis times the operands; else the
+    output elements over the trailing dimensions the main input and the output share (a PAD of
+    H and W copies one run of C per pixel).
+
+    >>> t = lambda *s: [list(s), "float32", False, False]
+    >>> copy_runs({"inputs": [t(1, 8, 8, 3)], "outputs": [t(1, 10, 10, 3)], "options": {}})
+    100
+    >>> copy_runs({"inputs": [t(1, 4, 6), t(1, 4, 2)], "outputs": [t(1, 4, 8)],
+    ...            "options": {"axis": 2}})
+    8
+    """
+    ins = [_desc(d) for d in features.get("inputs", []) if d]
+    outs = [_desc(d) for d in features.get("outputs", []) if d]
+    acts = [d for d in ins if not d[2]]
+    if not acts or not outs:
+        return 1
+    out = [max(int(x), 1) for x in outs[0][0]]
+    axis = (features.get("options") or {}).get("axis")
+    if isinstance(axis, int) and out:
+        return math.prod(out[: axis % len(out)]) * max(len(acts), len(outs))
+    main = [max(int(x), 1) for x in max(acts, key=_elements)[0]]
+    inner = 1
+    if len(main) == len(out):
+        for a, b in zip(reversed(main), reversed(out), strict=True):
+            if a != b:
+                break
+            inner *= a
+    else:
+        inner = math.prod(out)
+    return max(math.prod(out) // max(inner, 1), 1)
+
+
+def movement_fits(ops: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+    """``{"KIND|TYPE" or "*|TYPE": [fixed_us, us_per_byte, us_per_run, min_bytes, max_bytes]}``
+    for data-movement ops (the bytes moved by the records fitted on bound where it answers).
+
+    Net latency = fixed + per byte x :func:`bytes_moved` + per run x :func:`copy_runs`,
+    non-negative least squares on the relative error (each record weighted by 1 / its
+    latency). A kind needs 3 records; ``*|TYPE`` pools every data-movement kind of an
+    inference type and answers for the others.
+
+    >>> ops = [{"kind": "SLICE", "inference_type": "FLOAT", "outputs": [[[n]]], "inputs": [],
+    ...         "latency_us": 1.0 + n / 1000, "overhead_us": 0.5} for n in (10, 1000, 10000)]
+    >>> [round(v, 4) for v in movement_fits(ops)["SLICE|FLOAT"]]
+    [0.5, 0.0003, 0.0, 40.0, 40000.0]
+    """
+    from scipy.optimize import nnls
+
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for r in ops:
+        if r["kind"] in MOVEMENT:
+            groups[f"{r['kind']}|{r['inference_type']}"].append(r)
+            groups[f"*|{r['inference_type']}"].append(r)
+    fits: dict[str, list[float]] = {}
+    for name, rs in sorted(groups.items()):
+        if len(rs) < 3:
+            continue
+        y = np.array([net_latency(r) for r in rs])
+        A = np.array([[1.0, bytes_moved(r), copy_runs(r)] for r in rs]) / y[:, None]
+        scale = np.maximum(A.max(axis=0), 1e-30)
+        coef, _ = nnls(A / scale, np.ones_like(y))
+        moved = [bytes_moved(r) for r in rs]
+        fits[name] = [float(f"{c:.6g}") for c in (*(coef / scale), min(moved), max(moved))]
+    return fits
 
 
 def _conversion_rate(ops: Sequence[Mapping[str, Any]]) -> float:
@@ -585,6 +670,9 @@ class LearnedCostModel(CostModelBase):
         try:
             self.table: dict[str, float] = dict(doc["table"])
             self.fits = {k: np.asarray(v["w"], dtype=np.float64) for k, v in doc["fits"].items()}
+            self.movement = {
+                k: tuple(float(v) for v in fit) for k, fit in doc.get("movement", {}).items()
+            }
             self.trees = _stack_trees(doc["trees"]) if doc.get("trees") else None
             self.tree_kinds = list(doc.get("tree_kinds", []))
             self.overhead_us = float(doc["overhead_us"])
@@ -614,6 +702,16 @@ class LearnedCostModel(CostModelBase):
         if key is not None and key in self.table:
             return Prediction(self.table[key] + self.table_offset, "exact")
         kind = features["kind"]
+        if kind in MOVEMENT:
+            itype = features.get("inference_type")
+            moved = bytes_moved(features)
+            fit_ = self.movement.get(f"{kind}|{itype}")
+            if fit_ is None or not fit_[3] / RANGE <= moved <= fit_[4] * RANGE:
+                fit_ = self.movement.get(f"*|{itype}")
+            if fit_ is not None:
+                a, b, c = fit_[:3]
+                net = max(a + b * moved + c * copy_runs(features), FLOOR_US)
+                return Prediction(self.overhead_us + net, "movement")
         row = np.asarray(design_row(features))
         log_net, source = float(row @ self.fits["*"]), "fallback"
         for name in (f"{kind}|{features.get('inference_type')}", kind):

@@ -137,6 +137,43 @@ def test_unseen_kind_falls_back_or_raises() -> None:
     assert np.isfinite(evaluate(LearnedCostModel(doc), recs)["spearman"])
 
 
+def test_data_movement_ops_cost_bytes_and_runs() -> None:
+    """Unseen SLICE / PAD configurations get a fixed cost + per byte + per run; a kind asked far
+    outside the bytes it was fitted on, or with too few records, uses the pooled fit."""
+
+    def rec(kind: str, cin: int, side: int, pad: int, i: int) -> dict:
+        t = [[1, side, side, cin], "float32", False, False]
+        o = [[1, side + pad, side + pad, cin], "float32", False, False]
+        elems, runs = (side + pad) ** 2 * cin, (side + pad) ** 2 if pad else 1
+        net = 0.2 + 1e-5 * 4 * (side**2 * cin + elems) + 0.01 * runs  # bytes in + out
+        return {
+            "type": "op",
+            "key": f"{kind}{i}",
+            "kind": kind,
+            "inference_type": "FLOAT",
+            "flops": 0.0,
+            "bytes": 8.0 * elems,
+            "inputs": [t],
+            "outputs": [o],
+            "options": {},
+            "latency_us": 0.4 + net,
+            "overhead_us": 0.4,
+            "model": "m",
+        }
+
+    recs = [rec("PAD", c, s, 2, i) for i, (c, s) in enumerate([(3, 8), (64, 8), (3, 32), (32, 16)])]
+    recs += [rec("RESHAPE", 16, s, 0, 10 + s) for s in (4, 8, 16)]
+    recs += [rec("SLICE", 4, 4, 0, 20)]
+    model = LearnedCostModel(json.loads(json.dumps(fit(recs))))
+    unseen = rec("PAD", 16, 24, 2, 99)
+    p = model.predict(unseen)
+    assert p.source == "movement"
+    assert abs(p.latency_us - unseen["latency_us"]) < 0.02 * unseen["latency_us"]
+    assert "SLICE|FLOAT" not in model.movement  # one record: the pooled fit answers
+    assert model.predict(rec("SLICE", 8, 8, 0, 98)).source == "movement"
+    assert model.predict(rec("PAD", 16, 24, 2, 1), key="PAD1").source == "exact"
+
+
 def test_bad_inputs(tmp_path: Path, capsys) -> None:
     assert main(["measure", str(tmp_path / "nope.tflite"), "--out", str(tmp_path / "r")]) == 2
     assert "does not exist" in capsys.readouterr().err
