@@ -40,10 +40,9 @@ from partitioner.problem import PickProblem, ProblemIndex, index_problem
 # Backend name -> OR-Tools model-builder solver id.
 BACKENDS = {"cp-sat": "sat", "scip": "scip", "highs": "highs"}
 DEFAULT_BACKEND = "highs"
-# From this size on, HiGHS gets the LP + RENS plan of _primal_first before the full solve:
-# on 10,000 units the detour (5 s) costs more than it saves; on 50,000 the full solve finds
-# no plan in 300 s.
-PRIMAL_FIRST_UNITS = 20_000
+# "decompose": LP, then a region-by-region certificate (decompose.py), branch-and-bound on
+# the whole model only if that leaves a gap; "monolithic": branch-and-bound at once.
+METHODS = ("decompose", "monolithic")
 _INTEGRAL_TOL = 1e-6
 
 
@@ -72,6 +71,7 @@ def pick_exact(
     seed: int = 0,
     num_workers: int = 1,
     hint: bool = True,
+    method: str = "decompose",
 ) -> Plan:
     """Solve the pick problem to proven optimality (or report the gap at the time limit).
 
@@ -133,13 +133,32 @@ def pick_exact(
         )
     model = build_model(index)
 
-    # Large problems first get a plan and a bound of their own (LP, then the MIP over the
-    # units the LP leaves fractional), so that a time limit still returns a good plan.
+    # HiGHS first tries to prove the LP's plan region by region (decompose.py); only if
+    # that cannot close the gap does branch-and-bound run on the whole model.
     fallback, lp_bound = warm, -math.inf
-    primal_first = backend == "highs" and index.n_units >= PRIMAL_FIRST_UNITS
-    if primal_first:
-        fallback, lp_bound = _primal_first(index, model, started + time_limit_s, seed)
-    params["primal_first"] = primal_first
+    if method not in METHODS:
+        raise PickerError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
+    use_certify = backend == "highs" and method == "decompose"
+    params["method"] = method if backend == "highs" else "monolithic"
+    if use_certify:
+        from partitioner.pickers.decompose import certify
+
+        found = certify(index, model, started + time_limit_s, seed)
+        if found is not None:
+            params.update(found.stats)
+            params["certified"] = found.proven
+            if found.proven or time.perf_counter() >= started + time_limit_s:
+                return plan_from_choices(
+                    problem,
+                    index,
+                    found.chosen,
+                    picker="exact",
+                    status="OPTIMAL" if found.proven else "FEASIBLE",
+                    bound=None if found.proven else max(found.bound, 0.0),
+                    started=started,
+                    params=params,
+                )
+            fallback, lp_bound = found.chosen, found.bound
 
     # CP-SAT works on integers: scale the costs by a power of ten (exact if they have few
     # decimals); the plan's objective is recomputed by evaluate in original units anyway.
@@ -179,12 +198,14 @@ def pick_exact(
 @dataclass(frozen=True, slots=True)
 class _Solution:
     """What a solve returned: the variable values (None if none), whether they are proven
-    optimal, the solver's lower bound (its objective when optimal) and its status text."""
+    optimal, the solver's lower bound (its objective when optimal), its status text and its
+    proven dual bound (below the objective by at most the gap tolerance when optimal)."""
 
     x: np.ndarray | None
     optimal: bool
     bound: float
     status: str
+    dual_bound: float = -math.inf
 
 
 def _solve(
@@ -232,90 +253,10 @@ def _solve(
     ):
         return _Solution(None, False, -math.inf, text)
     optimal = status == mbh.SolveStatus.OPTIMAL
-    bound = solver.objective_value() if optimal else solver.best_objective_bound()
-    return _Solution(np.asarray(solver.variable_values()), optimal, bound, text)
-
-
-def _primal_first(
-    index: ProblemIndex, model: LinearModel, deadline: float, seed: int
-) -> tuple[np.ndarray, float]:
-    """A plan and a lower bound from the LP relaxation, before the full integer program.
-
-    The LP (HiGHS dual simplex through scipy) gives the bound. Units whose choices are all
-    integral in the LP keep their LP choice; the others are solved as a MIP with the rest
-    pinned (RENS; freeing their neighbours too gained 8e-6 of the objective on 50,000 units
-    for twice the time). Returns the greedy plan and no
-    bound if the LP does not finish in time.
-    """
-    from scipy.optimize import linprog
-
-    fallback = greedy_choices(index)
-    equal = model.row_lb == model.row_ub
-    matrix = model.matrix.tocsr()
-    lp = linprog(
-        model.cost,
-        A_ub=-matrix[~equal],
-        b_ub=-model.row_lb[~equal],
-        A_eq=matrix[equal],
-        b_eq=model.row_lb[equal],
-        bounds=(0, 1),
-        method="highs-ds",
-        options={"time_limit": max(deadline - time.perf_counter(), 0.0)},
-    )
-    if lp.status != 0:
-        return fallback, -math.inf
-    x = lp.x[: model.n_choices]
-    fractional = (x > _INTEGRAL_TOL) & (x < 1 - _INTEGRAL_TOL)
-    free = np.zeros(index.n_units, dtype=bool)
-    free[index.choice_unit[fractional]] = True
-    fixed = np.where(free[index.choice_unit], -1.0, np.round(x))
-    sub, columns = _restrict(model, fixed)
-    # With the rest pinned, the free units fall apart into independent pieces: solved in
-    # batches of whole pieces, they are far easier for HiGHS than as one block-diagonal MIP.
-    values = np.maximum(fixed, 0.0)
-    parameters = _solver_parameters("highs", seed, 1)
-    for rows, part_columns in _batches(sub):
-        part = LinearModel(
-            sub.cost[part_columns],
-            sub.matrix[rows][:, part_columns].tocsr(),
-            sub.row_lb[rows],
-            sub.row_ub[rows],
-            int((part_columns < sub.n_choices).sum()),
-            np.full(len(rows), -1),
-        )
-        remaining = max(deadline - time.perf_counter(), 0.0) / 2
-        solution = _solve(part, part.cost, "highs", remaining, parameters)
-        if solution.x is None:
-            return fallback, float(lp.fun)
-        values[columns[part_columns[: part.n_choices]]] = solution.x[: part.n_choices]
-    chosen = _chosen(index, values)
-    if evaluate_index(index, chosen).total > evaluate_index(index, fallback).total:
-        chosen = fallback
-    return chosen, float(lp.fun)
-
-
-def _batches(model: LinearModel, size: int = 4000) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(rows, columns) of groups of whole connected pieces of ``model``, ~``size`` columns each.
-
-    Columns stay sorted, so each group's choice variables come first, as a model needs.
-    """
-    from scipy.sparse.csgraph import connected_components
-
-    n_rows, n_vars = model.matrix.shape
-    incidence = model.matrix.tocoo()
-    graph = sp.csr_matrix(
-        (np.ones(incidence.nnz), (incidence.row, n_rows + incidence.col)),
-        shape=(n_rows + n_vars, n_rows + n_vars),
-    )
-    _, label = connected_components(graph, directed=False)
-    _, piece, sizes = np.unique(label[n_rows:], return_inverse=True, return_counts=True)
-    batch_of_piece = np.cumsum(sizes) // size
-    row_batch = batch_of_piece[np.searchsorted(np.unique(label[n_rows:]), label[:n_rows])]
-    column_batch = batch_of_piece[piece]
-    return [
-        (np.flatnonzero(row_batch == b), np.flatnonzero(column_batch == b))
-        for b in np.unique(column_batch)
-    ]
+    dual_bound = solver.best_objective_bound()
+    bound = solver.objective_value() if optimal else dual_bound
+    values = np.asarray(solver.variable_values())
+    return _Solution(values, optimal, bound, text, min(dual_bound, solver.objective_value()))
 
 
 def _restrict(model: LinearModel, fixed: np.ndarray) -> tuple[LinearModel, np.ndarray]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -320,28 +321,57 @@ def test_mincut_sums_parallel_edges_from_merged_single_choice_units() -> None:
     assert close(plan.objective, pick(problem, "exact").objective)
 
 
-def test_exact_primal_first_path_matches_brute_force(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The LP + RENS detour that large problems take must not change the optimum."""
-    import partitioner.pickers.exact as exact_module
-
-    monkeypatch.setattr(exact_module, "PRIMAL_FIRST_UNITS", 0)
-    for seed in range(6):
-        problem = layered_dag_problem(9, seed=seed)
-        plan = pick(problem, "exact")
-        validate_plan(problem, plan)
-        assert plan.params["primal_first"] is True
-        assert plan.status == "OPTIMAL"
-        assert close(plan.objective, pick(problem, "brute").objective)
+def test_exact_decomposition_matches_branch_and_bound_on_medium_problems() -> None:
+    """The region-by-region certificate must give the optimum branch-and-bound proves."""
+    for seed in range(3):
+        problem = layered_dag_problem(300, seed=seed)
+        certified = pick(problem, "exact")
+        monolithic = pick(problem, "exact", method="monolithic")
+        validate_plan(problem, certified)
+        assert certified.status == monolithic.status == "OPTIMAL"
+        assert certified.params["method"] == "decompose"
+        assert close(certified.objective, monolithic.objective)
 
 
-def test_exact_primal_first_plan_survives_an_exhausted_time_limit(
+def test_exact_decomposition_bound_is_a_lower_bound_when_it_cannot_close(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import partitioner.pickers.exact as exact_module
+    """Cut the certificate short (no growth): its bound stays below the optimum, and the
+    fallback to branch-and-bound still proves the optimum."""
+    import partitioner.pickers.decompose as decompose
+    from partitioner.pickers.exact import build_model
+    from partitioner.problem import index_problem
 
-    monkeypatch.setattr(exact_module, "PRIMAL_FIRST_UNITS", 0)
-    problem = layered_dag_problem(2000, seed=1)
-    plan = pick(problem, "exact", time_limit_s=0.5)
+    monkeypatch.setattr(decompose, "MAX_ROUNDS", 1)
+    for seed in range(4):
+        problem = layered_dag_problem(400, seed=seed)
+        optimum = pick(problem, "exact", method="monolithic").objective
+        index = index_problem(problem)
+        found = decompose.certify(index, build_model(index), time.perf_counter() + 60, 0, hops=0)
+        assert found is not None
+        assert found.bound <= optimum + 1e-6 <= found.objective + 2e-6
+        plan = pick(problem, "exact")
+        assert plan.status == "OPTIMAL" and close(plan.objective, optimum)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_problems())
+def test_exact_monolithic_equals_brute(problem: PickProblem) -> None:
+    plan = pick(problem, "exact", method="monolithic")
     validate_plan(problem, plan)
-    assert plan.bound is not None and 0 < plan.bound <= plan.objective * (1 + 1e-9)
+    assert plan.status == "OPTIMAL"
+    assert close(plan.objective, pick(problem, "brute").objective)
+
+
+def test_exact_plan_survives_an_exhausted_time_limit() -> None:
+    problem = layered_dag_problem(2000, seed=1)
+    plan = pick(problem, "exact", time_limit_s=0.3)
+    validate_plan(problem, plan)
+    if plan.status == "FEASIBLE":
+        assert plan.bound is not None and plan.bound <= plan.objective * (1 + 1e-9)
     assert plan.objective <= pick(problem, "greedy").objective + 1e-6
+
+
+def test_exact_rejects_an_unknown_method() -> None:
+    with pytest.raises(PickerError, match="unknown method 'nope'"):
+        pick(layered_dag_problem(5, seed=0), "exact", method="nope")
