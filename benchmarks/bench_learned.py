@@ -35,7 +35,13 @@ from pathlib import Path
 from typing import Any
 
 from cost_models.learned import LearnedCostModel, evaluate, fit
-from cost_models.measure import TYPE_NAMES, MeasureConfig, measure_models, read_records
+from cost_models.measure import (
+    TYPE_NAMES,
+    MeasureConfig,
+    gate_summary,
+    measure_models,
+    read_records,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -67,6 +73,7 @@ def measure(models: Sequence[Path], out: Path, types: Sequence[str]) -> None:
     t0 = time.perf_counter()
     stats = measure_models(models, out, MeasureConfig(), types=types)
     print(f"  {time.perf_counter() - t0:.0f} s: {stats}; load average after {os.getloadavg()}")
+    print(f"  {gate_summary(read_records(out))}")
 
 
 def report(name: str, train: list[dict], test: list[dict]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cost_models.measure import MeasureConfig, measure_models, read_records
+from cost_models.measure import MeasureConfig, gate_summary, measure_models, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -118,8 +118,11 @@ def main() -> int:
         path.unlink(missing_ok=True)
         t0 = time.perf_counter()
         measure_models(models, path, MeasureConfig())
-        print(f"run {name}: {len(models)} models in {time.perf_counter() - t0:.0f} s")
         runs.append(read_records(path))
+        print(
+            f"run {name}: {len(models)} models in {time.perf_counter() - t0:.0f} s, load average"
+            f" {os.getloadavg()}; {gate_summary(runs[-1])}"
+        )
     print(f"load average after: {os.getloadavg()}")
     ops = [{r["key"]: r for r in recs if r["type"] == "op"} for recs in runs]
     whole = [{r["model"]: r for r in recs if r["type"] == "model"} for recs in runs]

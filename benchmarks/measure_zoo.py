@@ -18,7 +18,13 @@ import sys
 import time
 from pathlib import Path
 
-from cost_models.measure import TYPE_NAMES, MeasureConfig, measure_models, read_records
+from cost_models.measure import (
+    TYPE_NAMES,
+    MeasureConfig,
+    gate_summary,
+    measure_models,
+    read_records,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -45,6 +51,7 @@ def main() -> int:
     print(f"measured {len(models)} models in {wall / 60:.1f} min ({wall:.0f} s): {stats}")
     print(f"load average after: {os.getloadavg()}")
     recs = read_records(args.out)
+    print(gate_summary(recs))
     ops = {r["key"]: r["latency_us"] - r["overhead_us"] for r in recs if r["type"] == "op"}
     ratios = []
     for r in recs:

@@ -8,21 +8,33 @@ Identical configurations (same :func:`op_key`) are measured once. The whole mode
 (record type ``"model"``), with the op keys it is made of (WHILE bodies multiplied by their trip
 count) so sums of op latencies can be checked against it.
 
-How an op is timed (:func:`time_models`; chosen by measuring repeatability with
+How an op is timed (:func:`time_models`; chosen by measuring repeatability across runs with
 ``benchmarks/check_repeatability.py``, see docs/cost-models.md): warm-up, then samples, each a
 batch of back-to-back ``invoke()`` calls lasting >= 2 ms (per-invoke time = batch time / batch
 size, which amortises the clock reads and the timing loop), taken in 3 rounds interleaved over
-16 ops so one op's samples are spread over time; the latency is the *lowest* sample of the
-calling thread's CPU time. Median and wall-clock figures are recorded next to it.
+16 ops so one op's samples are spread over time, each round on a new interpreter instance
+(a fresh copy of the model: where tensors and constants land in memory changes some ops'
+latency by up to 40 %). Every sample is bracketed by two reads of a probe (:class:`Gate`:
+0.5 ms of invokes of a one-element model); it counts only when both show the machine in its
+fast state (<= 1.15 x the probe's 5th percentile): on a virtual machine like ours the CPU has
+slow episodes, milliseconds to seconds long, in which everything, thread CPU time included,
+runs 1.2-1.8x slower. An instance short of quiet samples gets more, each after waiting for the
+machine to be quiet. The latency is the median over instances of each instance's *lowest
+quiet* sample of the calling thread's CPU time. Median and wall-clock figures are recorded
+next to it.
 
-The Python ``invoke()`` call itself costs about a microsecond; it is measured once per run on a
-one-element model (``overhead_us`` in every record); learned models predict the latency net of it.
+``latency_us`` is the latency of one ``invoke()`` of the single-op model, the fixed cost of the
+Python call included. That cost (``overhead_us`` in every record) is the median quiet probe
+read, re-calibrated all through the run; learned models predict the latency net of it.
 
 Records (JSON lines, appended and flushed one by one, so a run can resume):
 
 - ``{"type": "op", "key", "model", "graph", "op", "kind", "inputs", "outputs", "options",
   "flops", "bytes", "inference_type", "latency_us", "latency_median_us", "wall_us",
-  "wall_median_us", "batch", "repeats", "threads", "method", "overhead_us"}``
+  "wall_median_us", "batch", "repeats", "rejected", "quiet", "threads", "method",
+  "overhead_us"}``: ``repeats`` samples counted, ``rejected`` dropped as not quiet, ``quiet``
+  False when no sample was (then every sample counts). Records of earlier versions have no
+  ``rejected`` / ``quiet`` (ungated samples) and read the same.
 - ``{"type": "skip", "key", "model", "op", "kind", "reason"}`` for ops that cannot run alone
 - ``{"type": "model", "model", "latency_us", "ops": [[key, count], ...], "variants": [...],
   ...}``
@@ -72,8 +84,12 @@ class MeasureConfig:
 
     Each sample is a batch of back-to-back ``invoke()`` calls lasting at least ``sample_s``;
     an op gets ``samples`` samples taken in ``rounds`` interleaved rounds over ``chunk`` ops,
-    fewer when they would take more than ``max_time_s`` (at least ``min_samples``). Its latency
-    is the lowest sample of thread CPU time per invoke. Whole models get ``model_samples``.
+    fewer when they would take more than ``max_time_s`` (at least ``min_samples``). Each sample
+    is bracketed by reads of the probe (:class:`Gate`: a batch of ``probe_s`` of a one-element
+    model, ``probe_reads`` reads to start); it is *quiet* when both reads are <= ``gate`` x the
+    fast-state probe time. An op short of quiet samples gets up to ``retry_rounds`` more rounds,
+    each after waiting up to ``wait_s`` for the machine to be quiet. Its latency is the lowest
+    quiet sample of thread CPU time per invoke. Whole models get ``model_samples``.
     """
 
     threads: int = 1
@@ -86,13 +102,20 @@ class MeasureConfig:
     max_time_s: float = 0.3
     model_samples: int = 7
     model_max_time_s: float = 2.0
+    probe_s: float = 0.0005
+    probe_reads: int = 40
+    gate: float = 1.15
+    retry_rounds: int = 3
+    wait_s: float = 1.0
+    max_wait_s: float = 10.0
     seed: int = 0
 
     def knobs(self) -> dict[str, Any]:
         """The timing knobs as written into records."""
         return {
             "threads": self.threads,
-            "method": f"min-thread-cpu/{self.samples}x{self.sample_s * 1e3:g}ms/{self.rounds}r",
+            "method": f"median-instance-min-quiet-thread-cpu/{self.samples}x"
+            f"{self.sample_s * 1e3:g}ms/{self.rounds}r/gate{self.gate:g}",
         }
 
 
@@ -450,12 +473,17 @@ def _fc_graph() -> nx.MultiDiGraph:
 
 @dataclass(frozen=True, slots=True)
 class Timing:
-    """Per-``invoke()`` latency of one model: lowest and median sample, CPU and wall clock.
+    """Per-``invoke()`` latency of one model, CPU and wall clock.
 
-    ``cpu_us`` (the figure records call ``latency_us``) is the lowest sample of the calling
-    thread's CPU time (``time.thread_time_ns``): with one interpreter thread the kernels run on
-    the caller, so preemption by other processes is not counted, and the lowest of samples spread
-    over time is the least disturbed by cache / memory-bandwidth contention.
+    ``cpu_us`` (the figure records call ``latency_us``) is taken on the calling thread's CPU
+    time (``time.thread_time_ns``: with one interpreter thread the kernels run on the caller, so
+    preemption by other processes is not counted) over *quiet* samples only (the probe read just
+    before and just after shows the machine in its fast state, see :class:`Gate`): the lowest
+    quiet sample of each interpreter instance (the least disturbed by cache / memory-bandwidth
+    contention), then the median over the ``instances`` (memory placement differs between
+    them). ``cpu_median_us`` is the median quiet sample. The statistics are over ``samples``
+    samples; ``rejected`` were dropped as not quiet. When no sample was quiet every sample counts
+    and ``quiet`` is False.
     """
 
     cpu_us: float
@@ -464,10 +492,87 @@ class Timing:
     wall_median_us: float
     batch: int
     samples: int
+    rejected: int = 0
+    quiet: bool = True
+    instances: int = 1
+
+
+class Gate:
+    """The machine's speed, read by a probe between samples, and the invoke overhead.
+
+    On this (virtual, 2-core) machine the CPU alternates between a fast state and slow episodes
+    of milliseconds to seconds in which *everything* runs 1.2-1.8x slower, thread CPU time
+    included (not preemption: host-side contention). A single-op timing taken in a slow episode
+    is wrong whatever the statistic when the episode covers all its samples. The probe is a
+    one-element NEG model invoked in a batch of ``cfg.probe_s``; its per-invoke CPU time is the
+    fixed cost of a Python ``invoke()`` call. Every sample of every op is bracketed by two probe
+    reads; the sample is *quiet* when both are <= ``cfg.gate`` x the reference (the 5th
+    percentile of every probe read so far). :meth:`overhead_us` (the invoke overhead the records
+    carry) is the median of the quiet probe reads: re-calibrated all through the run, not once.
+
+    >>> g = Gate(MeasureConfig(probe_reads=5))
+    >>> 0 < g.reference() <= g.overhead_us() and g.is_quiet(g.reference())
+    True
+    """
+
+    def __init__(self, cfg: MeasureConfig) -> None:
+        from fusion.writer import serialize_tflite
+
+        self.cfg = cfg
+        probe_cfg = replace(cfg, sample_s=cfg.probe_s)
+        self._probe = _Timer(serialize_tflite(_neg_graph()), None, probe_cfg, seed=0, samples=1)
+        self.reads: list[float] = []
+        self._ref = math.inf
+        self._ref_at = 0
+        for _ in range(max(cfg.probe_reads, 1)):
+            self.read()
+
+    def read(self) -> float:
+        """One probe read: per-invoke thread CPU time (us) of a batch of the probe model."""
+        invoke, n = self._probe.invoke, self._probe.batch
+        c0 = time.thread_time_ns()
+        for _ in range(n):
+            invoke()
+        v = (time.thread_time_ns() - c0) / 1e3 / n
+        self.reads.append(v)
+        self.last = v
+        return v
+
+    def reference(self) -> float:
+        """The fast state's probe time: 5th percentile of the reads so far (refreshed as they
+        grow by 5 %)."""
+        if len(self.reads) > self._ref_at * 1.05:
+            self._ref = float(np.percentile(self.reads, 5))
+            self._ref_at = len(self.reads)
+        return self._ref
+
+    def is_quiet(self, probe_us: float) -> bool:
+        return probe_us <= self.cfg.gate * self.reference()
+
+    def wait(self, max_s: float) -> bool:
+        """Poll the probe (sleeping between reads) until the machine is quiet or ``max_s`` has
+        passed; True when quiet."""
+        deadline = time.perf_counter() + max_s
+        while not self.is_quiet(self.read()):
+            if time.perf_counter() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def overhead_us(self) -> float:
+        """Latency of ``invoke()`` on the one-element probe model: median of the quiet reads."""
+        ref = self.reference()
+        return float(statistics.median(v for v in self.reads if v <= self.cfg.gate * ref))
 
 
 class _Timer:
-    """An interpreter ready to invoke, its batch size chosen so a sample lasts ``sample_s``."""
+    """A model to time: interpreters of it ready to invoke, the batch size chosen (on the
+    first) so a sample lasts ``sample_s``, and the samples taken so far.
+
+    Each :meth:`new_instance` builds another interpreter from a fresh copy of the model: the
+    latency of some ops depends on where their tensors and constants land in memory (the same
+    MUL measured 1.3 or 1.8 us depending on the instance), so an op is timed on several.
+    """
 
     def __init__(
         self,
@@ -478,58 +583,123 @@ class _Timer:
         seed: int,
         samples: int,
     ) -> None:
+        self.model, self.inputs, self.cfg, self.seed = model, inputs, cfg, seed
+        self.instances: list[Callable[[], object]] = []
+        self.invoke = self.new_instance()
+        interp_invoke = self.invoke
+        n = 1
+        while True:  # calibrate: batches of 1, 4, 16, ... invokes until one lasts sample_s / 4
+            t0 = time.thread_time()  # CPU time: a preempted calibration does not shrink the batch
+            for _ in range(n):
+                interp_invoke()
+            elapsed = time.thread_time() - t0
+            if elapsed >= cfg.sample_s / 4 or n >= 100_000:
+                break
+            n *= 4
+        per_s = max(elapsed / n, 1e-7)
+        self.batch = max(1, min(int(math.ceil(cfg.sample_s / per_s)), 100_000))
+        budget = max(int(cfg.max_time_s / (per_s * self.batch)), cfg.min_samples)
+        self.target = max(min(samples, budget), 1)
+        self.cpu: list[float] = []
+        self.wall: list[float] = []
+        self.probes: list[float] = []  # the slower of the two probe reads around each sample
+        self.instance: list[int] = []  # which instance each sample was taken on
+
+    def new_instance(self) -> Callable[[], object]:
+        """A new interpreter on a fresh copy of the model, inputs set and warmed up; samples
+        are taken on it from now on."""
         from ai_edge_litert.interpreter import Interpreter
 
-        interp = Interpreter(model_content=model, num_threads=cfg.threads)
+        cfg = self.cfg
+        interp = Interpreter(model_content=bytes(bytearray(self.model)), num_threads=cfg.threads)
         for d in interp.get_input_details():
             if -1 in list(d.get("shape_signature", [])):
                 interp.resize_tensor_input(d["index"], [max(int(x), 1) for x in d["shape"]])
         interp.allocate_tensors()
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(self.seed)
         for d in interp.get_input_details():
-            value = None if inputs is None else inputs.get(d["name"])
+            value = None if self.inputs is None else self.inputs.get(d["name"])
             if value is None:
                 value = _random_input(d, rng)
             interp.set_tensor(d["index"], np.asarray(value, dtype=d["dtype"]).reshape(d["shape"]))
         interp.invoke()  # first run: lazy allocations, delegate preparation
         for _ in range(cfg.warmup):
             interp.invoke()
-        n = 1
-        while True:  # calibrate: batches of 1, 4, 16, ... invokes until one lasts sample_s / 4
-            t0 = time.thread_time()  # CPU time: a preempted calibration does not shrink the batch
-            for _ in range(n):
-                interp.invoke()
-            elapsed = time.thread_time() - t0
-            if elapsed >= cfg.sample_s / 4 or n >= 100_000:
-                break
-            n *= 4
-        per_s = max(elapsed / n, 1e-7)
+        self.instances.append(interp.invoke)
         self.invoke = interp.invoke
-        self.batch = max(1, min(int(math.ceil(cfg.sample_s / per_s)), 100_000))
-        budget = max(int(cfg.max_time_s / (per_s * self.batch)), cfg.min_samples)
-        self.target = max(min(samples, budget), 1)
-        self.cpu: list[float] = []
-        self.wall: list[float] = []
+        return interp.invoke
 
-    def sample(self, k: int) -> None:
+    def sample(self, k: int, gate: Gate) -> None:
+        """Take ``k`` samples on the current instance, each bracketed by probe reads (the read
+        after one sample is the read before the next)."""
         invoke, n = self.invoke, self.batch
-        for _ in range(min(k, self.target - len(self.cpu))):
+        for _ in range(k):
+            before = gate.last
             w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
             for _ in range(n):
                 invoke()
             c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
             self.cpu.append((c1 - c0) / 1e3 / n)
             self.wall.append((w1 - w0) / 1e3 / n)
+            self.probes.append(max(before, gate.read()))
+            self.instance.append(len(self.instances) - 1)
 
-    def timing(self) -> Timing:
+    def quiet(self, gate: Gate) -> list[int]:
+        """Indices of the samples taken while the machine was quiet."""
+        return [i for i, p in enumerate(self.probes) if gate.is_quiet(p)]
+
+    def timing(self, gate: Gate) -> Timing:
+        keep = self.quiet(gate)
+        used = keep or list(range(len(self.cpu)))
+        best_cpu: dict[int, float] = {}
+        best_wall: dict[int, float] = {}
+        for i in used:
+            j = self.instance[i]
+            best_cpu[j] = min(best_cpu.get(j, math.inf), self.cpu[i])
+            best_wall[j] = min(best_wall.get(j, math.inf), self.wall[i])
         return Timing(
-            min(self.cpu),
-            statistics.median(self.cpu),
-            min(self.wall),
-            statistics.median(self.wall),
+            statistics.median(best_cpu.values()),
+            statistics.median(self.cpu[i] for i in used),
+            statistics.median(best_wall.values()),
+            statistics.median(self.wall[i] for i in used),
             self.batch,
-            len(self.cpu),
+            len(used),
+            len(self.cpu) - len(keep),
+            bool(keep),
+            len(best_cpu),
         )
+
+
+def _run_rounds(timers: Sequence[_Timer], cfg: MeasureConfig, gate: Gate) -> None:
+    """Sample ``timers`` in ``cfg.rounds`` interleaved rounds, a new instance of each per round,
+    then top up every instance short of quiet samples (waiting for the machine to be quiet
+    before each extra sample, at most ``cfg.max_wait_s`` in all)."""
+    rounds = max(cfg.rounds, 1)
+    for r in range(rounds):
+        for t in timers:
+            k = math.ceil(t.target * (r + 1) / rounds) - len(t.cpu)
+            if k > 0:
+                if r:
+                    t.new_instance()
+                t.sample(k, gate)
+    deadline = time.perf_counter() + cfg.max_wait_s
+    for _ in range(cfg.retry_rounds):
+        short = False
+        for t in timers:
+            quiet = [t.instance[i] for i in t.quiet(gate)]
+            for j, invoke in enumerate(t.instances):
+                share = len(range(j, t.target, len(t.instances)))  # its round's share
+                for _ in range(share - quiet.count(j)):
+                    short = True
+                    left = deadline - time.perf_counter()
+                    if left <= 0:
+                        return
+                    gate.wait(min(cfg.wait_s, left))
+                    t.invoke = invoke
+                    t.sample(1, gate)
+                    t.instance[-1] = j
+        if not short:
+            return
 
 
 def time_models(
@@ -538,20 +708,28 @@ def time_models(
     *,
     seed: int = 0,
     samples: int | None = None,
+    gate: Gate | None = None,
 ) -> list[Timing | Exception]:
     """Time several models in interleaved rounds (``cfg.rounds``), so that the samples of each
     are spread over time and a burst of load elsewhere on the machine hits few of them.
 
-    Each sample is a batch of back-to-back ``invoke()`` calls lasting at least ``cfg.sample_s``
-    (per-invoke time = batch time / batch size); a model gets ``samples`` samples (default
-    ``cfg.samples``), fewer when they would exceed ``cfg.max_time_s`` (never below
-    ``cfg.min_samples``). A model the runtime refuses yields the exception instead of a timing.
+    Each round runs on a new interpreter instance of each model (a fresh copy of it: memory
+    placement changes some latencies). Each sample is a batch of back-to-back ``invoke()`` calls
+    lasting at least ``cfg.sample_s`` (per-invoke time = batch time / batch size), bracketed by
+    probe reads of ``gate`` (a new :class:`Gate` when None); only quiet samples count, and an
+    instance short of quiet samples gets more (up to ``cfg.retry_rounds`` passes, each extra
+    sample after waiting up to ``cfg.wait_s`` for quiet, at most ``cfg.max_wait_s`` of waiting
+    per call). A model gets ``samples`` samples (default ``cfg.samples``), fewer when they would
+    exceed ``cfg.max_time_s`` (never below ``cfg.min_samples``). Its latency is the median over
+    instances of each instance's lowest quiet sample. A model the runtime refuses yields the
+    exception instead of a timing.
 
     >>> from fusion.writer import serialize_tflite
     >>> t = time_models([serialize_tflite(_neg_graph())], MeasureConfig(samples=3))[0]
-    >>> 0 < t.cpu_us <= t.cpu_median_us and t.samples == 3
+    >>> 0 < t.cpu_us and t.samples + t.rejected >= 3 and t.instances >= 1
     True
     """
+    gate = Gate(cfg) if gate is None else gate
     want = cfg.samples if samples is None else samples
     timers: list[_Timer | Exception] = []
     for m in models:
@@ -559,12 +737,8 @@ def time_models(
             timers.append(_Timer(m, None, cfg, seed=seed, samples=want))
         except Exception as exc:  # the runtime refused this model
             timers.append(exc)
-    rounds = max(cfg.rounds, 1)
-    for r in range(rounds):
-        for t in timers:
-            if isinstance(t, _Timer):
-                t.sample(math.ceil(t.target * (r + 1) / rounds) - len(t.cpu))
-    return [t.timing() if isinstance(t, _Timer) else t for t in timers]
+    _run_rounds([t for t in timers if isinstance(t, _Timer)], cfg, gate)
+    return [t.timing(gate) if isinstance(t, _Timer) else t for t in timers]
 
 
 def time_model(
@@ -574,13 +748,15 @@ def time_model(
     *,
     seed: int = 0,
     samples: int | None = None,
+    gate: Gate | None = None,
 ) -> Timing:
     """Time one model (see :func:`time_models`), with given ``inputs`` (else random ones)."""
+    gate = Gate(cfg) if gate is None else gate
     timer = _Timer(
         model, inputs, cfg, seed=seed, samples=cfg.samples if samples is None else samples
     )
-    timer.sample(timer.target)
-    return timer.timing()
+    _run_rounds([timer], cfg, gate)
+    return timer.timing(gate)
 
 
 def _random_input(d: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
@@ -599,10 +775,9 @@ def _neg_graph() -> nx.MultiDiGraph:
 
 
 def invoke_overhead_us(cfg: MeasureConfig) -> float:
-    """Latency of ``invoke()`` on a one-element NEG model: the fixed cost of a Python call."""
-    from fusion.writer import serialize_tflite
-
-    return time_model(serialize_tflite(_neg_graph()), None, cfg, samples=3 * cfg.samples).cpu_us
+    """Latency of ``invoke()`` on a one-element NEG model (the fixed cost of a Python call):
+    the median quiet read of a fresh :class:`Gate`."""
+    return Gate(cfg).overhead_us()
 
 
 # --------------------------------------------------------------------------------------------
@@ -694,7 +869,11 @@ def measure_models(
             graphs.append((p, read_tflite(p)))
     total = sum(sum(1 for _ in model_ops(G)) for _, G in graphs)
     stats = {"measured": 0, "reused": 0, "skipped": 0, "models": 0}
-    knobs = {**cfg.knobs(), "overhead_us": round(invoke_overhead_us(cfg), 4)}
+    gate = Gate(cfg)  # one per run: its reference and overhead sharpen as the run goes
+
+    def knobs() -> dict[str, Any]:
+        return {**cfg.knobs(), "overhead_us": round(gate.overhead_us(), 4)}
+
     count = 0
     with out.open("a") as f:
         pending: list[tuple[dict[str, Any], dict[str, Any], bytes]] = []
@@ -703,7 +882,7 @@ def measure_models(
             nonlocal pending
             pending.append((base, feats, single))
             if len(pending) >= cfg.chunk:
-                _measure_chunk(f, pending, cfg, knobs, stats)
+                _measure_chunk(f, pending, cfg, gate, knobs, stats)
                 pending = []
 
         def skip(base: Mapping[str, Any], kind: str, reason: str) -> None:
@@ -761,21 +940,16 @@ def measure_models(
                         continue
                     done_keys.add(vkey)
                     submit({**vbase, "key": vkey}, vfeats, serialize_tflite(R))
-            _measure_chunk(f, pending, cfg, knobs, stats)
+            _measure_chunk(f, pending, cfg, gate, knobs, stats)
             pending = []
             whole = serialize_tflite(fill_constants(G, seed=cfg.seed))
             t = time_model(
                 whole,
                 None,
-                MeasureConfig(
-                    threads=cfg.threads,
-                    warmup=cfg.warmup,
-                    sample_s=cfg.sample_s,
-                    min_samples=cfg.min_samples,
-                    max_time_s=cfg.model_max_time_s,
-                ),
+                replace(cfg, max_time_s=cfg.model_max_time_s),
                 seed=cfg.seed,
                 samples=cfg.model_samples,
+                gate=gate,
             )
             _write(
                 f,
@@ -787,7 +961,7 @@ def measure_models(
                     "variants": sorted([k, v] for k, v in variants.items()),
                     "types": list(types),
                     "loop_trips": loop_trips,
-                    **knobs,
+                    **knobs(),
                 },
             )
             stats["models"] += 1
@@ -798,18 +972,38 @@ def _measure_chunk(
     f: TextIO,
     pending: Sequence[tuple[dict[str, Any], dict[str, Any], bytes]],
     cfg: MeasureConfig,
-    knobs: Mapping[str, Any],
+    gate: Gate,
+    knobs: Callable[[], dict[str, Any]],
     stats: dict[str, int],
 ) -> None:
-    timings = time_models([m for _, _, m in pending], cfg, seed=cfg.seed)
+    if not pending:
+        return
+    timings = time_models([m for _, _, m in pending], cfg, seed=cfg.seed, gate=gate)
+    run_knobs = knobs()  # the overhead as re-calibrated up to now
     for (base, feats, _), t in zip(pending, timings, strict=True):
         if isinstance(t, Exception):
             reason = f"runtime: {type(t).__name__}: {(str(t).splitlines() or [''])[0][:160]}"
             _write(f, {"type": "skip", **base, "kind": feats["kind"], "reason": reason})
             stats["skipped"] += 1
         else:
-            _write(f, {"type": "op", **base, **feats, **_timing_fields(t), **knobs})
+            _write(f, {"type": "op", **base, **feats, **_timing_fields(t), **run_knobs})
             stats["measured"] += 1
+
+
+def gate_summary(records: Iterable[Mapping[str, Any]]) -> str:
+    """One line on how quiet a run was: share of samples rejected by the gate, ops without a
+    quiet sample, the invoke overhead at the start and the end of the run."""
+    ops = [r for r in records if r.get("type") == "op"]
+    if not ops:
+        return "no op records"
+    kept = sum(r.get("repeats", 0) for r in ops if r.get("quiet", True))
+    rejected = sum(r.get("rejected", 0) for r in ops)
+    loud = sum(1 for r in ops if not r.get("quiet", True))
+    share = rejected / max(kept + rejected, 1) * 100
+    return (
+        f"gate: {share:.1f} % of samples rejected as not quiet, {loud} of {len(ops)} ops without"
+        f" a quiet sample; overhead {ops[0].get('overhead_us')} -> {ops[-1].get('overhead_us')} us"
+    )
 
 
 def _timing_fields(t: Timing) -> dict[str, Any]:
@@ -820,6 +1014,9 @@ def _timing_fields(t: Timing) -> dict[str, Any]:
         "wall_median_us": round(t.wall_median_us, 4),
         "batch": t.batch,
         "repeats": t.samples,
+        "rejected": t.rejected,
+        "quiet": t.quiet,
+        "instances": t.instances,
     }
 
 
