@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,7 +60,7 @@ REL_TOL = 1e-9
 ABS_TOL = 1e-6
 MAX_ROUNDS = 40
 # Pieces of the plan's integer program are solved together up to this many columns.
-BATCH_COLUMNS = 4000
+BATCH_COLUMNS = 1000
 
 
 @dataclass
@@ -80,10 +81,14 @@ def certify(
     deadline: float,
     seed: int,
     *,
-    hops: int = 2,
+    hops: int = 1,
     max_share: float = 0.5,
+    threads: int = 2,
 ) -> Certified | None:
     """Run the decomposition (module docstring) until proven, stuck or ``deadline``.
+
+    ``threads`` integer programs of a round are solved at a time (each by single-threaded
+    HiGHS; the result does not depend on ``threads``).
 
     Returns None when the LP does not finish in time.
     """
@@ -110,25 +115,47 @@ def certify(
     best_chosen, best_value, bound = _chosen(index, x), math.inf, lp_value
     rounds = 0
     proven = False
-    while True:
-        rounds += 1
-        part = structure.partition(selected, y)
-        lower = part.constant + _region_bounds(model, part, y, region_cache, deadline, parameters)
-        bound = max(bound, lower)
-        chosen = _plan(index, model, selected, pinned, piece_cache, deadline, parameters)
-        value = evaluate_index(index, chosen).total
-        if value < best_value:
-            best_chosen, best_value = chosen, value
-        tolerance = REL_TOL * abs(best_value) + ABS_TOL * (1 + len(part.regions))
-        if best_value - bound <= tolerance:
-            proven = True
-            break
-        if time.perf_counter() >= deadline or rounds >= MAX_ROUNDS:
-            break
-        grown = structure.grow(selected, part, y, warm_start(model, best_chosen), tolerance)
-        if grown.sum() == selected.sum() or grown.sum() > max_share * n_units:
-            break
-        selected = grown
+
+    def solve(program: LinearModel) -> Any:
+        remaining = max(deadline - time.perf_counter(), 0.0)
+        return _solve(program, program.cost, "highs", remaining, parameters)
+
+    with ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
+        while True:
+            rounds += 1
+            part = structure.partition(selected, y)
+            region_tasks = _region_tasks(model, part, region_cache)
+            values, plan_tasks = _plan_tasks(index, model, selected, pinned, piece_cache)
+            # Every program of the round is independent: solved concurrently (HiGHS releases
+            # the GIL; each solve is single-threaded and deterministic, so the result does not
+            # depend on the number of threads).
+            programs = [p for _, p in region_tasks] + [b.program for b in plan_tasks]
+            solutions = list(pool.map(solve, programs))
+            for (key, _), solution in zip(region_tasks, solutions, strict=False):
+                region_cache[key] = solution.dual_bound
+            for batch, solution in zip(plan_tasks, solutions[len(region_tasks) :], strict=True):
+                if solution.x is None:  # out of time: the LP's largest choice stays
+                    continue
+                x_batch = solution.x[: batch.program.n_choices]
+                values[batch.choice_columns] = x_batch
+                for key, at in batch.pieces:
+                    piece_cache[key] = x_batch[at]
+            lower = part.constant + _region_bounds(part, region_cache)
+            bound = max(bound, lower)
+            chosen = _chosen(index, values)
+            value = evaluate_index(index, chosen).total
+            if value < best_value:
+                best_chosen, best_value = chosen, value
+            tolerance = REL_TOL * abs(best_value) + ABS_TOL * (1 + len(part.regions))
+            if best_value - bound <= tolerance:
+                proven = True
+                break
+            if time.perf_counter() >= deadline or rounds >= MAX_ROUNDS:
+                break
+            grown = structure.grow(selected, part, y, warm_start(model, best_chosen), tolerance)
+            if grown.sum() == selected.sum() or grown.sum() > max_share * n_units:
+                break
+            selected = grown
     stats.update(
         rounds=rounds,
         region_units=int(selected.sum()),
@@ -325,68 +352,80 @@ class _Structure:
         return np.asarray(selected | around)
 
 
-def _region_bounds(
-    model: LinearModel,
-    part: _Partition,
-    y: np.ndarray,
-    cache: dict[bytes, float],
-    deadline: float,
-    parameters: str,
-) -> float:
-    """Sum of the regions' integer minima on penalized costs (HiGHS's proven bounds)."""
-    matrix = model.matrix
-    for r, (columns, rows) in enumerate(part.regions):
+def _region_tasks(
+    model: LinearModel, part: _Partition, cache: dict[bytes, float]
+) -> list[tuple[bytes, LinearModel]]:
+    """The region programs (penalized costs) whose bound is not known yet, with their keys."""
+    tasks = []
+    for columns, rows in part.regions:
         key = columns.tobytes()
-        if key not in cache:
-            n_choices = int((columns < model.n_choices).sum())
-            sub = LinearModel(
-                part.penalized[columns],
-                matrix[rows][:, columns].tocsr(),
-                model.row_lb[rows],
-                model.row_ub[rows],
-                n_choices,
-                np.full(len(rows), -1),
+        if key in cache:
+            continue
+        tasks.append(
+            (
+                key,
+                LinearModel(
+                    part.penalized[columns],
+                    model.matrix[rows][:, columns].tocsr(),
+                    model.row_lb[rows],
+                    model.row_ub[rows],
+                    int((columns < model.n_choices).sum()),
+                    np.full(len(rows), -1),
+                ),
             )
-            remaining = max(deadline - time.perf_counter(), 0.0)
-            solution = _solve(sub, sub.cost, "highs", remaining, parameters)
-            cache[key] = solution.dual_bound
-        part.bounds[r] = cache[key]
+        )
+    return tasks
+
+
+def _region_bounds(part: _Partition, cache: dict[bytes, float]) -> float:
+    """Sum of the regions' integer minima on penalized costs (HiGHS's proven bounds)."""
+    part.bounds = {r: cache[columns.tobytes()] for r, (columns, _) in enumerate(part.regions)}
     return float(sum(part.bounds.values()))
 
 
-def _plan(
+@dataclass
+class _PlanBatch:
+    """Pieces of the plan's integer program solved together: the program, the original
+    column of each of its choice columns, and each piece's (key, positions) in it."""
+
+    program: LinearModel
+    choice_columns: np.ndarray
+    pieces: list[tuple[bytes, np.ndarray]]
+
+
+def _plan_tasks(
     index: ProblemIndex,
     model: LinearModel,
     selected: np.ndarray,
     pinned: np.ndarray,
     cache: dict[bytes, np.ndarray],
-    deadline: float,
-    parameters: str,
-) -> np.ndarray:
+) -> tuple[np.ndarray, list[_PlanBatch]]:
     """The true integer program over the selected units, every other unit pinned to its LP
-    choice; independent pieces are solved in batches and remembered across rounds."""
+    choice: the values known so far (pinned units, remembered pieces) and the batches of
+    independent pieces still to solve."""
     fixed = np.where(selected[index.choice_unit], -1.0, pinned)
     sub, columns = _restrict(model, fixed)
     values = np.maximum(fixed, 0.0)
-    todo: list[tuple[np.ndarray, np.ndarray]] = []
+    todo: list[np.ndarray] = []
+    rows_of: list[np.ndarray] = []
     for rows, cols in _pieces(sub):
-        n = int((cols < sub.n_choices).sum())
         key = columns[cols].tobytes()
         if key in cache:
-            values[columns[cols[:n]]] = cache[key]
+            values[columns[cols[: int((cols < sub.n_choices).sum())]]] = cache[key]
         else:
-            todo.append((rows, cols))
-    batch: list[tuple[np.ndarray, np.ndarray]] = []
-    size = 0
-    for i, piece in enumerate(todo):
-        batch.append(piece)
-        size += len(piece[1])
-        if size < BATCH_COLUMNS and i < len(todo) - 1:
-            continue
-        rows = np.concatenate([r for r, _ in batch])
-        cols = np.sort(np.concatenate([c for _, c in batch]))
+            todo.append(cols)
+            rows_of.append(rows)
+    batches: list[_PlanBatch] = []
+    start = 0
+    while start < len(todo):
+        stop, size = start, 0
+        while stop < len(todo) and (size < BATCH_COLUMNS or stop == start):
+            size += len(todo[stop])
+            stop += 1
+        cols = np.sort(np.concatenate(todo[start:stop]))
+        rows = np.concatenate(rows_of[start:stop])
         n = int((cols < sub.n_choices).sum())
-        part = LinearModel(
+        program = LinearModel(
             sub.cost[cols],
             sub.matrix[rows][:, cols].tocsr(),
             sub.row_lb[rows],
@@ -394,18 +433,13 @@ def _plan(
             n,
             np.full(len(rows), -1),
         )
-        remaining = max(deadline - time.perf_counter(), 0.0)
-        solution = _solve(part, part.cost, "highs", remaining, parameters)
-        if solution.x is None:  # out of time: the LP's largest choice (a valid plan)
-            return _chosen(index, np.where(selected[index.choice_unit], pinned, values))
-        solution_x = solution.x[:n]
-        values[columns[cols[:n]]] = solution_x
-        for _, piece_cols in batch:
-            m = int((piece_cols < sub.n_choices).sum())
-            at = np.searchsorted(cols, piece_cols[:m])
-            cache[columns[piece_cols].tobytes()] = solution_x[at]
-        batch, size = [], 0
-    return _chosen(index, values)
+        pieces = []
+        for piece in todo[start:stop]:
+            m = int((piece < sub.n_choices).sum())
+            pieces.append((columns[piece].tobytes(), np.searchsorted(cols, piece[:m])))
+        batches.append(_PlanBatch(program, columns[cols[:n]], pieces))
+        start = stop
+    return values, batches
 
 
 def _pieces(model: LinearModel) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -147,18 +147,21 @@ def pick_exact(
         if found is not None:
             params.update(found.stats)
             params["certified"] = found.proven
+            best = found.chosen
+            if not found.proven and found.objective > evaluate_index(index, warm).total:
+                best = warm  # cut short before its plan beat the greedy one
             if found.proven or time.perf_counter() >= started + time_limit_s:
                 return plan_from_choices(
                     problem,
                     index,
-                    found.chosen,
+                    best,
                     picker="exact",
                     status="OPTIMAL" if found.proven else "FEASIBLE",
                     bound=None if found.proven else max(found.bound, 0.0),
                     started=started,
                     params=params,
                 )
-            fallback, lp_bound = found.chosen, found.bound
+            fallback, lp_bound = best, found.bound
 
     # CP-SAT works on integers: scale the costs by a power of ten (exact if they have few
     # decimals); the plan's objective is recomputed by evaluate in original units anyway.
