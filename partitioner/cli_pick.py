@@ -26,6 +26,7 @@ class PickOptions:
     compare: bool
     time_limit_s: float | None
     backend: str | None
+    method: str | None
     seed: int | None
     as_json: bool
     plan_out: Path | None
@@ -43,6 +44,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--compare", metavar="P1,P2,...", help="run several pickers, side by side")
     parser.add_argument("--time-limit", type=float, metavar="S", help="solver time limit (s)")
     parser.add_argument("--backend", help="exact picker backend: highs, scip or cp-sat")
+    parser.add_argument(
+        "--method",
+        help="exact picker with HiGHS: decompose (LP + region certificate, default) or "
+        "monolithic (branch-and-bound on the whole model)",
+    )
     parser.add_argument("--seed", type=int, help="random seed of the solver")
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     parser.add_argument("--plan", type=Path, metavar="OUT.json", help="write the plan here")
@@ -59,6 +65,7 @@ def options_from_args(args: argparse.Namespace) -> PickOptions:
         compare=compare,
         time_limit_s=args.time_limit,
         backend=args.backend,
+        method=args.method,
         seed=args.seed,
         as_json=args.json,
         plan_out=args.plan,
@@ -84,6 +91,7 @@ def run_pick(options: PickOptions) -> int:
         for key, value in (
             ("time_limit_s", options.time_limit_s),
             ("backend", options.backend),
+            ("method", options.method),
             ("seed", options.seed),
         )
         if value is not None

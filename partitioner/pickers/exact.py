@@ -72,6 +72,7 @@ def pick_exact(
     num_workers: int = 1,
     hint: bool = True,
     method: str = "decompose",
+    threads: int = 2,
 ) -> Plan:
     """Solve the pick problem to proven optimality (or report the gap at the time limit).
 
@@ -79,15 +80,22 @@ def pick_exact(
     ----------
     problem : PickProblem
     backend : {"highs", "scip", "cp-sat"}
-        The OR-Tools solver. HiGHS is the default: on ``benchmarks/bench_pickers.py`` it
-        proves 1,000 units in 0.6 s and 10,000 in 9.5-14.6 s (median 11.4 s, 3 seeds, load
-        2) against SCIP's 1.1 s and 74 s; CP-SAT did not prove 1,000 units within a minute.
-        From ``PRIMAL_FIRST_UNITS`` units on, an LP + RENS plan comes first (see
-        ``docs/pick-problem.md``): 50,000 units give a plan within 0.32% of the LP bound.
+        The OR-Tools solver. HiGHS is the default: with the certificate below it proves
+        1,000 units in about 0.3 s and 10,000 in about 3-4 s (``benchmarks/bench_pickers.py``);
+        branch-and-bound alone took 0.65 s and 11 s, SCIP 1.1 s and 74 s, and CP-SAT did not
+        prove 1,000 units within a minute.
     time_limit_s : float
         Wall-clock limit of the solve. At the limit the best plan found so far is returned
-        with status FEASIBLE and its gap (the greedy warm start if the solver found nothing).
-        HiGHS can overrun it in presolve: 70 s for a 60 s limit on 50,000 units.
+        with status FEASIBLE and its gap (the greedy plan if nothing better was found).
+        HiGHS can overrun it in presolve on very large models.
+    method : {"decompose", "monolithic"}
+        With HiGHS: ``"decompose"`` solves the LP and proves its plan region by region
+        (:mod:`partitioner.pickers.decompose`), falling back to branch-and-bound on the whole
+        model with the time left if that leaves a gap; ``"monolithic"`` runs
+        branch-and-bound at once. Other backends are always monolithic.
+    threads : int
+        How many of the certificate's independent integer programs run at once (each on
+        single-threaded HiGHS); the plan does not depend on it.
     seed, num_workers : int
         Fixed for reproducibility; ``num_workers`` only matters for CP-SAT.
     hint : bool
@@ -101,7 +109,7 @@ def pick_exact(
     Raises
     ------
     PickerError
-        For an unknown backend.
+        For an unknown backend or method.
 
     Examples
     --------
@@ -121,6 +129,7 @@ def pick_exact(
         "seed": seed,
         "num_workers": num_workers,
         "hint": hint,
+        "threads": threads,
         "ortools": ortools_version,
     }
 
@@ -143,7 +152,7 @@ def pick_exact(
     if use_certify:
         from partitioner.pickers.decompose import certify
 
-        found = certify(index, model, started + time_limit_s, seed)
+        found = certify(index, model, started + time_limit_s, seed, threads=threads)
         if found is not None:
             params.update(found.stats)
             params["certified"] = found.proven

@@ -51,11 +51,17 @@ def test_options_reach_the_exact_picker(problem_file: Path, capsys) -> None:
     assert params["backend"] == "scip" and params["time_limit_s"] == 5.0
 
 
+def test_the_method_reaches_the_exact_picker(problem_file: Path, capsys) -> None:
+    assert main(["pick", str(problem_file), "--method", "monolithic", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["params"]["method"] == "monolithic"
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
         (["--picker", "nope"], "unknown picker 'nope'"),
         (["--picker", "exact", "--backend", "gurobi"], "unknown backend 'gurobi'"),
+        (["--picker", "exact", "--method", "magic"], "unknown method 'magic'"),
         (["--picker", "mincut"], "mincut picker needs"),
     ],
 )

@@ -372,6 +372,12 @@ def test_exact_plan_survives_an_exhausted_time_limit() -> None:
     assert plan.objective <= pick(problem, "greedy").objective + 1e-6
 
 
+def test_exact_plan_does_not_depend_on_the_thread_count() -> None:
+    problem = layered_dag_problem(600, seed=4)
+    one, two = pick(problem, "exact", threads=1), pick(problem, "exact", threads=2)
+    assert one.assignment == two.assignment and one.objective == two.objective
+
+
 def test_exact_rejects_an_unknown_method() -> None:
     with pytest.raises(PickerError, match="unknown method 'nope'"):
         pick(layered_dag_problem(5, seed=0), "exact", method="nope")
