@@ -4,10 +4,13 @@
 
 Measures every op configuration of ../shared/zoo (or every N-th model with --every N) twice,
 into two fresh records files (``a.jsonl``, ``b.jsonl`` under --out), with the default
-:class:`cost_models.measure.MeasureConfig`, and prints for each recorded statistic (lowest / median
-sample, thread CPU time / wall clock) the share of ops whose two measurements agree within ±10 %
+:class:`cost_models.measure.MeasureConfig`, and prints for each recorded statistic (``latency_us``:
+lowest quiet sample per instance, median over instances; median quiet sample; the same on the
+wall clock) the share of ops whose two measurements agree within ±10 %
 and the median |b/a - 1|, overall and by latency band, plus the same for whole-model latencies.
-The ``latency_us`` line is the ceiling for a learned model's ``within_10pct`` on unseen ops.
+The ``latency_us`` line is the ceiling for a learned model's ``within_10pct`` on a fresh
+measurement. Each run's line says how many samples the gate rejected (the machine was slow) and
+the invoke overhead it read at the start and the end.
 
     python benchmarks/check_repeatability.py --retype
 

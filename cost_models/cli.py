@@ -25,8 +25,10 @@ def register_measure(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "measure",
         help="time every op of .tflite models alone on the ai-edge-litert interpreter",
-        description="Cut each op into a single-op model with random weights, time it (lowest of "
-        "several >= 2 ms batches of thread CPU time), optionally also rebuilt in other inference "
+        description="Cut each op into a single-op model with random weights, time it (thread CPU "
+        "time of >= 2 ms batches of invokes, only those taken while a probe shows the machine "
+        "quiet; lowest per interpreter instance, median over 3 instances), optionally also "
+        "rebuilt in other inference "
         "types (--types), time the whole model, append one JSON record per op configuration to "
         "--out (resumable).",
     )
@@ -36,7 +38,8 @@ def register_measure(subparsers: Any) -> None:
         "--repeats",
         type=int,
         default=9,
-        help="timed samples per op, each a >= 2 ms batch of invokes; the lowest counts (default 9)",
+        help="timed samples per op, each a >= 2 ms batch of invokes, over 3 interpreter instances;"
+        " the lowest quiet one of each instance, median over instances, counts (default 9)",
     )
     p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
     p.add_argument("--threads", type=int, default=1, help="interpreter threads (default 1)")

@@ -84,12 +84,14 @@ class MeasureConfig:
 
     Each sample is a batch of back-to-back ``invoke()`` calls lasting at least ``sample_s``;
     an op gets ``samples`` samples taken in ``rounds`` interleaved rounds over ``chunk`` ops,
-    fewer when they would take more than ``max_time_s`` (at least ``min_samples``). Each sample
-    is bracketed by reads of the probe (:class:`Gate`: a batch of ``probe_s`` of a one-element
-    model, ``probe_reads`` reads to start); it is *quiet* when both reads are <= ``gate`` x the
-    fast-state probe time. An op short of quiet samples gets up to ``retry_rounds`` more rounds,
-    each after waiting up to ``wait_s`` for the machine to be quiet. Its latency is the lowest
-    quiet sample of thread CPU time per invoke. Whole models get ``model_samples``.
+    fewer when they would take more than ``max_time_s`` (at least ``min_samples``), each round on
+    a new interpreter instance. Each sample is bracketed by reads of the probe (:class:`Gate`: a
+    batch of ``probe_s`` of a one-element model, ``probe_reads`` reads to start); it is *quiet*
+    when both reads are <= ``gate`` x the fast-state probe time. An instance short of quiet
+    samples gets up to ``retry_rounds`` more passes, each extra sample after waiting up to
+    ``wait_s`` for the machine to be quiet, at most ``max_wait_s`` of waiting per chunk and
+    ``run_wait_s`` per :class:`Gate` (per run). Its latency is the median over instances of the
+    lowest quiet sample of thread CPU time per invoke. Whole models get ``model_samples``.
     """
 
     threads: int = 1
@@ -108,6 +110,7 @@ class MeasureConfig:
     retry_rounds: int = 3
     wait_s: float = 1.0
     max_wait_s: float = 10.0
+    run_wait_s: float = 600.0
     seed: int = 0
 
     def knobs(self) -> dict[str, Any]:
@@ -524,6 +527,7 @@ class Gate:
         self.reads: list[float] = []
         self._ref = math.inf
         self._ref_at = 0
+        self.waited_s = 0.0  # time spent in wait(), against cfg.run_wait_s
         for _ in range(max(cfg.probe_reads, 1)):
             self.read()
 
@@ -551,13 +555,17 @@ class Gate:
 
     def wait(self, max_s: float) -> bool:
         """Poll the probe (sleeping between reads) until the machine is quiet or ``max_s`` has
-        passed; True when quiet."""
-        deadline = time.perf_counter() + max_s
-        while not self.is_quiet(self.read()):
-            if time.perf_counter() >= deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        passed, or the run's waiting budget (``cfg.run_wait_s``) is spent; True when quiet."""
+        start = time.perf_counter()
+        deadline = start + min(max_s, max(self.cfg.run_wait_s - self.waited_s, 0.0))
+        try:
+            while not self.is_quiet(self.read()):
+                if time.perf_counter() >= deadline:
+                    return False
+                time.sleep(0.01)
+            return True
+        finally:
+            self.waited_s += time.perf_counter() - start
 
     def overhead_us(self) -> float:
         """Latency of ``invoke()`` on the one-element probe model: median of the quiet reads."""
