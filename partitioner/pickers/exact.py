@@ -15,6 +15,10 @@ Model (data, variables, constraints, objective), in the words of ``docs/pick-pro
 * When per-link prices differ by source device, ``need[t, d]`` is charged the cheapest source
   and ``extra[t, s, d] >= need[t, d] + y_p(s) - 1`` pays the difference.
 
+With HiGHS (the default) the model is not handed to branch-and-bound first: the LP relaxation
+is solved and its plan proven optimal region by region (:mod:`partitioner.pickers.decompose`);
+branch-and-bound on the whole model is the fallback.
+
 The matrix is built with numpy and handed to OR-Tools' model builder in one call
 (``fill_model_from_sparse_data``): 0.05 s for 10,000 units, so the time is the solver's.
 Joint rows that the device and format rows imply are left out (see ``_needed_pair_rows``).
