@@ -18,6 +18,12 @@ checks the synthetic quantization of ``tacopt measure --types`` instead: every i
 training half's int8 models (split of benchmarks/bench_learned.py) timed as it is and rebuilt
 (dequantized, then quantized by :func:`cost_models.measure.retype_op`), interleaved; prints the
 share within ±10 % per kind.
+
+    python benchmarks/check_repeatability.py --episodes 60
+
+shows why op timing is gated (docs/cost-models.md, "How an op is timed"): for 60 s, one sample
+after another of 300+ single ops, each bracketed by probe reads; prints, per latency band, how
+much slower than the op's fastest sample its samples are in quiet times and in slow episodes.
 """
 
 from __future__ import annotations
@@ -101,14 +107,72 @@ def check_retype() -> int:
     return 0
 
 
+def check_episodes(seconds: float) -> int:
+    """Alternate probe reads and one sample of one of 300+ single ops (every 7th op of the first
+    12 zoo models) for ``seconds``; print how much slower ops run when the probe shows a slow
+    episode, by latency band, and the share of time in slow episodes."""
+    from cost_models.measure import Gate, _Timer, cut_op, fill_constants, model_ops
+    from fusion.reader import read_tflite
+    from fusion.writer import serialize_tflite
+
+    cfg = MeasureConfig()
+    singles = []
+    for path in sorted(ZOO.glob("*.tflite"))[:12]:
+        G = read_tflite(path)
+        for S, node, _ in model_ops(G):
+            try:
+                singles.append(serialize_tflite(fill_constants(cut_op(S, node), seed=0)))
+            except Exception:  # ops that cannot be written alone
+                continue
+    timers = []
+    for m in singles[::7]:
+        try:
+            timers.append(_Timer(m, None, cfg, seed=0, samples=1))
+        except Exception:  # ops the runtime refuses alone
+            continue
+    gate = Gate(cfg)
+    print(f"load average before: {os.getloadavg()}; {len(timers)} ops for {seconds:g} s")
+    rows = []  # (op index, sample us, slower probe read around it)
+    t0, k = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        t = timers[k % len(timers)]
+        t.sample(1, gate)
+        rows.append((k % len(timers), t.cpu[-1], t.probes[-1]))
+        k += 1
+    ref = gate.reference()
+    op = np.array([r[0] for r in rows])
+    us = np.array([r[1] for r in rows])
+    slow = np.array([r[2] for r in rows]) > cfg.gate * ref
+    best = np.array([us[op == i].min() for i in range(len(timers))])
+    ratio = us / best[op]
+    print(
+        f"probe reference {ref:.3f} us; {np.mean(slow) * 100:.0f} % of {len(rows)} samples in"
+        f" slow episodes; load average after: {os.getloadavg()}"
+    )
+    for lo, hi in ((0.0, 1.0), (1.0, 5.0), (5.0, 50.0), (50.0, 500.0), (500.0, float("inf"))):
+        band = (best[op] >= lo) & (best[op] < hi)
+        fast, sl = ratio[band & ~slow], ratio[band & slow]
+        print(
+            f"  ops [{lo:g},{hi:g}) us: sample / op's fastest, median: quiet x"
+            f"{np.median(fast) if fast.size else float('nan'):.2f}, slow episode x"
+            f"{np.median(sl) if sl.size else float('nan'):.2f}"
+        )
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--every", type=int, default=1, help="use every N-th model (sorted names)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "repeat")
     ap.add_argument("--retype", action="store_true", help="check the synthetic int8 instead")
+    ap.add_argument(
+        "--episodes", type=float, metavar="S", help="study the machine's slow episodes for S s"
+    )
     args = ap.parse_args()
     if args.retype:
         return check_retype()
+    if args.episodes:
+        return check_episodes(args.episodes)
     models = sorted(ZOO.glob("*.tflite"))[:: args.every]
     if not models:
         print(f"no models in {ZOO}", file=sys.stderr)
