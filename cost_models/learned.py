@@ -812,7 +812,8 @@ def evaluate(
     """Accuracy of ``model`` on held-out records.
 
     Returns ``within_10pct`` (share of ops whose predicted single-op latency, overhead included,
-    is within ±10 % of the measured one), ``within_10pct_net`` (the same on net latencies),
+    is within ±10 % of the measured one), ``within_10pct_net`` (the same on net latencies: the
+    model's overhead subtracted from the prediction, each record's own from the measurement),
     ``within_10pct_unseen`` (only configurations not in ``train_keys``, i.e. not answered by the
     lookup table), ``mape`` (%), ``spearman`` (rank correlation of predicted vs measured),
     ``model_error_median`` (median over models of |predicted - measured| / measured, %, see

@@ -89,7 +89,9 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     assert main(["fit", str(out), "-o", str(model_path), "--eval", str(out), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert set(result) >= {"within_10pct", "mape", "spearman", "model_error_median"}
-    assert result["within_10pct_net"] == 1.0  # every config is in the lookup table
+    assert result["within_10pct"] == 1.0  # every config is in the lookup table
+    # (net figures subtract each record's own overhead, re-calibrated through the run: a tiny
+    # op's net latency can move by more than 10 % with it, so within_10pct_net is not 1 here)
     doc = json.loads(model_path.read_text())
     assert doc["format"] == "tacopt-learned"
 
