@@ -183,9 +183,11 @@ def pick_exact(
     # OR-Tools 9.15 crashes when HiGHS is given a hint, so HiGHS starts cold.
     start = warm_start(model, fallback) if hint and backend != "highs" else None
     remaining = max(time_limit_s - (time.perf_counter() - started), 0.0)
-    solution = _solve(
-        model, cost, backend, remaining, _solver_parameters(backend, seed, num_workers), start
-    )
+    if remaining > 0:
+        parameters = _solver_parameters(backend, seed, num_workers)
+        solution = _solve(model, cost, backend, remaining, parameters, start)
+    else:  # the LP alone used the budget: HiGHS's presolve would overrun it by far
+        solution = _Solution(None, False, -math.inf, "time limit reached before the solve")
 
     chosen, proven, bound = fallback, False, lp_bound
     if solution.x is not None:
