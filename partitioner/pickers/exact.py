@@ -85,7 +85,7 @@ def pick_exact(
     problem : PickProblem
     backend : {"highs", "scip", "cp-sat"}
         The OR-Tools solver. HiGHS is the default: with the certificate below it proves
-        1,000 units in about 0.3 s and 10,000 in about 3-4 s (``benchmarks/bench_pickers.py``);
+        1,000 units in about 0.2 s and 10,000 in about 3 s (``benchmarks/bench_pickers.py``);
         branch-and-bound alone took 0.65 s and 11 s, SCIP 1.1 s and 74 s, and CP-SAT did not
         prove 1,000 units within a minute.
     time_limit_s : float
