@@ -206,7 +206,7 @@ class _Partition:
     unit_min: np.ndarray
     lone_aux: np.ndarray
     constant: float
-    bounds: dict[int, float] = field(default_factory=dict)  # filled by _region_bounds
+    bounds: np.ndarray = field(default_factory=lambda: np.zeros(0))  # set by _region_bounds
 
 
 class _Structure:
@@ -256,32 +256,19 @@ class _Structure:
         column_region = np.full(n_vars, -2)
         column_region[:n_choices] = region[index.choice_unit]
         # An auxiliary belongs to a region if every choice in every one of its rows does.
-        choice_rows = self.row_of_entry[self.is_choice_entry]
-        choice_regions = column_region[self.col_of_entry[self.is_choice_entry]]
-        big = np.iinfo(np.int64).max
-        lo = np.full(n_rows, big)
-        hi = np.full(n_rows, -big)
-        np.minimum.at(lo, choice_rows, choice_regions)
-        np.maximum.at(hi, choice_rows, choice_regions)
-        row_region = np.where((lo == hi) & (lo >= 0), lo, -1)
-        cols = self.columns
-        counts = np.diff(cols.indptr[n_choices:])
-        has = counts > 0
-        if has.any():
-            entries = row_region[cols.indices[cols.indptr[n_choices] :]]
-            starts = cols.indptr[n_choices:-1][has] - cols.indptr[n_choices]
-            a_lo = np.full(n_vars - n_choices, -1)
-            a_hi = np.full(n_vars - n_choices, -2)
-            a_lo[has] = np.minimum.reduceat(entries, starts)
-            a_hi[has] = np.maximum.reduceat(entries, starts)
-            column_region[n_choices:] = np.where((a_lo == a_hi) & (a_lo >= 0), a_lo, -2)
+        choice = self.is_choice_entry
+        row_region = _common_group(
+            self.row_of_entry[choice], column_region[self.col_of_entry[choice]], n_rows
+        )
+        aux = ~choice
+        aux_region = _common_group(
+            self.col_of_entry[aux], row_region[self.row_of_entry[aux]], n_vars
+        )[n_choices:]
+        column_region[n_choices:] = np.where(aux_region >= 0, aux_region, -2)
         # A row is kept inside a region if all its columns are in it; a unit's one-choice
-        # row is always kept (it is the unit's own).
-        lo = np.full(n_rows, big)
-        hi = np.full(n_rows, -big)
-        np.minimum.at(lo, self.row_of_entry, column_region[self.col_of_entry])
-        np.maximum.at(hi, self.row_of_entry, column_region[self.col_of_entry])
-        inside = (lo == hi) & (lo >= 0)
+        # row is never dualized (units outside regions take their cheapest choice).
+        row_region = _common_group(self.row_of_entry, column_region[self.col_of_entry], n_rows)
+        inside = row_region >= 0
         dualized = ~(inside | self.equal)
         penalized = model.cost - matrix[dualized].T @ y[dualized]
         unit_min = np.minimum.reduceat(penalized[:n_choices], index.choice_start[:-1])
@@ -291,15 +278,9 @@ class _Structure:
             + float(unit_min[region < 0].sum())
             + float(np.minimum(penalized[lone_aux], 0.0).sum())
         )
-        row_key = np.where(inside | self.equal, np.where(lo >= 0, lo, -1), -1)
-        row_order = np.argsort(row_key, kind="stable")
-        row_groups = np.split(
-            row_order, np.searchsorted(row_key[row_order], np.arange(n_regions + 1))
-        )[1:-1]
-        col_order = np.argsort(column_region, kind="stable")
-        col_groups = np.split(
-            col_order, np.searchsorted(column_region[col_order], np.arange(n_regions + 1))
-        )[1:-1]
+        # A unit's one-choice row has all its columns in the unit's region (or none).
+        row_groups = _members(row_region, n_regions)
+        col_groups = _members(column_region, n_regions)
         return _Partition(
             region,
             column_region,
@@ -339,16 +320,17 @@ class _Structure:
         above = aux[part.penalized[aux] * x_hat[aux] - np.minimum(part.penalized[aux], 0) > eps]
         if len(above):
             rows = np.zeros(self.matrix.shape[0], dtype=bool)
-            cols = self.columns
-            for j in above.tolist():
-                rows[cols.indices[cols.indptr[j] : cols.indptr[j + 1]]] = True
+            rows[self.columns[:, above].indices] = True
             offenders |= np.asarray(self.row_unit[rows].sum(axis=0)).ravel() > 0
         # Regions whose part of the plan is not their penalized optimum grow by two steps.
-        growing = np.zeros(index.n_units, dtype=bool)
-        value = part.penalized * x_hat
-        for r, (columns, _) in enumerate(part.regions):
-            if float(value[columns].sum()) - part.bounds.get(r, -math.inf) > eps:
-                growing[part.region == r] = True
+        in_region = part.column_region >= 0
+        value = np.bincount(
+            part.column_region[in_region],
+            (part.penalized * x_hat)[in_region],
+            minlength=len(part.regions),
+        )
+        short = value - part.bounds > eps
+        growing = (part.region >= 0) & short[np.maximum(part.region, 0)]
         around = offenders | growing
         around |= self.neighbours(around)
         around |= self.neighbours(growing)
@@ -364,26 +346,14 @@ def _region_tasks(
         key = columns.tobytes()
         if key in cache:
             continue
-        tasks.append(
-            (
-                key,
-                LinearModel(
-                    part.penalized[columns],
-                    model.matrix[rows][:, columns].tocsr(),
-                    model.row_lb[rows],
-                    model.row_ub[rows],
-                    int((columns < model.n_choices).sum()),
-                    np.full(len(rows), -1),
-                ),
-            )
-        )
+        tasks.append((key, _sub_model(model, rows, columns, part.penalized[columns])))
     return tasks
 
 
 def _region_bounds(part: _Partition, cache: dict[bytes, float]) -> float:
     """Sum of the regions' integer minima on penalized costs (HiGHS's proven bounds)."""
-    part.bounds = {r: cache[columns.tobytes()] for r, (columns, _) in enumerate(part.regions)}
-    return float(sum(part.bounds.values()))
+    part.bounds = np.array([cache[columns.tobytes()] for columns, _ in part.regions])
+    return float(part.bounds.sum())
 
 
 @dataclass
@@ -427,15 +397,8 @@ def _plan_tasks(
             stop += 1
         cols = np.sort(np.concatenate(todo[start:stop]))
         rows = np.concatenate(rows_of[start:stop])
-        n = int((cols < sub.n_choices).sum())
-        program = LinearModel(
-            sub.cost[cols],
-            sub.matrix[rows][:, cols].tocsr(),
-            sub.row_lb[rows],
-            sub.row_ub[rows],
-            n,
-            np.full(len(rows), -1),
-        )
+        program = _sub_model(sub, rows, cols, sub.cost[cols])
+        n = program.n_choices
         pieces = []
         for piece in todo[start:stop]:
             m = int((piece < sub.n_choices).sum())
@@ -443,6 +406,36 @@ def _plan_tasks(
         batches.append(_PlanBatch(program, columns[cols[:n]], pieces))
         start = stop
     return values, batches
+
+
+def _sub_model(
+    model: LinearModel, rows: np.ndarray, columns: np.ndarray, cost: np.ndarray
+) -> LinearModel:
+    """The program of ``model``'s ``rows`` over its sorted ``columns`` (choices first), with
+    ``cost``."""
+    return LinearModel(
+        cost,
+        model.matrix[rows][:, columns].tocsr(),
+        model.row_lb[rows],
+        model.row_ub[rows],
+        int((columns < model.n_choices).sum()),
+        np.full(len(rows), -1),
+    )
+
+
+def _common_group(rows: np.ndarray, groups: np.ndarray, n_rows: int) -> np.ndarray:
+    """Per row, the group all its entries share if that is a region (>= 0), else -1."""
+    lo = np.full(n_rows, np.iinfo(np.int64).max)
+    hi = np.full(n_rows, np.iinfo(np.int64).min)
+    np.minimum.at(lo, rows, groups)
+    np.maximum.at(hi, rows, groups)
+    return np.where((lo == hi) & (lo >= 0), lo, -1)
+
+
+def _members(key: np.ndarray, n_groups: int) -> list[np.ndarray]:
+    """Sorted positions with ``key == g`` for each g in ``range(n_groups)``."""
+    order = np.argsort(key, kind="stable")
+    return np.split(order, np.searchsorted(key[order], np.arange(n_groups + 1)))[1:-1]
 
 
 def _pieces(model: LinearModel) -> list[tuple[np.ndarray, np.ndarray]]:
