@@ -163,14 +163,13 @@ def pick_exact(
             best = found.chosen
             if not found.proven and found.objective > evaluate_index(index, warm).total:
                 best = warm  # cut short before its plan beat the greedy one
-            if found.proven or time.perf_counter() >= started + time_limit_s:
+            if found.proven:
                 return plan_from_choices(
                     problem,
                     index,
                     best,
                     picker="exact",
-                    status="OPTIMAL" if found.proven else "FEASIBLE",
-                    bound=None if found.proven else max(found.bound, 0.0),
+                    status="OPTIMAL",
                     started=started,
                     params=params,
                 )
@@ -186,7 +185,7 @@ def pick_exact(
     if remaining > 0:
         parameters = _solver_parameters(backend, seed, num_workers)
         solution = _solve(model, cost, backend, remaining, parameters, start)
-    else:  # the LP alone used the budget: HiGHS's presolve would overrun it by far
+    else:  # the budget is spent: HiGHS's presolve alone would overrun it by far
         solution = _Solution(None, False, -math.inf, "time limit reached before the solve")
 
     chosen, proven, bound = fallback, False, lp_bound
