@@ -528,6 +528,7 @@ class Gate:
         self._ref = math.inf
         self._ref_at = 0
         self.waited_s = 0.0  # time spent in wait(), against cfg.run_wait_s
+        self.last = math.inf  # the latest probe read
         for _ in range(max(cfg.probe_reads, 1)):
             self.read()
 
@@ -569,8 +570,7 @@ class Gate:
 
     def overhead_us(self) -> float:
         """Latency of ``invoke()`` on the one-element probe model: median of the quiet reads."""
-        ref = self.reference()
-        return float(statistics.median(v for v in self.reads if v <= self.cfg.gate * ref))
+        return float(statistics.median(v for v in self.reads if self.is_quiet(v)))
 
 
 class _Timer:
