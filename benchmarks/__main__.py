@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks.cli import main
+from tacopt.benchmarks.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

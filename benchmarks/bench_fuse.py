@@ -1,6 +1,6 @@
 """Time ``fuse`` on the largest zoo model (target: <= 0.5 s); prints the median of several runs.
 
-Run: ``python -m benchmarks.bench_fuse [MODEL.tflite] [--runs N]``.
+Run: ``python -m tacopt.benchmarks.bench_fuse [MODEL.tflite] [--runs N]``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ DEFAULT_MODEL = ZOO / "keras__text_gru_unrolled_float32.tflite"
 
 
 def time_fuse(path: Path, runs: int) -> tuple[list[float], dict]:
-    from fusion.fuse import fuse
-    from fusion.reader import read_tflite
+    from tacopt.fusion.fuse import fuse
+    from tacopt.fusion.reader import read_tflite
 
     G = read_tflite(path)
     walls, result = [], None

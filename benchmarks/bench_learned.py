@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cost_models.learned import LearnedCostModel, evaluate, fit
-from cost_models.measure import (
+from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
+from tacopt.cost_models.measure import (
     TYPE_NAMES,
     MeasureConfig,
     gate_summary,

@@ -5,7 +5,7 @@ loaded by other jobs the wall time mostly measures waiting for a core.
 
 Usage::
 
-    python -m benchmarks.bench_partition [--runs 7] [MODEL.tflite] [-- extra tacopt args]
+    python -m tacopt.benchmarks.bench_partition [--runs 7] [MODEL.tflite] [-- extra tacopt args]
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def main() -> int:
     cmd = [
         sys.executable,
         "-m",
-        "partitioner.cli",
+        "tacopt.partitioner.cli",
         "partition",
         str(args.model),
         "--devices",

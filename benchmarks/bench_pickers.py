@@ -2,13 +2,13 @@
 
 Run::
 
-    python -m benchmarks.bench_pickers --sizes 1000,10000 --seeds 0,1,2 --repeats 3
-    python -m benchmarks.bench_pickers --sizes 50000 --repeats 1 --time-limit 60
-    python -m benchmarks.bench_pickers --sizes 1000 --backends highs,scip,cp-sat
-    python -m benchmarks.bench_pickers --sizes 0 --mincut-sizes 100000
+    python -m tacopt.benchmarks.bench_pickers --sizes 1000,10000 --seeds 0,1,2 --repeats 3
+    python -m tacopt.benchmarks.bench_pickers --sizes 50000 --repeats 1 --time-limit 60
+    python -m tacopt.benchmarks.bench_pickers --sizes 1000 --backends highs,scip,cp-sat
+    python -m tacopt.benchmarks.bench_pickers --sizes 0 --mincut-sizes 100000
 
 Wall times include building the flat index and the model, and the final ``evaluate``; they
-are the ``seconds`` each plan reports. Problems come from :mod:`benchmarks.synthetic`.
+are the ``seconds`` each plan reports. Problems come from :mod:`tacopt.benchmarks.synthetic`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from benchmarks.synthetic import layered_dag_problem, two_choice_problem
-from partitioner.pickers import pick
-from partitioner.pickers.exact import build_model
-from partitioner.plan import Plan
-from partitioner.problem import PickProblem, index_problem
+from tacopt.benchmarks.synthetic import layered_dag_problem, two_choice_problem
+from tacopt.partitioner.pickers import pick
+from tacopt.partitioner.pickers.exact import build_model
+from tacopt.partitioner.plan import Plan
+from tacopt.partitioner.problem import PickProblem, index_problem
 
 
 def median_run(problem: PickProblem, picker: str, repeats: int, **options: object) -> Plan:

@@ -1,7 +1,7 @@
 """Check the numpy reference executor against the real TFLite interpreter on the whole zoo.
 
 For every model: read it, rehydrate its dropped weights (seed 0), write it back, feed both the
-reference executor (:func:`fusion.executor.run_graph`) and ai-edge-litert the same random
+reference executor (:func:`tacopt.fusion.executor.run_graph`) and ai-edge-litert the same random
 inputs, and print
 
 - ``out``: the largest error over the model outputs against the default interpreter (XNNPack
@@ -9,8 +9,8 @@ inputs, and print
   output magnitude, for quantized outputs the error in quantization steps;
 - ``per-op``: every op of the main graph run alone on the interpreter's own intermediate tensors
   (``experimental_preserve_all_tensors``, builtin kernels): how many ops were checked, how many
-  fall outside :func:`fusion.executor.tolerance` (float) or one quantization step (quantized),
-  how many are bit-exact, and the worst op;
+  fall outside :func:`tacopt.fusion.executor.tolerance` (float) or one quantization step
+  (quantized), how many are bit-exact, and the worst op;
 - ``ms``: the median wall time of ``run_graph`` over ``--repeats`` runs.
 
 Timings depend heavily on the BLAS thread pool: on a busy 2-core machine a multi-threaded
@@ -18,7 +18,7 @@ OpenBLAS spins and small GEMMs become 10-30x slower, so run with ``OPENBLAS_NUM_
 
 Usage::
 
-    python -m benchmarks.check_executor [--zoo ../shared/zoo] [--repeats 3] [NAME_SUBSTRING ...]
+    python -m tacopt.benchmarks.check_executor [--zoo ../shared/zoo] [--repeats 3] [NAME ...]
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fusion.executor import random_inputs, run_graph, run_op, tolerance
-from fusion.ir import ops_of
-from fusion.reader import read_tflite
-from fusion.rehydrate import rehydrate
-from fusion.writer import serialize_tflite
+from tacopt.fusion.executor import random_inputs, run_graph, run_op, tolerance
+from tacopt.fusion.ir import ops_of
+from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.writer import serialize_tflite
 
 DEFAULT_ZOO = Path(__file__).resolve().parents[2] / "shared" / "zoo"
 #: The interpreter lets loop-carried tensors of these ops alias each other, so their preserved

@@ -4,7 +4,7 @@ For every zoo model: ``fuse(unfuse(G))`` must have the op histogram of ``fuse(G)
 when ``G`` is already a fixed point of the rules); on rehydrated weights, ``G``, ``unfuse(G)`` and
 ``fuse(unfuse(G))`` must give the same outputs on random inputs (rtol 1e-4, atol 1e-5).
 
-Run: ``python -m benchmarks.check_fusion [--no-numerics]``; exits 1 when a model fails.
+Run: ``python -m tacopt.benchmarks.check_fusion [--no-numerics]``; exits 1 when a model fails.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ ZOO = Path(__file__).resolve().parents[2] / "shared" / "zoo"
 def check_model(path: Path, numerics: bool) -> tuple[str, str]:
     import numpy as np
 
-    from fusion.errors import TacoptError
-    from fusion.executor import random_inputs, run_graph
-    from fusion.fuse import fuse, op_histogram
-    from fusion.ir import validate_graph
-    from fusion.reader import read_tflite
-    from fusion.rehydrate import rehydrate
-    from fusion.unfuse import unfuse
+    from tacopt.fusion.errors import TacoptError
+    from tacopt.fusion.executor import random_inputs, run_graph
+    from tacopt.fusion.fuse import fuse, op_histogram
+    from tacopt.fusion.ir import validate_graph
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.rehydrate import rehydrate
+    from tacopt.fusion.unfuse import unfuse
 
     G = read_tflite(path)
     U = unfuse(G)

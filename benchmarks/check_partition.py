@@ -2,8 +2,9 @@
 
 For each model of ``../shared/zoo`` (or the files given), each device set (GPU,CPU /
 NNAPI,CPU / GPU,NNAPI,CPU) and both granularities: rehydrate the weights (seed 0), partition,
-check the plan (:func:`partitioner.plan.validate_plan`) and the graph
-(:func:`fusion.ir.validate_graph`), export with the plan metadata, and run it on random inputs.
+check the plan (:func:`tacopt.partitioner.plan.validate_plan`) and the graph
+(:func:`tacopt.fusion.ir.validate_graph`), export with the plan metadata, and run it on random
+inputs.
 
 What the exported model is compared with (the device tags do not change how LiteRT runs it, so
 what the partitioner can change is the *arithmetic*: lowerings, and int8 units run as FLOAT):
@@ -29,7 +30,8 @@ difference (worst |diff| over 2 steps + 2 % of the output range) without failing
 
 Usage::
 
-    python -m benchmarks.check_partition [MODEL.tflite ...] [--devices GPU,CPU] [--granularity op]
+    python -m tacopt.benchmarks.check_partition [MODEL.tflite ...] [--devices GPU,CPU] \
+        [--granularity op]
 """
 
 from __future__ import annotations
@@ -144,7 +146,7 @@ def reference_assignment(views: Sequence[Any]) -> dict[str, tuple[str, str]]:
 def local_error(view: Any, values: Mapping[str, np.ndarray]) -> float:
     """A lowered view run alone on the reference's values at its inputs, against the
     reference's values at its outputs (one step for quantized outputs)."""
-    from fusion.writer import serialize_tflite
+    from tacopt.fusion.writer import serialize_tflite
 
     H = view.graph
     if any(t not in values for t in (*H.graph["inputs"], *H.graph["outputs"])):
@@ -176,15 +178,15 @@ def rounding_steps(H: Any, out: str) -> float:
 
 def check_model(path: Path, devices: str, granularity: str, *, seed: int = 0) -> Check:
     """Partition, export and compare one model (see the module docstring)."""
-    from fusion.executor import random_inputs
-    from fusion.ir import validate_graph
-    from fusion.reader import read_tflite
-    from fusion.rehydrate import rehydrate
-    from fusion.writer import serialize_tflite
-    from partitioner.apply import apply_plan, chosen_views
-    from partitioner.export import export_tflite
-    from partitioner.pipeline import partition
-    from partitioner.plan import validate_plan
+    from tacopt.fusion.executor import random_inputs
+    from tacopt.fusion.ir import validate_graph
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.rehydrate import rehydrate
+    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.partitioner.apply import apply_plan, chosen_views
+    from tacopt.partitioner.export import export_tflite
+    from tacopt.partitioner.pipeline import partition
+    from tacopt.partitioner.plan import validate_plan
 
     start = time.perf_counter()
     G = rehydrate(read_tflite(path), seed=seed)

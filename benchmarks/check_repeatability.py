@@ -4,9 +4,9 @@
 
 Measures every op configuration of ../shared/zoo (or every N-th model with --every N) twice,
 into two fresh records files (``a.jsonl``, ``b.jsonl`` under --out), with the default
-:class:`cost_models.measure.MeasureConfig`, and prints for each recorded statistic (``latency_us``:
-lowest quiet sample per instance, median over instances; median quiet sample; the same on the
-wall clock) the share of ops whose two measurements agree within ±10 %
+:class:`tacopt.cost_models.measure.MeasureConfig`, and prints for each recorded statistic
+(``latency_us``: lowest quiet sample per instance, median over instances; median quiet sample; the
+same on the wall clock) the share of ops whose two measurements agree within ±10 %
 and the median |b/a - 1|, overall and by latency band, plus the same for whole-model latencies.
 The ``latency_us`` line is the ceiling for a learned model's ``within_10pct`` on a fresh
 measurement. Each run's line says how many samples the gate rejected (the machine was slow) and
@@ -16,8 +16,8 @@ the invoke overhead it read at the start and the end.
 
 checks the synthetic quantization of ``tacopt measure --types`` instead: every int8 op of the
 training half's int8 models (split of benchmarks/bench_learned.py) timed as it is and rebuilt
-(dequantized, then quantized by :func:`cost_models.measure.retype_op`), interleaved; prints the
-share within ±10 % per kind.
+(dequantized, then quantized by :func:`tacopt.cost_models.measure.retype_op`), interleaved; prints
+the share within ±10 % per kind.
 
     python benchmarks/check_repeatability.py --episodes 60
 
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from cost_models.measure import MeasureConfig, gate_summary, measure_models, read_records
+from tacopt.cost_models.measure import MeasureConfig, gate_summary, measure_models, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -53,7 +53,7 @@ def agreement(a: dict[str, dict], b: dict[str, dict], stat: str) -> tuple[int, f
 
 
 def check_retype() -> int:
-    from cost_models.measure import (
+    from tacopt.cost_models.measure import (
         RetypeError,
         cut_op,
         fill_constants,
@@ -63,8 +63,8 @@ def check_retype() -> int:
         retype_op,
         time_models,
     )
-    from fusion.reader import read_tflite
-    from fusion.writer import serialize_tflite
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.writer import serialize_tflite
 
     train = sorted(p.stem for p in ZOO.glob("*.tflite"))[0::2]  # bench_learned.py's split
     pairs: list[bytes] = []
@@ -111,9 +111,9 @@ def check_episodes(seconds: float) -> int:
     """Alternate probe reads and one sample of one of 300+ single ops (every 7th op of the first
     12 zoo models) for ``seconds``; print how much slower ops run when the probe shows a slow
     episode, by latency band, and the share of time in slow episodes."""
-    from cost_models.measure import Gate, _Timer, cut_op, fill_constants, model_ops
-    from fusion.reader import read_tflite
-    from fusion.writer import serialize_tflite
+    from tacopt.cost_models.measure import Gate, _Timer, cut_op, fill_constants, model_ops
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.writer import serialize_tflite
 
     cfg = MeasureConfig()
     singles = []

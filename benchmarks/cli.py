@@ -133,8 +133,8 @@ def run_bench(args: argparse.Namespace) -> int:
     """Run the study described by ``args``, write the report and print the per-picker table."""
     if getattr(args, "bench_mode", None) == "report":
         return run_report(args)
-    from benchmarks.harness import DEFAULT_DEVICE_SETS, Study, run_study
-    from benchmarks.report import summary_table, write_report
+    from tacopt.benchmarks.harness import DEFAULT_DEVICE_SETS, Study, run_study
+    from tacopt.benchmarks.report import summary_table, write_report
 
     study = Study(
         zoos=tuple(args.zoo or ("bundled",)),
@@ -164,8 +164,8 @@ def run_bench(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     """Write the report of ``args.results`` and print the per-picker table."""
-    from benchmarks.harness import read_records
-    from benchmarks.report import report_file, summary_table
+    from tacopt.benchmarks.harness import read_records
+    from tacopt.benchmarks.report import report_file, summary_table
 
     md = report_file(args.results, args.out_dir, title=args.title or f"tacopt benchmark: "
                      f"{args.results.name}", plots=not args.no_plots)  # fmt: skip
@@ -180,8 +180,8 @@ def _title(study: Any) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m benchmarks [ARGS]``: the same as ``tacopt bench [ARGS]``."""
-    from fusion.errors import TacoptError
-    from partitioner.cli import EXIT_BAD_INPUT
+    from tacopt.fusion.errors import TacoptError
+    from tacopt.partitioner.cli import EXIT_BAD_INPUT
 
     parser = argparse.ArgumentParser(prog="python -m benchmarks", add_help=False)
     register(parser.add_subparsers(dest="command"))

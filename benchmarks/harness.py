@@ -22,7 +22,7 @@ A record (one JSON object per line)::
 ``gap`` is the picker's own proven relative gap (exact only); ``gap_to_exact`` is
 ``objective / exact_objective - 1`` on the same problem. ``status`` is the plan's status
 (OPTIMAL, FEASIBLE, HEURISTIC, ...) or ERROR when the picker or the problem build raised a
-:class:`~fusion.errors.TacoptError` (the message is in ``error``), or CRASH for any other
+:class:`~tacopt.fusion.errors.TacoptError` (the message is in ``error``), or CRASH for any other
 exception (a bug, recorded so that one model cannot stop a long study).
 
 Examples
@@ -53,9 +53,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.zoos import BenchmarkError, ZooItem, load_item, resolve_zoo
-from fusion.errors import TacoptError
-from fusion.io import atomic_write
+from tacopt.benchmarks.zoos import BenchmarkError, ZooItem, load_item, resolve_zoo
+from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.io import atomic_write
 
 #: Device sets of the default study (TAC's examples).
 DEFAULT_DEVICE_SETS: tuple[tuple[str, ...], ...] = (
@@ -185,7 +185,7 @@ def build_problem(case: Case) -> BuiltProblem:
     if case.item.kind == "problem":
         n = len(loaded.units)
         return BuiltProblem(loaded, n, "us", time.perf_counter() - started)
-    from cost_models.base import get_cost_model
+    from tacopt.cost_models.base import get_cost_model
 
     cost_model = get_cost_model(case.cost_model)
     problem = problem_of_graph(loaded, case.devices, cost_model, case.granularity)
@@ -194,11 +194,12 @@ def build_problem(case: Case) -> BuiltProblem:
 
 
 def problem_of_graph(G: Any, devices: Sequence[str], cost_model: Any, granularity: str) -> Any:
-    """The partitioner's pick problem of ``G`` (:func:`partitioner.pipeline.build_pick_problem`).
+    """The partitioner's pick problem of ``G``
+    (:func:`tacopt.partitioner.pipeline.build_pick_problem`).
 
     Stopping before the picker lets every picker of a case solve one problem.
     """
-    from partitioner.pipeline import GRANULARITIES, build_pick_problem
+    from tacopt.partitioner.pipeline import GRANULARITIES, build_pick_problem
 
     if granularity not in GRANULARITIES:
         raise BenchmarkError(f"unknown granularity {granularity!r}; known: op, subgraph")
@@ -210,20 +211,20 @@ def count_moves(problem: Any, assignment: Mapping[str, Any]) -> tuple[int, int]:
     """Numbers of (transfers, conversions) an assignment pays, as ``evaluate`` charges them.
 
     Evaluates the assignment with unit prices (every transfer and every conversion costs 1), so
-    the counts follow :func:`partitioner.plan.evaluate`'s rules exactly (once per tensor and
+    the counts follow :func:`tacopt.partitioner.plan.evaluate`'s rules exactly (once per tensor and
     distinct destination device / format, graph boundaries included when the problem counts them).
 
     Examples
     --------
-    >>> from partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
+    >>> from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
     >>> cpu, gpu = Choice("CPU", "FLOAT", 3.0), Choice("GPU", "QUANTIZED_INT8", 1.0)
     >>> p = PickProblem((Unit("a", (cpu, gpu)), Unit("b", (cpu,)), Unit("c", (cpu,))),
     ...     (TensorEdge("t", "a", ("b", "c"), (100,), "float32"),), Link(5.0, 10.0), 2.0)
     >>> count_moves(p, {"a": gpu, "b": cpu, "c": cpu})
     (1, 1)
     """
-    from partitioner.plan import choice_indices, evaluate_index
-    from partitioner.problem import index_problem
+    from tacopt.partitioner.plan import choice_indices, evaluate_index
+    from tacopt.partitioner.problem import index_problem
 
     index = index_problem(problem)
     n_dev = len(index.devices)
@@ -242,7 +243,8 @@ def run_case(case: Case, done: Mapping[str, Mapping[str, Any]] | None = None) ->
     """Run every picker of ``case`` not already in ``done`` (records by picker) on one problem.
 
     Returns the new records in picker order. Never raises for a failing model or picker: the
-    failure becomes a record with status ERROR (a :class:`~fusion.errors.TacoptError`) or CRASH.
+    failure becomes a record with status ERROR (a :class:`~tacopt.fusion.errors.TacoptError`) or
+    CRASH.
     """
     done = done or {}
     todo = [p for p in case.pickers if p not in done]
@@ -278,7 +280,7 @@ def run_case(case: Case, done: Mapping[str, Mapping[str, Any]] | None = None) ->
 
 
 def _run_picker(case: Case, problem: Any, picker: str, record: dict) -> dict:
-    from partitioner.pickers import pick, picker_options
+    from tacopt.partitioner.pickers import pick, picker_options
 
     try:
         accepted = picker_options(picker)

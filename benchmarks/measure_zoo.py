@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from cost_models.measure import (
+from tacopt.cost_models.measure import (
     TYPE_NAMES,
     MeasureConfig,
     gate_summary,

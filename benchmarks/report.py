@@ -35,9 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import FAILED, read_records
-from benchmarks.zoos import BenchmarkError
-from fusion.io import atomic_write
+from tacopt.benchmarks.harness import FAILED, read_records
+from tacopt.benchmarks.zoos import BenchmarkError
+from tacopt.fusion.io import atomic_write
 
 #: Relative tolerance under which a picker counts as equal to exact.
 RATIO_TOL = 1e-6
@@ -80,7 +80,7 @@ def picker_summary(records: Sequence[Mapping[str, Any]]) -> list[PickerSummary]:
     Parameters
     ----------
     records : sequence of dict
-        Records as written by :func:`benchmarks.harness.run_study`.
+        Records as written by :func:`tacopt.benchmarks.harness.run_study`.
 
     Returns
     -------
@@ -436,7 +436,7 @@ def write_report(
     Parameters
     ----------
     records : sequence of dict
-        Records of a study (see :mod:`benchmarks.harness`).
+        Records of a study (see :mod:`tacopt.benchmarks.harness`).
     out_dir : path
         Created if needed.
     title : str

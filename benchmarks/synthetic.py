@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
+from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
 
 _TRANSFER_1GBPS = Link(per_byte=0.001, fixed=50.0)  # µs: 1 GB/s plus 50 µs per transfer
 _DEVICE_SPEEDUP = {"CPU": 1.0, "GPU": 4.0, "NPU": 8.0}

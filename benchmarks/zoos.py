@@ -39,9 +39,9 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
-from fusion.errors import TacoptError
-from fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
-from fusion.registry import Registry
+from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
+from tacopt.fusion.registry import Registry
 
 #: Folder of the models bundled with the project.
 BUNDLED_DIR = Path(__file__).resolve().parent / "models"
@@ -79,8 +79,9 @@ class ZooFactory(Protocol):
 _ZOOS: Registry[ZooFactory] = Registry("zoo", BenchmarkError)
 
 
-def register_zoo(name: str, factory: ZooFactory) -> None:
-    """Register a zoo under ``name``; raises :class:`BenchmarkError` if the name is taken.
+def register_zoo(name: str, factory: ZooFactory, *, replace: bool = False) -> None:
+    """Register a zoo under ``name``; raises :class:`BenchmarkError` if the name is taken
+    (unless ``replace``).
 
     Examples
     --------
@@ -88,7 +89,7 @@ def register_zoo(name: str, factory: ZooFactory) -> None:
     >>> [i.name for i in resolve_zoo("doc-example")]
     ['m']
     """
-    _ZOOS.add(name, factory)
+    _ZOOS.add(name, factory, replace=replace)
 
 
 def known_zoos() -> list[str]:
@@ -137,7 +138,7 @@ def load_item(item: ZooItem) -> nx.MultiDiGraph | Any:
     39
     """
     if item.kind == "tflite":
-        from fusion.reader import read_tflite
+        from tacopt.fusion.reader import read_tflite
 
         return read_tflite(item.source)
     if item.kind == "graph":
@@ -319,7 +320,7 @@ def transformer_stack(
 
     Examples
     --------
-    >>> from fusion.ir import validate_graph
+    >>> from tacopt.fusion.ir import validate_graph
     >>> G = transformer_stack(2)
     >>> validate_graph(G); G.number_of_nodes()
     78
@@ -405,7 +406,7 @@ def resnet_chain(
 
     Examples
     --------
-    >>> from fusion.ir import validate_graph
+    >>> from tacopt.fusion.ir import validate_graph
     >>> G = resnet_chain(5, dtype="int8")
     >>> validate_graph(G); G.number_of_nodes()
     25
@@ -428,8 +429,8 @@ def resnet_chain(
 
 
 def layered_dag(n_units: int, seed: int) -> Any:
-    """A random layered-DAG pick problem (``benchmarks.synthetic.layered_dag_problem``)."""
-    from benchmarks.synthetic import layered_dag_problem
+    """A random layered-DAG pick problem (``tacopt.benchmarks.synthetic.layered_dag_problem``)."""
+    from tacopt.benchmarks.synthetic import layered_dag_problem
 
     return layered_dag_problem(n_units, seed=seed)
 

@@ -45,8 +45,8 @@ from typing import Any, Protocol, runtime_checkable
 import networkx as nx
 import numpy as np
 
-from fusion.errors import TacoptError
-from fusion.registry import Registry
+from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.registry import Registry
 
 #: The inference types of TAC (``InferenceType`` in tac/common/targets.h), ``UNKNOWN`` excluded.
 INFERENCE_TYPES: tuple[str, ...] = ("FLOAT", "QUANTIZED_INT8", "QUANTIZED_UINT8", "HYBRID")
@@ -187,7 +187,7 @@ def check_cost(value: float | None, *, model: str, op: str, device: str) -> floa
     >>> check_cost(float("nan"), model="m", op="add_0", device="CPU")
     Traceback (most recent call last):
     ...
-    cost_models.base.CostModelError: cost model 'm' returned nan for op 'add_0' on CPU
+    tacopt.cost_models.base.CostModelError: cost model 'm' returned nan for op 'add_0' on CPU
     """
     if value is None:
         return None
@@ -225,7 +225,7 @@ def view_cost(
     """Cost of running ``nodes`` together on ``device``: the model's ``view_cost`` if it has one,
     else the sum of its op costs; ``None`` when any op is unsupported.
 
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> G = make_graph("g", [Tensor("x", (10,), "float32"), Tensor("y", (10,), "float32")],
     ...                [Op("add_0", "ADD", ("x", "x"), ("y",))], ["x"], ["y"])
     >>> view_cost(get_cost_model("tac"), G, ["add_0"], "CPU", "FLOAT")
@@ -335,7 +335,7 @@ class FallbackCostModel(CostModelBase):
     >>> get_cost_model("tac+roofline")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cost_models.base.CostModelError: cannot chain cost models of different units: tac (tac), ...
+    tacopt.cost_models.base.CostModelError: cannot chain cost models of different units: ...
     """
 
     def __init__(self, models: Sequence[CostModel]) -> None:
@@ -402,26 +402,34 @@ def _knows(model: CostModel, device: str) -> bool:
 
 _REGISTRY: Registry[Callable[[], CostModel]] = Registry("cost model", CostModelError)
 #: Modules whose import registers the built-in models (imported on first lookup).
-_BUILTIN_MODULES = ("cost_models.tac", "cost_models.roofline", "cost_models.learned")
+_BUILTIN_MODULES = (
+    "tacopt.cost_models.tac",
+    "tacopt.cost_models.roofline",
+    "tacopt.cost_models.learned",
+)
 
 
-def register_cost_model(name: str, factory: Callable[[], CostModel]) -> None:
+def register_cost_model(
+    name: str, factory: Callable[[], CostModel], *, replace: bool = False
+) -> None:
     """Register ``factory`` (a no-argument callable returning a model) under ``name``.
+
+    ``replace=True`` replaces a model of the same name (re-running a notebook cell).
 
     Raises
     ------
     CostModelError
-        When ``name`` is already registered.
+        When ``name`` is already registered and ``replace`` is False.
 
     Examples
     --------
     >>> register_cost_model("tac", object)
     Traceback (most recent call last):
     ...
-    cost_models.base.CostModelError: cost model 'tac' is already registered
+    tacopt.cost_models.base.CostModelError: cost model 'tac' is already registered
     """
     _load_builtins()
-    _REGISTRY.add(name, factory)
+    _REGISTRY.add(name, factory, replace=replace)
 
 
 def registered_cost_models() -> list[str]:
@@ -452,7 +460,7 @@ def get_cost_model(spec: str | CostModel, *, checked: bool = True) -> CostModel:
     >>> get_cost_model("nope")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    cost_models.base.CostModelError: unknown cost model 'nope' (known: ...)
+    tacopt.cost_models.base.CostModelError: unknown cost model 'nope' (known: ...)
     """
     if isinstance(spec, str):
         model = _build(spec)

@@ -54,7 +54,7 @@ def register_measure(subparsers: Any) -> None:
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from cost_models.measure import TYPE_NAMES, MeasureConfig, MeasureError, measure_models
+    from tacopt.cost_models.measure import TYPE_NAMES, MeasureConfig, MeasureError, measure_models
 
     names = tuple(t.strip() for t in args.types.split(",") if t.strip())
     for name in names:
@@ -105,9 +105,9 @@ def register_fit(subparsers: Any) -> None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from cost_models.learned import LearnedCostModel, evaluate, fit
-    from cost_models.measure import read_records
-    from fusion.io import atomic_write
+    from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
+    from tacopt.cost_models.measure import read_records
+    from tacopt.fusion.io import atomic_write
 
     train = read_records(args.records)
     doc = fit(train)

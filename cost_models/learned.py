@@ -1,6 +1,6 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
-Fit (:func:`fit`) on records from :mod:`cost_models.measure`; the model is plain JSON (format
+Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.measure`; the model is plain JSON (format
 ``tacopt-learned``, version 3), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. The target is the log of the measured single-op latency
 (one ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
@@ -8,7 +8,7 @@ latency *inside a model*: the prediction net of that overhead, times ``in_model_
 
 How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`):
 
-1. ``exact``: the configuration (same :func:`cost_models.measure.op_key`) was measured: its
+1. ``exact``: the configuration (same :func:`tacopt.cost_models.measure.op_key`) was measured: its
    latency.
 2. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
    elements]`` for the op's (kind, inference type), shrunk towards the kind's fit, itself shrunk
@@ -17,7 +17,7 @@ How a prediction is made (the source is reported by :meth:`LearnedCostModel.pred
    lists) fitted on the residuals over :data:`FEATURES` (types, log FLOPs / bytes, kernel
    geometry, and features that follow the kernels: GEMM K and N, im2col bytes, channel tiles of
    8 / 16, broadcast pattern, strided-copy runs) and one flag per frequent kind.
-3. ``movement``: a data-movement op (:data:`cost_models.ops.MOVEMENT`: SLICE, CONCATENATION,
+3. ``movement``: a data-movement op (:data:`tacopt.cost_models.ops.MOVEMENT`: SLICE, CONCATENATION,
    TRANSPOSE, PAD, ...) costs fixed + per byte x bytes moved + per run x contiguous runs
    copied (:func:`movement_fits`), fitted per (kind, inference type); a kind with fewer than 3
    records, or asked beyond ``RANGE`` x the bytes it was fitted on, uses the fit pooled over
@@ -48,7 +48,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from cost_models.base import (
+from tacopt.cost_models.base import (
     CostModelBase,
     CostModelError,
     LinkCost,
@@ -56,7 +56,7 @@ from cost_models.base import (
     needs_conversion,
     register_model_format,
 )
-from cost_models.ops import MOVEMENT, trip_count
+from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
 VERSION = 3
@@ -452,7 +452,7 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
 
     Parameters
     ----------
-    records : records from :func:`cost_models.measure.read_records` (``op`` and ``model``).
+    records : records from :func:`tacopt.cost_models.measure.read_records` (``op`` and ``model``).
     device : the device the records were measured on.
 
     Raises
@@ -755,7 +755,7 @@ class LearnedCostModel(CostModelBase):
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
     ) -> float | None:
         """Predicted latency (us) of op ``node`` inside a model on this model's device."""
-        from cost_models.measure import UNMEASURABLE, op_features, op_key
+        from tacopt.cost_models.measure import UNMEASURABLE, op_features, op_key
 
         self.check_device(device)
         check_inference_type(inference_type, model=self.name)

@@ -2,8 +2,8 @@
 
 Each op of each model (nested WHILE / IF bodies included) is cut into a single-op graph: the op,
 its non-constant inputs as graph inputs, its constants filled with random values
-(:func:`fill_constants`, seeded), written with :func:`fusion.writer.serialize_tflite` and timed
-with ``ai_edge_litert.interpreter.Interpreter`` at a fixed thread count (default 1).
+(:func:`fill_constants`, seeded), written with :func:`tacopt.fusion.writer.serialize_tflite` and
+timed with ``ai_edge_litert.interpreter.Interpreter`` at a fixed thread count (default 1).
 Identical configurations (same :func:`op_key`) are measured once. The whole model is timed too
 (record type ``"model"``), with the op keys it is made of (WHILE bodies multiplied by their trip
 count) so sums of op latencies can be checked against it.
@@ -59,9 +59,9 @@ from typing import Any, TextIO
 import networkx as nx
 import numpy as np
 
-from cost_models.ops import inference_type, op_counts, trip_count
-from fusion.errors import TacoptError
-from fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, numpy_dtype, ops_of
+from tacopt.cost_models.ops import inference_type, op_counts, trip_count
+from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, numpy_dtype, ops_of
 
 #: Kinds that cannot run as a single op: control flow needs its bodies, the rest need state.
 UNMEASURABLE = {
@@ -128,10 +128,10 @@ class MeasureConfig:
 
 
 def fill_constants(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
-    """A copy of ``G`` whose dropped constants hold random values (uses fusion.rehydrate when
+    """A copy of ``G`` whose dropped constants hold random values (uses tacopt.fusion.rehydrate when
     available; otherwise small floats, full-range int8 / uint8, small int32)."""
     try:
-        from fusion.rehydrate import rehydrate
+        from tacopt.fusion.rehydrate import rehydrate
     except ImportError:
         pass
     else:
@@ -178,7 +178,7 @@ def _random_array(t: Tensor, rng: np.random.Generator) -> np.ndarray:
 def cut_op(G: nx.MultiDiGraph, node: str) -> nx.MultiDiGraph:
     """A graph holding only op ``node`` of ``G``: its non-constant inputs become graph inputs.
 
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> ts = [Tensor(n, (2,), "float32") for n in "xyz"]
     >>> G = make_graph("g", ts, [Op("neg_0", "NEG", ("x",), ("y",)),
     ...                          Op("neg_1", "NEG", ("y",), ("z",))], ["x"], ["z"])
@@ -519,7 +519,7 @@ class Gate:
     """
 
     def __init__(self, cfg: MeasureConfig) -> None:
-        from fusion.writer import serialize_tflite
+        from tacopt.fusion.writer import serialize_tflite
 
         self.cfg = cfg
         probe_cfg = replace(cfg, sample_s=cfg.probe_s)
@@ -732,7 +732,7 @@ def time_models(
     instances of each instance's lowest quiet sample. A model the runtime refuses yields the
     exception instead of a timing.
 
-    >>> from fusion.writer import serialize_tflite
+    >>> from tacopt.fusion.writer import serialize_tflite
     >>> t = time_models([serialize_tflite(_neg_graph())], MeasureConfig(samples=3))[0]
     >>> 0 < t.cpu_us and t.samples + t.rejected >= 3 and t.instances >= 1
     True
@@ -858,8 +858,8 @@ def measure_models(
         Counts: ``measured``, ``reused`` (already measured configurations), ``skipped``,
         ``models``.
     """
-    from fusion.reader import read_tflite
-    from fusion.writer import serialize_tflite
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.writer import serialize_tflite
 
     out = Path(out)
     done_keys: set[str] = set()

@@ -14,7 +14,7 @@
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
 >>> ts = [Tensor("x", (1, 8), "float32"), Tensor("w", (4, 8), "float32"),
 ...       Tensor("y", (1, 4), "float32")]
 >>> G = make_graph("g", ts, [Op("fc_0", "FULLY_CONNECTED", ("x", "w", None), ("y",))],
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
-from fusion.errors import GraphError
-from fusion.ir import Op, Tensor
+from tacopt.fusion.errors import GraphError
+from tacopt.fusion.ir import Op, Tensor
 
 # --------------------------------------------------------------------------------------------
 # inference type
@@ -57,7 +57,7 @@ def tensor_kind(t: Tensor) -> str:
 def inference_type(G: nx.MultiDiGraph, node: str) -> str:
     """TAC's inference type of op ``node`` from its operand types.
 
-    >>> from fusion.ir import Op, Quantization, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Quantization, Tensor, make_graph
     >>> q = Quantization((0.5,), (0,))
     >>> ts = [Tensor("x", (2, 4), "float32"), Tensor("w", (3, 4), "int8", quantization=q),
     ...       Tensor("y", (2, 3), "float32")]
@@ -159,7 +159,7 @@ def _elems(t: Tensor) -> int:
 
 
 def _tensor_bytes(t: Tensor) -> float:
-    from fusion.ir import DTYPE_NBYTES
+    from tacopt.fusion.ir import DTYPE_NBYTES
 
     return _elems(t) * DTYPE_NBYTES.get(t.dtype, 0)
 
@@ -247,7 +247,7 @@ def op_counts(G: nx.MultiDiGraph, node: str, *, root: nx.MultiDiGraph | None = N
 
     Examples
     --------
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> ts = [Tensor("x", (2, 3), "float32"), Tensor("y", (2, 3), "float32")]
     >>> G = make_graph("g", ts, [Op("tanh_0", "TANH", ("x",), ("y",))], ["x"], ["y"])
     >>> op_counts(G, "tanh_0").flops

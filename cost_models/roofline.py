@@ -8,8 +8,8 @@ each file's ``source`` field.
 
     latency_us = max(FLOPs / (peak x efficiency), bytes / bandwidth) + launch_overhead_us
 
-FLOPs and bytes come from :func:`cost_models.ops.op_counts`. The compute peak is chosen by the
-inference type: FLOAT uses the profile's ``float_precision`` (default float32), QUANTIZED_* use
+FLOPs and bytes come from :func:`tacopt.cost_models.ops.op_counts`. The compute peak is chosen by
+the inference type: FLOAT uses the profile's ``float_precision`` (default float32), QUANTIZED_* use
 int8, HYBRID uses ``hybrid`` (else float32). When the requested inference type differs from the
 op's own (a quantized op run in float after dequantizing, say), activation bytes scale with the
 element size (x4 from int8 to float, /4 back).
@@ -40,7 +40,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from cost_models.base import (
+from tacopt.cost_models.base import (
     CostModelBase,
     CostModelError,
     LinkCost,
@@ -49,8 +49,8 @@ from cost_models.base import (
     register_cost_model,
     register_model_format,
 )
-from cost_models.ops import inference_type as op_inference_type
-from cost_models.ops import op_counts
+from tacopt.cost_models.ops import inference_type as op_inference_type
+from tacopt.cost_models.ops import op_counts
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 DEFAULT_PROFILES = ("mobile_cpu", "mobile_gpu", "mobile_npu", "desktop_gpu")
@@ -170,7 +170,7 @@ class RooflineCostModel(CostModelBase):
     ) -> float | None:
         """Latency in us of op ``node`` on ``device``; None when the profile does not support it.
 
-        >>> from fusion.ir import Op, Tensor, make_graph
+        >>> from tacopt.fusion.ir import Op, Tensor, make_graph
         >>> ts = [Tensor("x", (1, 1000), "float32"), Tensor("y", (1, 1000), "float32")]
         >>> G = make_graph("g", ts, [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
         >>> round(RooflineCostModel.default().op_cost(G, "relu_0", "CPU", "FLOAT"), 3)

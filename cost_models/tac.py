@@ -57,7 +57,7 @@ here the ops are costed as given.
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
 >>> ts = [Tensor(n, (256, 32, 32, 3), "float32") for n in "abc"]
 >>> G = make_graph("g", ts, [Op("add_0", "ADD", ("a", "b"), ("c",))], ["a", "b"], ["c"])
 >>> m = TacCostModel()
@@ -74,7 +74,7 @@ from collections.abc import Callable, Sequence
 import networkx as nx
 import numpy as np
 
-from cost_models.base import (
+from tacopt.cost_models.base import (
     QUANTIZED_TYPES,
     CostModelBase,
     CostModelError,
@@ -82,7 +82,7 @@ from cost_models.base import (
     check_inference_type,
     register_cost_model,
 )
-from fusion.ir import Tensor
+from tacopt.fusion.ir import Tensor
 
 F32 = np.float32
 
@@ -256,7 +256,7 @@ class TacCostModel(CostModelBase):
     ) -> float | None:
         """Cost of op ``node`` on ``device`` in ``inference_type``; None when unsupported.
 
-        >>> from fusion.ir import Op, Tensor, make_graph
+        >>> from tacopt.fusion.ir import Op, Tensor, make_graph
         >>> ts = [Tensor("x", (100,), "float32"), Tensor("y", (2, 100), "float32")]
         >>> G = make_graph("g", ts, [Op("pack_0", "PACK", ("x", "x"), ("y",))], ["x"], ["y"])
         >>> TacCostModel().op_cost(G, "pack_0", "CPU", "FLOAT")
@@ -328,7 +328,7 @@ def tac_transfer_bits(t: Tensor) -> int:
         return _elements(t) * 8
     bits = {"bool": 1, "int4": 4, "uint4": 4, "int2": 2}.get(t.dtype)
     if bits is None:
-        from fusion.ir import DTYPE_NBYTES
+        from tacopt.fusion.ir import DTYPE_NBYTES
 
         bits = int(DTYPE_NBYTES.get(t.dtype, 0) * 8)
     return _elements(t) * bits

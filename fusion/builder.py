@@ -3,8 +3,8 @@
 :class:`GraphBuilder` hands out tensor names: :meth:`~GraphBuilder.input` declares a graph input,
 :meth:`~GraphBuilder.const` a constant from a numpy array, :meth:`~GraphBuilder.op` appends an op
 whose output shape and dtype are inferred for the common kinds (or given with ``shape=`` /
-``dtype=``), and :meth:`~GraphBuilder.build` returns the IR of :mod:`fusion.ir` through
-:func:`fusion.ir.make_graph`. Ops are named like the reader names them,
+``dtype=``), and :meth:`~GraphBuilder.build` returns the IR of :mod:`tacopt.fusion.ir` through
+:func:`tacopt.fusion.ir.make_graph`. Ops are named like the reader names them,
 ``f"{kind.lower()}_{index}"``; an op's single output tensor gets the op's name (``name:i`` when
 there are several). Options use the schema's field names (``padding``, ``stride_w``,
 ``fused_activation_function``, ...) with enums as names; unset options of the common kinds get
@@ -60,9 +60,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from fusion.composites import Composite
-from fusion.errors import GraphError
-from fusion.ir import Buffer, ModelInfo, Op, Quantization, Tensor, make_graph
+from tacopt.fusion.composites import Composite
+from tacopt.fusion.errors import GraphError
+from tacopt.fusion.ir import Buffer, ModelInfo, Op, Quantization, Tensor, make_graph
 
 #: Options every op of a kind gets unless given (TFLite's schema defaults, enums as names).
 DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {

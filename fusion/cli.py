@@ -17,7 +17,7 @@ from typing import Any
 
 import networkx as nx
 
-from fusion.errors import TacoptError
+from tacopt.fusion.errors import TacoptError
 
 
 class OutputError(TacoptError):
@@ -68,14 +68,14 @@ def summarize(G: nx.MultiDiGraph) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> G = make_graph("main", [Tensor("x", (1, 4), "float32"), Tensor("y", (1, 4), "float32")],
     ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
     >>> s = summarize(G)
     >>> s["ops"], s["op_histogram"], s["inputs"][0]["shape"]
     (1, {'RELU': 1}, [1, 4])
     """
-    from fusion.ir import all_graphs, ops_of
+    from tacopt.fusion.ir import all_graphs, ops_of
 
     graphs = all_graphs(G)
     hist = Counter(op.kind for g in graphs for _, op in ops_of(g))
@@ -150,7 +150,7 @@ def format_summary(summary: dict[str, Any], path: Path) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
-    from fusion.reader import read_tflite
+    from tacopt.fusion.reader import read_tflite
 
     opts = InspectOptions(model=args.model, json=args.json)
     summary = summarize(read_tflite(opts.model))
@@ -162,9 +162,9 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
 
 def _run_rehydrate(args: argparse.Namespace) -> int:
-    from fusion.reader import read_tflite
-    from fusion.rehydrate import rehydrate
-    from fusion.writer import write_tflite
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.rehydrate import rehydrate
+    from tacopt.fusion.writer import write_tflite
 
     opts = RehydrateOptions(source=args.source, target=args.target, seed=args.seed)
     G = read_tflite(opts.source)

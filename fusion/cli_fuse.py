@@ -32,9 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
-    from fusion.reader import read_tflite
-    from fusion.writer import write_tflite
+    from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.writer import write_tflite
 
     opts = FuseOptions(args.model, args.json, args.output, args.strict, args.builtins_only)
     G = read_tflite(opts.model)

@@ -13,10 +13,10 @@ from typing import Any
 
 from flatbuffers import flexbuffers
 
-from fusion.errors import FusionError
-from fusion.ir import Op
-from fusion.registry import Registry
-from fusion.rules.base import Editor, Rewrite, op_name
+from tacopt.fusion.errors import FusionError
+from tacopt.fusion.ir import Op
+from tacopt.fusion.registry import Registry
+from tacopt.fusion.rules.base import Editor, Rewrite, op_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +57,9 @@ class Fusion:
 _FUSIONS: Registry[Fusion] = Registry("fusion", FusionError)
 
 
-def register_fusion(name: str, verify_signature: VerifySignature, rewrite: RewriteFn) -> Fusion:
+def register_fusion(
+    name: str, verify_signature: VerifySignature, rewrite: RewriteFn, *, replace: bool = False
+) -> Fusion:
     """Register the fusion of composites implementing ``name``.
 
     Parameters
@@ -70,6 +72,8 @@ def register_fusion(name: str, verify_signature: VerifySignature, rewrite: Rewri
     rewrite : callable
         ``(editor, composite) -> Rewrite``: the ops replacing the region's ops; they must
         produce the composite's outputs.
+    replace : bool
+        Replace a fusion of the same name (re-running a notebook cell) instead of raising.
 
     Raises
     ------
@@ -83,7 +87,7 @@ def register_fusion(name: str, verify_signature: VerifySignature, rewrite: Rewri
     True
     >>> unregister_fusion("doc_example")
     """
-    return _FUSIONS.add(name, Fusion(name, verify_signature, rewrite))
+    return _FUSIONS.add(name, Fusion(name, verify_signature, rewrite), replace=replace)
 
 
 def unregister_fusion(name: str) -> None:

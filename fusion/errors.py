@@ -17,7 +17,7 @@ class ModelFormatError(TacoptError):
 
 
 class GraphError(TacoptError):
-    """A graph that breaks an IR invariant checked by :func:`fusion.ir.validate_graph`."""
+    """A graph that breaks an IR invariant checked by :func:`tacopt.fusion.ir.validate_graph`."""
 
 
 class FusionError(TacoptError):
@@ -26,3 +26,7 @@ class FusionError(TacoptError):
 
 class ExecutionError(TacoptError):
     """The reference executor met an op it cannot run or inputs it cannot use."""
+
+
+class OutputError(TacoptError):
+    """An output path that cannot be written: a folder, a missing parent, no permission."""

@@ -8,8 +8,8 @@ How it runs
 -----------
 Ops run in node order; every op looks up its kernel by ``Op.kind`` in one registry
 (:func:`register_kernel`; custom ops register as ``"CUSTOM:<code>"``). A kernel receives an
-:class:`~fusion.kernels.common.OpCall` and returns its output arrays. The fused activation of an
-op that has ``fused_activation_function`` is applied after its kernel by the executor (except
+:class:`~tacopt.fusion.kernels.common.OpCall` and returns its output arrays. The fused activation of
+an op that has ``fused_activation_function`` is applied after its kernel by the executor (except
 for the LSTMs and RNNs, where the option names the cell activation). Nested graphs (WHILE / IF /
 CALL_ONCE bodies) run by name from ``G.graph["subgraphs"]``.
 
@@ -21,7 +21,7 @@ every quantized output (``q = clamp(round_half_away(real / scale) + zero_point)`
 TFLite's reference kernels compute up to the rounding of their fixed-point multipliers: one
 quantization step per op at most (pure data movement, MAX_POOL, RELU and QUANTIZE of a float are
 exact). CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with int8 / uint8 input, weights and
-output take an exact integer path instead (:mod:`fusion.kernels.integer`: int32 accumulation,
+output take an exact integer path instead (:mod:`tacopt.fusion.kernels.integer`: int32 accumulation,
 TFLite's Q31 multiplier with single rounding), bit-equal to the builtin kernels. Hybrid
 (dynamic-range) kernels quantize their float activations per row first, symmetrically as
 TFLite's builtin kernels do (XNNPack quantizes rows asymmetrically: about 1 % apart).
@@ -57,7 +57,7 @@ Quantized outputs match within one quantization step per op (``atol = scale``).
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
 >>> G = make_graph("g", [Tensor("x", (3,), "float32"), Tensor("y", (3,), "float32")],
 ...                [Op("relu6_0", "RELU6", ("x",), ("y",))], ["x"], ["y"])
 >>> run_graph(G, {"x": np.array([-1.0, 3.0, 9.0], np.float32)})["y"]
@@ -72,10 +72,10 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from fusion.errors import ExecutionError, TacoptError
-from fusion.ir import Tensor, numpy_dtype, ops_of
-from fusion.kernels import array, control, elementwise, nn
-from fusion.kernels.common import (
+from tacopt.fusion.errors import ExecutionError, TacoptError
+from tacopt.fusion.ir import Tensor, numpy_dtype, ops_of
+from tacopt.fusion.kernels import array, control, elementwise, nn
+from tacopt.fusion.kernels.common import (
     Kernel,
     KernelSpec,
     OpCall,
@@ -84,8 +84,8 @@ from fusion.kernels.common import (
     is_quantized,
     quantize,
 )
-from fusion.kernels.integer import INTEGER_KERNELS
-from fusion.registry import Registry
+from tacopt.fusion.kernels.integer import INTEGER_KERNELS
+from tacopt.fusion.registry import Registry
 
 __all__ = [
     "OpCall",
@@ -402,7 +402,7 @@ def run_graph(G: nx.MultiDiGraph, inputs: Mapping[str, np.ndarray]) -> dict[str,
     Parameters
     ----------
     G : networkx.MultiDiGraph
-        A graph of :mod:`fusion.ir` (the main graph; nested graphs come from
+        A graph of :mod:`tacopt.fusion.ir` (the main graph; nested graphs come from
         ``G.graph["subgraphs"]``). Dropped constants must be filled first (``rehydrate``).
     inputs : mapping
         Tensor name -> array for every graph input, in the stored dtype (quantized inputs as
@@ -421,7 +421,7 @@ def run_graph(G: nx.MultiDiGraph, inputs: Mapping[str, np.ndarray]) -> dict[str,
 
     Examples
     --------
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> G = make_graph("g", [Tensor(n, (2,), "float32") for n in "abc"],
     ...                [Op("add_0", "ADD", ("a", "b"), ("c",))], ["a", "b"], ["c"])
     >>> run_graph(G, {"a": np.ones(2), "b": np.arange(2)})["c"]
@@ -457,7 +457,7 @@ def run_op(
 
     Examples
     --------
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> G = make_graph("g", [Tensor("x", (2,), "float32"), Tensor("y", (2,), "float32")],
     ...                [Op("neg_0", "NEG", ("x",), ("y",))], ["x"], ["y"])
     >>> run_op(G, "neg_0", {"x": np.array([1.0, -2.0], np.float32)})["y"]
@@ -524,7 +524,7 @@ def random_inputs(G: nx.MultiDiGraph, *, seed: int) -> dict[str, np.ndarray]:
 
     Examples
     --------
-    >>> from fusion.ir import Tensor, make_graph
+    >>> from tacopt.fusion.ir import Tensor, make_graph
     >>> G = make_graph("g", [Tensor("x", (2, 3), "float32")], [], ["x"], ["x"])
     >>> x = random_inputs(G, seed=0)["x"]
     >>> x.shape, x.dtype, bool((abs(x) <= 1).all())

@@ -3,10 +3,10 @@
 The pipeline, in named stages:
 
 1. **composites**: every composite recorded by the builder (``G.graph["composites"]``) and every
-   STABLEHLO_COMPOSITE op goes through the fusion registry (:mod:`fusion.composites`);
+   STABLEHLO_COMPOSITE op goes through the fusion registry (:mod:`tacopt.fusion.composites`);
 2. **rules**: the rule list (default :data:`DEFAULT_RULES`: the LSTM loop fusion and the pattern
-   rules of :mod:`fusion.rules.patterns`) is applied to the main graph, then to every nested graph
-   still called, repeating until nothing changes;
+   rules of :mod:`tacopt.fusion.rules.patterns`) is applied to the main graph, then to every nested
+   graph still called, repeating until nothing changes;
 3. **assemble**: a new graph (the input is never mutated) keeping only referenced tensors and
    nested graphs; each fused op's ``origin`` lists the original ops it replaced.
 """
@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
-from fusion.composites import Composite, fuse_composites, stablehlo_composites
-from fusion.ir import ops_of
-from fusion.lstm import RULES as LSTM_RULES
-from fusion.rules.base import Editor, Rule
-from fusion.rules.patterns import BUILTIN_RULES
-from fusion.rules.patterns import RULES as PATTERN_RULES
+from tacopt.fusion.composites import Composite, fuse_composites, stablehlo_composites
+from tacopt.fusion.ir import ops_of
+from tacopt.fusion.lstm import RULES as LSTM_RULES
+from tacopt.fusion.rules.base import Editor, Rule
+from tacopt.fusion.rules.patterns import BUILTIN_RULES
+from tacopt.fusion.rules.patterns import RULES as PATTERN_RULES
 
 #: Every built-in rule, in the order they are tried.
 DEFAULT_RULES: list[Rule] = [*LSTM_RULES, *PATTERN_RULES]
@@ -53,12 +53,12 @@ def fuse(
     Parameters
     ----------
     G : networkx.MultiDiGraph
-        A graph in the IR of :mod:`fusion.ir` (not modified).
+        A graph in the IR of :mod:`tacopt.fusion.ir` (not modified).
     rules : sequence of Rule, optional
         The pattern rules to apply (default :data:`DEFAULT_RULES`; ``[]`` fuses composites only).
     strict : bool
-        Raise :class:`~fusion.errors.FusionError` for a composite that cannot be fused instead
-        of returning a warning.
+        Raise :class:`~tacopt.fusion.errors.FusionError` for a composite that cannot be fused
+        instead of returning a warning.
 
     Returns
     -------
@@ -70,7 +70,7 @@ def fuse(
     Examples
     --------
     >>> import numpy as np
-    >>> from fusion.builder import GraphBuilder
+    >>> from tacopt.fusion.builder import GraphBuilder
     >>> b = GraphBuilder()
     >>> x = b.input("x", (1, 4, 4, 2))
     >>> y = b.op("RELU", b.op("CONV_2D", x, np.ones((3, 1, 1, 2)), np.zeros(3)))
@@ -150,7 +150,7 @@ def _with_origins(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
 def op_histogram(G: nx.MultiDiGraph) -> dict[str, int]:
     """Op kind -> count over the main and nested graphs, sorted by kind.
 
-    >>> from fusion.builder import GraphBuilder
+    >>> from tacopt.fusion.builder import GraphBuilder
     >>> b = GraphBuilder()
     >>> op_histogram(b.build(outputs=[b.op("RELU", b.op("RELU", b.input("x", (2,))))]))
     {'RELU': 2}

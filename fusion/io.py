@@ -1,10 +1,18 @@
-"""Small file helpers shared by every package: outputs are written atomically."""
+"""Small file helpers shared by every package: outputs are checked first and written atomically.
+
+A command with several outputs checks every path before it starts work
+(:func:`check_output_path`), then writes them all or none (:func:`all_or_nothing`).
+"""
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+
+from tacopt.fusion.errors import OutputError
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
@@ -34,6 +42,170 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def check_output_path(path: str | os.PathLike[str], *, what: str = "output") -> Path:
+    """``path`` as a :class:`~pathlib.Path` if a file can be written there, else one clear error.
+
+    Parameters
+    ----------
+    path : path-like
+        Where a file will be written.
+    what : str
+        What the file is, for the message (``"--plan"``, ``"results file"``).
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    OutputError
+        ``path`` is a folder, its folder does not exist or is not a folder, or it is not writable.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> check_output_path(d / "plan.json") == d / "plan.json"
+    True
+    >>> check_output_path(d, what="--plan")
+    Traceback (most recent call last):
+    ...
+    tacopt.fusion.errors.OutputError: --plan: '...' is a folder, not a file
+    >>> check_output_path(d / "nodir" / "p.json", what="--plan")
+    Traceback (most recent call last):
+    ...
+    tacopt.fusion.errors.OutputError: --plan: folder '...nodir' does not exist
+    """
+    path = Path(path)
+    if str(path) == "" or path.is_dir():
+        raise OutputError(f"{what}: {str(path)!r} is a folder, not a file")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise OutputError(f"{what}: folder '{parent}' does not exist")
+    if not parent.is_dir():
+        raise OutputError(f"{what}: '{parent}' is not a folder")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise OutputError(f"{what}: folder '{parent}' is not writable")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise OutputError(f"{what}: '{path}' is not writable")
+    return path
+
+
+def check_output_folder(path: str | os.PathLike[str], *, what: str = "output folder") -> Path:
+    """``path`` as a Path if it is a writable folder or can be created as one, else one error.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> check_output_folder(d / "new" / "deeper") == d / "new" / "deeper"
+    True
+    >>> (d / "f").write_text("x")
+    1
+    >>> check_output_folder(d / "f", what="--out")
+    Traceback (most recent call last):
+    ...
+    tacopt.fusion.errors.OutputError: --out: '...f' is a file, not a folder
+    """
+    path = Path(path)
+    existing = path
+    while not existing.exists():
+        if existing.parent == existing:
+            break
+        existing = existing.parent
+    if not existing.is_dir():
+        kind = "a file" if existing == path else f"under the file '{existing}'"
+        raise OutputError(f"{what}: '{path}' is {kind}, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise OutputError(f"{what}: folder '{existing}' is not writable")
+    return path
+
+
+class Staging:
+    """Temporary files beside each output, renamed into place together by :func:`all_or_nothing`."""
+
+    def __init__(self) -> None:
+        self._staged: dict[Path, Path] = {}
+
+    def path(self, final: str | os.PathLike[str]) -> Path:
+        """A temporary path beside ``final``: write the output there (any writer will do)."""
+        final = Path(final)
+        if final not in self._staged:
+            parent = final.parent if str(final.parent) else Path(".")
+            fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{final.name}.", suffix=".tmp")
+            os.close(fd)
+            self._staged[final] = Path(tmp)
+        return self._staged[final]
+
+    def write(self, final: str | os.PathLike[str], data: bytes | str) -> Path:
+        """Stage ``data`` for ``final``."""
+        tmp = self.path(final)
+        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        return tmp
+
+    def _commit(self) -> None:
+        for final, tmp in self._staged.items():
+            os.chmod(tmp, 0o666 & ~_umask())
+            os.replace(tmp, final)
+        self._staged.clear()
+
+    def _discard(self) -> None:
+        for tmp in self._staged.values():
+            tmp.unlink(missing_ok=True)
+        self._staged.clear()
+
+
+@contextmanager
+def all_or_nothing(
+    outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+) -> Iterator[Staging]:
+    """Check every output path first, stage the files, and rename them all at the end.
+
+    Parameters
+    ----------
+    outputs : iterable of (what, path or None)
+        Each output the command may write, with its option name for messages; ``None`` skips.
+
+    Yields
+    ------
+    Staging
+        Write each output with ``staging.write(path, data)`` or to ``staging.path(path)``.
+        On any exception (Ctrl-C included) every staged file is removed and no output changes.
+
+    Raises
+    ------
+    OutputError
+        Before anything is written, when one of the paths cannot be written.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> with all_or_nothing([("--a", d / "a.txt"), ("--b", None)]) as out:
+    ...     _ = out.write(d / "a.txt", "A")
+    >>> sorted(p.name for p in d.iterdir())
+    ['a.txt']
+    >>> try:
+    ...     with all_or_nothing([("--a", d / "b.txt")]) as out:
+    ...         _ = out.write(d / "b.txt", "B")
+    ...         raise KeyboardInterrupt
+    ... except KeyboardInterrupt:
+    ...     pass
+    >>> sorted(p.name for p in d.iterdir())
+    ['a.txt']
+    """
+    for what, path in outputs:
+        if path is not None:
+            check_output_path(path, what=what)
+    staging = Staging()
+    try:
+        yield staging
+        staging._commit()
+    except BaseException:
+        staging._discard()
+        raise
 
 
 def _umask() -> int:

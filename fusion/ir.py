@@ -36,7 +36,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from fusion.errors import GraphError
+from tacopt.fusion.errors import GraphError
 
 # --------------------------------------------------------------------------------------------
 # dtypes
@@ -281,7 +281,7 @@ class Op:
         >>> op.input(2)
         Traceback (most recent call last):
         ...
-        fusion.errors.GraphError: op 'fc_0' (FULLY_CONNECTED): input 2 is omitted
+        tacopt.fusion.errors.GraphError: op 'fc_0' (FULLY_CONNECTED): input 2 is omitted
         """
         name = self.inputs[i] if -len(self.inputs) <= i < len(self.inputs) else None
         if name is None:
@@ -476,7 +476,7 @@ def validate_graph(G: nx.MultiDiGraph, *, _root: nx.MultiDiGraph | None = None) 
     >>> validate_graph(G)
     Traceback (most recent call last):
     ...
-    fusion.errors.GraphError: graph 'g': output tensor 'nope' does not exist
+    tacopt.fusion.errors.GraphError: graph 'g': output tensor 'nope' does not exist
     """
     gname = G.graph.get("name", "?")
     root = G if _root is None else _root

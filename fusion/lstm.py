@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from fusion.ir import Op, Tensor
-from fusion.rules.base import Editor, Rewrite, Rule, op_name
-from fusion.rules.pattern import P, match
+from tacopt.fusion.ir import Op, Tensor
+from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name
+from tacopt.fusion.rules.pattern import P, match
 
 GATES = ("i", "f", "g", "o")  # TFLite's order: input, forget, cell, output
 

@@ -1,12 +1,13 @@
-"""Read a TensorFlow Lite flatbuffer into the graph IR of :mod:`fusion.ir`.
+"""Read a TensorFlow Lite flatbuffer into the graph IR of :mod:`tacopt.fusion.ir`.
 
 Fields are read with the schema's generated accessors (``ai_edge_litert.schema_py_generated``);
 only the small per-op options tables go through the object API. Constant data is never copied:
-each :class:`~fusion.ir.Buffer` is a lazy view into the bytes (or memory map) the model was read
-from, and a buffer shared by several tensors is one shared ``Buffer`` object.
+each :class:`~tacopt.fusion.ir.Buffer` is a lazy view into the bytes (or memory map) the model was
+read from, and a buffer shared by several tensors is one shared ``Buffer`` object.
 
 Every structural problem (a missing or empty file, a wrong file identifier, truncation, an index
-out of range, a corrupt table) raises :class:`~fusion.errors.ModelFormatError` naming the file.
+out of range, a corrupt table) raises :class:`~tacopt.fusion.errors.ModelFormatError` naming the
+file.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from typing import Any
 import ai_edge_litert.schema_py_generated as fb
 import networkx as nx
 
-from fusion import schema
-from fusion.errors import ModelFormatError
-from fusion.ir import (
+from tacopt.fusion import schema
+from tacopt.fusion.errors import ModelFormatError
+from tacopt.fusion.ir import (
     TFLITE_DTYPES,
     Buffer,
     ModelInfo,
@@ -58,7 +59,7 @@ def read_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview)
     Returns
     -------
     networkx.MultiDiGraph
-        The model in the IR of :mod:`fusion.ir`; constants are lazy views, nothing is copied.
+        The model in the IR of :mod:`tacopt.fusion.ir`; constants are lazy views, nothing is copied.
 
     Raises
     ------

@@ -18,7 +18,15 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 
-from fusion.ir import FLOAT_DTYPES, Buffer, Tensor, all_graphs, make_graph, numpy_dtype, ops_of
+from tacopt.fusion.ir import (
+    FLOAT_DTYPES,
+    Buffer,
+    Tensor,
+    all_graphs,
+    make_graph,
+    numpy_dtype,
+    ops_of,
+)
 
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-127, 127),
@@ -50,7 +58,7 @@ def rehydrate(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
 
     Examples
     --------
-    >>> from fusion.ir import Buffer, Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph
     >>> w = Tensor("w", (4, 8), "float32", buffer=Buffer.placeholder(128))
     >>> G = make_graph("main", [Tensor("x", (1, 8), "float32"), w, Tensor("y", (1, 4), "float32")],
     ...                [Op("fc_0", "FULLY_CONNECTED", ("x", "w"), ("y",))], ["x"], ["y"])
@@ -135,7 +143,7 @@ def strip_weights(G: nx.MultiDiGraph, *, max_kept_bytes: int = 64) -> nx.MultiDi
 
     Examples
     --------
-    >>> from fusion.ir import Buffer, Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph
     >>> w = Tensor("w", (4, 8), "float32", buffer=Buffer.from_bytes(bytes(128)))
     >>> G = make_graph("main", [Tensor("x", (1, 8), "float32"), w, Tensor("y", (1, 4), "float32")],
     ...                [Op("fc_0", "FULLY_CONNECTED", ("x", "w"), ("y",))], ["x"], ["y"])

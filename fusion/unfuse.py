@@ -27,10 +27,10 @@ import networkx as nx
 import numpy as np
 from flatbuffers import flexbuffers
 
-from fusion.ir import Op, Tensor, ops_of
-from fusion.rules import custom as _custom  # noqa: F401  (registers the custom kernels)
-from fusion.rules.base import Editor, Rewrite
-from fusion.rules.patterns import ACT_PRODUCERS, ACTIVATIONS, FILTER_SLOTS
+from tacopt.fusion.ir import Op, Tensor, ops_of
+from tacopt.fusion.rules import custom as _custom  # noqa: F401  (registers the custom kernels)
+from tacopt.fusion.rules.base import Editor, Rewrite
+from tacopt.fusion.rules.patterns import ACT_PRODUCERS, ACTIVATIONS, FILTER_SLOTS
 
 
 class _Expander:
@@ -160,7 +160,7 @@ def unfuse(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
 
     Examples
     --------
-    >>> from fusion.builder import GraphBuilder
+    >>> from tacopt.fusion.builder import GraphBuilder
     >>> b = GraphBuilder()
     >>> G = b.build(outputs=[b.op("HARD_SWISH", b.input("x", (4,)))])
     >>> [op.kind for _, op in ops_of(unfuse(G))]

@@ -1,9 +1,9 @@
-"""Write the graph IR of :mod:`fusion.ir` back to a TensorFlow Lite flatbuffer.
+"""Write the graph IR of :mod:`tacopt.fusion.ir` back to a TensorFlow Lite flatbuffer.
 
-The writer is the inverse of :func:`fusion.reader.read_tflite`: reading its output gives an IR
-equal to the one written (``ir_diff`` is empty). Constants keep their state: data is written as
+The writer is the inverse of :func:`tacopt.fusion.reader.read_tflite`: reading its output gives an
+IR equal to the one written (``ir_diff`` is empty). Constants keep their state: data is written as
 data, structure-only placeholders as placeholders (``offset = 1``, ``size = N``), and a
-:class:`~fusion.ir.Buffer` object shared by several tensors becomes one shared buffer. Models
+:class:`~tacopt.fusion.ir.Buffer` object shared by several tensors becomes one shared buffer. Models
 whose constant data would not fit the 2 GB flatbuffer limit store it after the flatbuffer, with
 absolute ``offset`` / ``size`` in each buffer table (the TFLite convention for large models).
 """
@@ -19,10 +19,10 @@ import flatbuffers
 import networkx as nx
 import numpy as np
 
-from fusion import schema
-from fusion.errors import GraphError
-from fusion.io import atomic_write
-from fusion.ir import DTYPE_TO_TFLITE, Buffer, Tensor, all_graphs, ops_of
+from tacopt.fusion import schema
+from tacopt.fusion.errors import GraphError
+from tacopt.fusion.io import atomic_write
+from tacopt.fusion.ir import DTYPE_TO_TFLITE, Buffer, Tensor, all_graphs, ops_of
 
 #: Constant data above this many bytes goes after the flatbuffer (flatbuffers cannot pass 2 GiB).
 EXTERNAL_BUFFER_THRESHOLD = (1 << 31) - (64 << 20)
@@ -38,7 +38,7 @@ def serialize_tflite(
     ----------
     G
         The main graph, with nested graphs in ``G.graph["subgraphs"]`` and optionally a
-        :class:`~fusion.ir.ModelInfo` in ``G.graph["model"]``.
+        :class:`~tacopt.fusion.ir.ModelInfo` in ``G.graph["model"]``.
     external_buffer_threshold
         When the constant data totals more than this many bytes, it is stored after the
         flatbuffer instead of inside it (default: just under the 2 GiB flatbuffer limit).
@@ -55,8 +55,8 @@ def serialize_tflite(
 
     Examples
     --------
-    >>> from fusion.ir import Op, Tensor, make_graph, ir_diff
-    >>> from fusion.reader import read_tflite
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph, ir_diff
+    >>> from tacopt.fusion.reader import read_tflite
     >>> G = make_graph("main", [Tensor("x", (1, 4), "float32"), Tensor("y", (1, 4), "float32")],
     ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
     >>> H = read_tflite(serialize_tflite(G))
@@ -77,7 +77,7 @@ def write_tflite(
     Examples
     --------
     >>> import tempfile, pathlib
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> G = make_graph("main", [Tensor("x", (2,), "float32"), Tensor("y", (2,), "float32")],
     ...                [Op("neg_0", "NEG", ("x",), ("y",))], ["x"], ["y"])
     >>> write_tflite(G, pathlib.Path(tempfile.mkdtemp()) / "neg.tflite").read_bytes()[4:8]

@@ -2,14 +2,14 @@
 
 An op goes to the first device in the user's order that supports it, else the CPU (which runs
 everything). Its inference type follows its operand types, as TAC's ``GetInferenceType``
-(:func:`cost_models.ops.inference_type`; its rare UNKNOWN, int8 mixed with uint8, counts as
+(:func:`tacopt.cost_models.ops.inference_type`; its rare UNKNOWN, int8 mixed with uint8, counts as
 FLOAT here). Pins (``pattern=DEVICE``) force ops whose name, or one of
 whose output tensors, matches an ``fnmatch`` glob onto a device.
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph
->>> from partitioner.targets import resolve_devices
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.partitioner.targets import resolve_devices
 >>> G = make_graph("g", [Tensor("x", (1, 4), "float32"), Tensor("y", (1, 4), "float32")],
 ...                [Op("sub_0", "SUB", ("x", "x"), ("y",))], ["x"], ["y"])
 >>> annotate_targets(G, resolve_devices("GPU,CPU"))["sub_0"]
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from cost_models.ops import inference_type as tac_inference_type
-from fusion.ir import Op, ops_of
-from partitioner.targets import PartitionError, Target, get_target
+from tacopt.cost_models.ops import inference_type as tac_inference_type
+from tacopt.fusion.ir import Op, ops_of
+from tacopt.partitioner.targets import PartitionError, Target, get_target
 
 
 @dataclass(frozen=True, slots=True)

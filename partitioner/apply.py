@@ -8,8 +8,8 @@ node attributes ``device`` and ``inference_type``; conversions run on the CPU.
 
 Examples
 --------
->>> from partitioner.pipeline import partition
->>> from fusion.ir import Op, Tensor, make_graph, validate_graph
+>>> from tacopt.partitioner.pipeline import partition
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph, validate_graph
 >>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xyz"],
 ...     [Op("relu_0", "RELU", ("x",), ("y",)), Op("tanh_1", "TANH", ("y",), ("z",))], ["x"], ["z"])
 >>> H = partition(G, "GPU,CPU").graph
@@ -24,10 +24,10 @@ from typing import Any
 
 import networkx as nx
 
-from fusion.ir import Op, make_graph
-from partitioner.subgraphs import Partition
-from partitioner.targets import PartitionError
-from partitioner.views import FLOAT_SUFFIX, View, float_name
+from tacopt.fusion.ir import Op, make_graph
+from tacopt.partitioner.subgraphs import Partition
+from tacopt.partitioner.targets import PartitionError
+from tacopt.partitioner.views import FLOAT_SUFFIX, View, float_name
 
 CONVERSION_DEVICE = "CPU"
 
@@ -69,7 +69,7 @@ def apply_plan(
         The model the partition was made from.
     partition : Partition
     views : Mapping
-        unit name -> its views (from :func:`partitioner.costing.build_problem`).
+        unit name -> its views (from :func:`tacopt.partitioner.costing.build_problem`).
     assignment : Mapping
         unit name -> chosen ``Choice`` or ``(device, type)`` (a plan's ``assignment``).
 

@@ -6,7 +6,7 @@ An entry point names a ``register(subparsers)`` function that adds one argparse 
 sets ``run=<callable(args) -> int>`` as its default. Commands import their heavy dependencies
 inside ``run`` so that ``tacopt --help`` stays fast.
 
-Errors the user caused are :class:`fusion.errors.TacoptError`: printed as one line on stderr,
+Errors the user caused are :class:`tacopt.fusion.errors.TacoptError`: printed as one line on stderr,
 exit code 2, no traceback.
 
 The command runs BLAS single-threaded unless the environment says otherwise: tacopt's numeric work
@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from fusion.errors import TacoptError
+from tacopt.fusion.errors import TacoptError
 
 EXIT_BAD_INPUT = 2
 

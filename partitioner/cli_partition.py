@@ -1,7 +1,7 @@
 """``tacopt partition MODEL --devices GPU,CPU``: partition a model, write its plan and picture.
 
 Options are parsed into :class:`PartitionOptions` and handed to
-:func:`partitioner.pipeline.partition`; heavy imports happen inside :func:`run`.
+:func:`tacopt.partitioner.pipeline.partition`; heavy imports happen inside :func:`run`.
 ``--load`` imports a user's module (``pkg.mod`` or ``path/to/file.py``) first, so targets it
 registers can be named in ``--devices``.
 """
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fusion.errors import TacoptError
+from tacopt.fusion.errors import TacoptError
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +81,7 @@ def register(subparsers: Any) -> None:
 
 def options_from(args: argparse.Namespace) -> PartitionOptions:
     """The frozen options of parsed arguments (pins checked here)."""
-    from partitioner.annotate import parse_pin
+    from tacopt.partitioner.annotate import parse_pin
 
     return PartitionOptions(
         model=args.model,
@@ -126,14 +126,14 @@ def run(args: argparse.Namespace) -> int:
     """Run ``tacopt partition`` and return the exit code."""
     opts = options_from(args)
     if opts.svg:
-        from partitioner.draw import require_graphviz
+        from tacopt.partitioner.draw import require_graphviz
 
         require_graphviz()
     for spec in opts.load:
         load_module(spec)
-    from fusion.io import atomic_write
-    from fusion.reader import read_tflite
-    from partitioner.pipeline import partition
+    from tacopt.fusion.io import atomic_write
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.partitioner.pipeline import partition
 
     G = read_tflite(opts.model)
     result = partition(
@@ -148,17 +148,17 @@ def run(args: argparse.Namespace) -> int:
     summary = result.summary()
     summary["model"] = str(opts.model)
     if opts.problem:
-        from partitioner.problem import save_problem
+        from tacopt.partitioner.problem import save_problem
 
         save_problem(result.problem, opts.problem)
     if opts.plan:
         atomic_write(opts.plan, json.dumps(summary, indent=1) + "\n")
     if opts.export:
-        from partitioner.export import export_tflite
+        from tacopt.partitioner.export import export_tflite
 
         export_tflite(result, opts.export)
     if opts.dot or opts.svg:
-        from partitioner.draw import to_dot, to_svg
+        from tacopt.partitioner.draw import to_dot, to_svg
 
         if opts.dot:
             atomic_write(opts.dot, to_dot(result.graph))

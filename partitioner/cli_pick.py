@@ -79,9 +79,9 @@ def run(args: argparse.Namespace) -> int:
 
 def run_pick(options: PickOptions) -> int:
     """Load the problem, run the pickers, print (and maybe write) the plans."""
-    from fusion.io import atomic_write
-    from partitioner.pickers import get_picker, pick, picker_options
-    from partitioner.problem import load_problem
+    from tacopt.fusion.io import atomic_write
+    from tacopt.partitioner.pickers import get_picker, pick, picker_options
+    from tacopt.partitioner.problem import load_problem
 
     problem = load_problem(options.problem)
     for name in options.pickers:

@@ -1,20 +1,20 @@
 """Costing: price every view with a cost model and build the :class:`PickProblem`.
 
 A view costs the sum of its ops' costs on its device (through the target, which asks the cost
-model: built-ins for their own name, :class:`~partitioner.targets.SimpleTarget` for the CPU cost
-over its advantage). A non-CPU view the cost model has no number for is dropped; a CPU view
+model: built-ins for their own name, :class:`~tacopt.partitioner.targets.SimpleTarget` for the CPU
+cost over its advantage). A non-CPU view the cost model has no number for is dropped; a CPU view
 without a number is an error (the model cannot price the fallback). Tensors between units carry
 their producer, consumers, shape and dtype; links and the conversion price come from the cost
 model (``link_cost``, ``conversion_cost_per_element``) unless a target sets its own link.
 
 Examples
 --------
->>> from cost_models.base import get_cost_model
->>> from fusion.ir import Op, Tensor, make_graph
->>> from partitioner.annotate import annotate_targets
->>> from partitioner.subgraphs import raise_subgraphs
->>> from partitioner.targets import resolve_devices
->>> from partitioner.views import enumerate_views
+>>> from tacopt.cost_models.base import get_cost_model
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.partitioner.annotate import annotate_targets
+>>> from tacopt.partitioner.subgraphs import raise_subgraphs
+>>> from tacopt.partitioner.targets import resolve_devices
+>>> from tacopt.partitioner.views import enumerate_views
 >>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xyz"],
 ...     [Op("relu_0", "RELU", ("x",), ("y",)), Op("tanh_1", "TANH", ("y",), ("z",))], ["x"], ["z"])
 >>> targets = resolve_devices("GPU,CPU")
@@ -32,11 +32,11 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from cost_models.base import CostModelError
-from partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
-from partitioner.subgraphs import boundary
-from partitioner.targets import Target
-from partitioner.views import UnitViews, View
+from tacopt.cost_models.base import CostModelError
+from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
+from tacopt.partitioner.subgraphs import boundary
+from tacopt.partitioner.targets import Target
+from tacopt.partitioner.views import UnitViews, View
 
 #: Dtypes a pick problem prices; others (string, resource) travel as one byte per element.
 _PRICED = frozenset({"bool", "int8", "uint8", "float16", "bfloat16", "int16", "uint16",
@@ -73,11 +73,11 @@ def build_problem(
     G : nx.MultiDiGraph
         The model graph the units were cut from.
     units : sequence of UnitViews
-        From :func:`partitioner.views.enumerate_views`.
+        From :func:`tacopt.partitioner.views.enumerate_views`.
     targets : sequence of Target
         The user's devices (CPU included).
     cost_model : CostModel
-        From :func:`cost_models.base.get_cost_model`.
+        From :func:`tacopt.cost_models.base.get_cost_model`.
 
     Returns
     -------

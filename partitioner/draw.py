@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
 >>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xy"],
 ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
 >>> G.nodes["relu_0"].update(device="GPU", inference_type="FLOAT")
@@ -17,7 +17,7 @@ import subprocess
 
 import networkx as nx
 
-from partitioner.targets import PartitionError
+from tacopt.partitioner.targets import PartitionError
 
 #: Fill colours of the built-in devices; other devices cycle through :data:`_SPARE`.
 DEVICE_COLORS = {"CPU": "#a6c8ec", "GPU": "#9fd49f", "NNAPI": "#f3c48b", "NPU": "#d9a9e0"}

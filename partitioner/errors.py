@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fusion.errors import TacoptError
+from tacopt.fusion.errors import TacoptError
 
 
 class ProblemError(TacoptError):

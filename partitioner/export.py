@@ -7,9 +7,9 @@ ops are written in), with its device and inference type, plus the plan's summary
 Examples
 --------
 >>> import tempfile, pathlib
->>> from fusion.ir import Op, Tensor, make_graph
->>> from fusion.reader import read_tflite
->>> from partitioner.pipeline import partition
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.fusion.reader import read_tflite
+>>> from tacopt.partitioner.pipeline import partition
 >>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xy"],
 ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
 >>> path = export_tflite(partition(G, "GPU,CPU"), pathlib.Path(tempfile.mkdtemp()) / "m.tflite")
@@ -27,8 +27,8 @@ from typing import Any
 
 import networkx as nx
 
-from fusion.ir import ModelInfo
-from partitioner.targets import PartitionError
+from tacopt.fusion.ir import ModelInfo
+from tacopt.partitioner.targets import PartitionError
 
 PLAN_METADATA = "tacopt_plan"
 
@@ -77,15 +77,17 @@ def with_plan_metadata(G: nx.MultiDiGraph, record: dict[str, Any]) -> nx.MultiDi
 
 
 def export_tflite(result: Any, path: str | os.PathLike[str]) -> Path:
-    """Write a :class:`~partitioner.pipeline.PartitionResult`'s graph with its plan metadata."""
-    from fusion.writer import write_tflite
+    """Write a :class:`~tacopt.partitioner.pipeline.PartitionResult`'s graph with its plan
+    metadata."""
+    from tacopt.fusion.writer import write_tflite
 
     H = with_plan_metadata(result.graph, plan_record(result.graph, result.summary()))
     return write_tflite(H, path)
 
 
 def read_plan(G: nx.MultiDiGraph) -> dict[str, Any]:
-    """The plan record stored in a model read back with :func:`fusion.reader.read_tflite`."""
+    """The plan record stored in a model read back with :func:`~tacopt.fusion.reader.read_tflite`.
+    """
     model = G.graph.get("model")
     for key, value in model.metadata if model else ():
         if key == PLAN_METADATA:

@@ -10,7 +10,7 @@ predicate rejects, again on what they produce, until the ops are supported or no
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
 >>> G = make_graph("g", [Tensor(n, (1, 4), "float32") for n in "abc"],
 ...                [Op("sub_0", "SUB", ("a", "b"), ("c",), {"fused_activation_function": "NONE"})],
 ...                ["a", "b"], ["c"])
@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
-from fusion.ir import FLOAT_DTYPES, Buffer, Op, Quantization, Tensor, make_graph
+from tacopt.fusion.ir import FLOAT_DTYPES, Buffer, Op, Quantization, Tensor, make_graph
 
 Supports = Callable[[nx.MultiDiGraph, str], bool]
 

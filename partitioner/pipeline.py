@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph, validate_graph
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph, validate_graph
 >>> G = make_graph("g", [Tensor(n, (1, 8, 8, 4), "float32") for n in "xyz"],
 ...     [Op("relu_0", "RELU", ("x",), ("y",)), Op("tanh_1", "TANH", ("y",), ("z",))], ["x"], ["z"])
 >>> r = partition(G, "GPU,CPU", picker="exact")
@@ -19,9 +19,9 @@ from typing import Any, cast
 
 import networkx as nx
 
-from partitioner.annotate import Annotation, annotate_targets
-from partitioner.subgraphs import Partition, op_units, raise_subgraphs, validate_partition
-from partitioner.targets import PartitionError, Target, resolve_devices
+from tacopt.partitioner.annotate import Annotation, annotate_targets
+from tacopt.partitioner.subgraphs import Partition, op_units, raise_subgraphs, validate_partition
+from tacopt.partitioner.targets import PartitionError, Target, resolve_devices
 
 GRANULARITIES = ("subgraph", "op")
 
@@ -31,8 +31,8 @@ class PartitionResult:
     """Everything the pipeline decided, stage by stage, and the partitioned graph."""
 
     graph: nx.MultiDiGraph
-    plan: Any  # partitioner.plan.Plan
-    problem: Any  # partitioner.problem.PickProblem
+    plan: Any  # tacopt.partitioner.plan.Plan
+    problem: Any  # tacopt.partitioner.problem.PickProblem
     partition: Partition
     annotations: dict[str, Annotation]
     views: dict[str, tuple[Any, ...]]
@@ -66,7 +66,7 @@ class PartitionResult:
 class PickProposal:
     """The pick problem of a model and what applying a plan to it needs (the propose step)."""
 
-    problem: Any  # partitioner.problem.PickProblem
+    problem: Any  # tacopt.partitioner.problem.PickProblem
     partition: Partition
     annotations: dict[str, Annotation]
     views: dict[str, tuple[Any, ...]]
@@ -86,23 +86,23 @@ def build_pick_problem(
     """Annotate targets, raise units, enumerate views and cost them: the pick problem of ``G``.
 
     Pure: ``G`` is not modified. :func:`partition` is this followed by a picker and
-    :func:`partitioner.apply.apply_plan`; a study that compares pickers calls this once and
+    :func:`tacopt.partitioner.apply.apply_plan`; a study that compares pickers calls this once and
     runs every picker on the same problem.
 
     Parameters and errors are those of :func:`partition`.
 
     Examples
     --------
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> G = make_graph("g", [Tensor(n, (1, 8, 8, 4), "float32") for n in "xy"],
     ...     [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
     >>> [u.name for u in build_pick_problem(G, "GPU,CPU").problem.units]
     ['subgraph_0']
     """
-    from cost_models.base import get_cost_model
-    from fusion.ir import validate_graph
-    from partitioner.costing import build_problem
-    from partitioner.views import enumerate_views
+    from tacopt.cost_models.base import get_cost_model
+    from tacopt.fusion.ir import validate_graph
+    from tacopt.partitioner.costing import build_problem
+    from tacopt.partitioner.views import enumerate_views
 
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
@@ -151,12 +151,12 @@ def partition(
     G : nx.MultiDiGraph
         The model (not modified).
     devices : str or sequence
-        ``"GPU,CPU"``, device names or :class:`~partitioner.targets.Target` objects, in order
+        ``"GPU,CPU"``, device names or :class:`~tacopt.partitioner.targets.Target` objects, in order
         of preference; the CPU is appended when absent.
     picker : str
-        A registered picker (:func:`partitioner.pickers.picker_names`).
+        A registered picker (:func:`tacopt.partitioner.pickers.picker_names`).
     cost_model : str or CostModel
-        A spec for :func:`cost_models.base.get_cost_model`, or a model object.
+        A spec for :func:`tacopt.cost_models.base.get_cost_model`, or a model object.
     granularity : {"subgraph", "op"}
         TAC's raised subgraphs, or one unit per op.
     pins : sequence of (pattern, device)
@@ -174,8 +174,8 @@ def partition(
         Unknown device, picker or cost model, a bad pin, a cost model without a number for a
         CPU op, or a malformed graph (subclasses name what and where).
     """
-    from partitioner.apply import apply_plan
-    from partitioner.pickers import pick, picker_options
+    from tacopt.partitioner.apply import apply_plan
+    from tacopt.partitioner.pickers import pick, picker_options
 
     proposal = build_pick_problem(
         G, devices, cost_model=cost_model, granularity=granularity, pins=pins

@@ -1,6 +1,6 @@
 """Plans, and the one objective every picker is judged by.
 
-A :class:`Plan` says which :class:`~partitioner.problem.Choice` each unit runs as, what that
+A :class:`Plan` says which :class:`~tacopt.partitioner.problem.Choice` each unit runs as, what that
 costs (:class:`Breakdown`), how sure the picker is (``status``, ``bound``, ``gap``) and with which
 knobs it was found (``params``). :func:`evaluate` is the objective; :func:`validate_plan` is the
 independent checker the tests run on every picker's output.
@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from partitioner.errors import PlanError
-from partitioner.problem import Choice, PickProblem, ProblemIndex, index_problem
+from tacopt.partitioner.errors import PlanError
+from tacopt.partitioner.problem import Choice, PickProblem, ProblemIndex, index_problem
 
 STATUSES = ("OPTIMAL", "FEASIBLE", "HEURISTIC", "INFEASIBLE", "UNKNOWN")
 
@@ -109,7 +109,7 @@ def evaluate(problem: PickProblem, assignment: Mapping[str, Choice | tuple[str, 
 
     Examples
     --------
-    >>> from partitioner.problem import Link, TensorEdge, Unit
+    >>> from tacopt.partitioner.problem import Link, TensorEdge, Unit
     >>> cpu, gpu = Choice("CPU", "FLOAT", 3.0), Choice("GPU", "FLOAT", 1.0)
     >>> p = PickProblem((Unit("a", (cpu, gpu)), Unit("b", (cpu,))),
     ...     (TensorEdge("t", "a", ("b",), (100,), "float32"),), Link(5.0, 10.0), 2.0)
@@ -258,7 +258,7 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
 
     Examples
     --------
-    >>> from partitioner.problem import Link, Unit
+    >>> from tacopt.partitioner.problem import Link, Unit
     >>> p = PickProblem((Unit("a", (Choice("CPU", "FLOAT", 3.0),)),), (), Link(5.0, 10.0), 2.0)
     >>> good = Plan("manual", "HEURISTIC", 3.0, None, None, {"a": p.units[0].choices[0]},
     ...             Breakdown(3.0, 0.0, 0.0), 0.0)
@@ -267,7 +267,7 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
     ...                       Breakdown(3.0, 0.0, 0.0), 0.0))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    partitioner.errors.PlanError: plan of picker 'manual': reported objective 2.0 but evaluate ...
+    tacopt.partitioner.errors.PlanError: plan of picker 'manual': reported objective 2.0 but ...
     """
     who = f"plan of picker {plan.picker!r}"
     if plan.status not in STATUSES:

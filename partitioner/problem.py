@@ -4,7 +4,7 @@ A :class:`PickProblem` is what every picker reads. Each :class:`Unit` (a subgrap
 words) has a few :class:`Choice` s, one per (device, inference type) it can run as, each with its
 own compute cost. Each :class:`TensorEdge` goes from a producer unit (or from the graph inputs)
 to consumer units (and maybe to the graph outputs). The objective a plan is charged is defined
-once, in :func:`partitioner.plan.evaluate`; the file format is described in
+once, in :func:`tacopt.partitioner.plan.evaluate`; the file format is described in
 ``docs/pick-problem.md``.
 
 :func:`index_problem` turns a problem into flat numpy arrays (choices, consumer arcs, link
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from fusion.io import atomic_write
-from partitioner.errors import ProblemError
+from tacopt.fusion.io import atomic_write
+from tacopt.partitioner.errors import ProblemError
 
 INFERENCE_TYPES = ("FLOAT", "QUANTIZED_INT8", "QUANTIZED_UINT8", "HYBRID")
 
@@ -297,7 +297,7 @@ def validate_problem(problem: PickProblem, *, source: str = "<problem>") -> None
     >>> validate_problem(bad, source="p.json")
     Traceback (most recent call last):
     ...
-    partitioner.errors.ProblemError: p.json: unit 'a': no choices
+    tacopt.partitioner.errors.ProblemError: p.json: unit 'a': no choices
     """
 
     def fail(msg: str) -> None:

@@ -22,8 +22,8 @@ TAC's README example (``ADD, MUL, ADD -> PACK`` on ``GPU,CPU``)::
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph
->>> from partitioner.annotate import Annotation
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.partitioner.annotate import Annotation
 >>> G = make_graph("g", [Tensor(n, (2,), "float32") for n in "abcd"],
 ...     [Op("relu_0", "RELU", ("a",), ("b",)), Op("neg_1", "NEG", ("b",), ("c",)),
 ...      Op("relu_2", "RELU", ("c",), ("d",))], ["a"], ["d"])
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from fusion.ir import make_graph
-from partitioner.annotate import Annotation
-from partitioner.targets import PartitionError
+from tacopt.fusion.ir import make_graph
+from tacopt.partitioner.annotate import Annotation
+from tacopt.partitioner.targets import PartitionError
 
 #: How many earlier same-label subgraphs an unconnected one may join (bounds the search).
 _SIBLING_WINDOW = 4
@@ -85,7 +85,7 @@ def raise_subgraphs(G: nx.MultiDiGraph, annotations: Mapping[str, Annotation]) -
     ----------
     G : nx.MultiDiGraph
     annotations : Mapping
-        op name -> :class:`~partitioner.annotate.Annotation` for every op of ``G``.
+        op name -> :class:`~tacopt.partitioner.annotate.Annotation` for every op of ``G``.
 
     Returns
     -------
@@ -182,7 +182,7 @@ def raise_subgraphs(G: nx.MultiDiGraph, annotations: Mapping[str, Annotation]) -
 def op_units(G: nx.MultiDiGraph, annotations: Mapping[str, Annotation]) -> Partition:
     """The ``op`` granularity: every op is its own subgraph, named like the op.
 
-    >>> from fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> G = make_graph("g", [Tensor("a", (2,), "float32"), Tensor("b", (2,), "float32")],
     ...                [Op("relu_0", "RELU", ("a",), ("b",))], ["a"], ["b"])
     >>> op_units(G, {"relu_0": Annotation("GPU", "FLOAT")}).subgraphs[0].name

@@ -22,7 +22,7 @@ Examples
 >>> get_target("tpu")
 Traceback (most recent call last):
 ...
-partitioner.targets.TargetError: unknown device 'TPU'; known: CPU, GPU, NNAPI, NPU
+tacopt.partitioner.targets.TargetError: unknown device 'TPU'; known: CPU, GPU, NNAPI, NPU
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from fusion.errors import TacoptError
-from fusion.ir import FLOAT_DTYPES, Op
-from fusion.registry import Registry
+from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.ir import FLOAT_DTYPES, Op
+from tacopt.fusion.registry import Registry
 
 if TYPE_CHECKING:
     import networkx as nx
 
-    from partitioner.lowerings import Lowering
+    from tacopt.partitioner.lowerings import Lowering
 
 INFERENCE_TYPES = ("FLOAT", "QUANTIZED_INT8", "QUANTIZED_UINT8", "HYBRID")
 FLOAT = frozenset({"FLOAT"})
@@ -76,7 +76,7 @@ class Target(Protocol):
     ``supports`` says whether op ``node`` of ``G`` runs here as ``inference_type``; ``op_costs``
     prices ops (NaN = no number); ``switching_cost`` is the link into this device from
     ``src_device`` (``None``: ask the cost model); ``lowerings`` are rewrites tried, before the
-    built-in table of :mod:`partitioner.lowerings`, on ops this device does not support.
+    built-in table of :mod:`tacopt.partitioner.lowerings`, on ops this device does not support.
     """
 
     @property
@@ -301,20 +301,23 @@ NPU_TABLE = _support_table(
 _TARGETS: Registry[Target] = Registry("device", TargetError)
 
 
-def register_target(target: Target) -> Target:
+def register_target(target: Target, *, replace: bool = False) -> Target:
     """Register ``target`` under its (upper-cased) name and return it.
+
+    ``replace=True`` replaces a device of the same name (re-running a notebook cell).
 
     Raises
     ------
     TargetError
-        If the name is taken or the object lacks a part of the :class:`Target` protocol.
+        If the name is taken (and ``replace`` is False) or the object lacks a part of the
+        :class:`Target` protocol.
 
     Examples
     --------
     >>> register_target(SimpleTarget("GPU", frozenset(), 2.0))
     Traceback (most recent call last):
     ...
-    partitioner.targets.TargetError: device 'GPU' is already registered
+    tacopt.partitioner.targets.TargetError: device 'GPU' is already registered
     """
     if not isinstance(target, Target):
         raise TargetError(
@@ -324,7 +327,7 @@ def register_target(target: Target) -> Target:
     name = target.name.upper()
     if name != target.name:
         raise TargetError(f"device name '{target.name}' must be upper-case")
-    return _TARGETS.add(name, target)
+    return _TARGETS.add(name, target, replace=replace)
 
 
 def target_names() -> tuple[str, ...]:

@@ -3,20 +3,20 @@
 For each unit (a raised subgraph, or one op at ``op`` granularity) :func:`enumerate_views`
 clones the unit for every device of the user's list in the unit's own inference type, and, for
 a quantized unit, in FLOAT as well (:func:`float_view`: activations and weights dequantized).
-Each clone is lowered for its device (:func:`partitioner.lowerings.lower_graph`); a clone that
-still holds an op its device cannot run is dropped, never the CPU one. Pinned units only get
+Each clone is lowered for its device (:func:`tacopt.partitioner.lowerings.lower_graph`); a clone
+that still holds an op its device cannot run is dropped, never the CPU one. Pinned units only get
 views on their pinned device.
 
 Activation tensors of a view are named by the format they travel in: a quantized tensor ``t``
 keeps its name in its own format and is called ``t + FLOAT_SUFFIX`` in a float view, so
-:mod:`partitioner.apply` can tell where a conversion (QUANTIZE / DEQUANTIZE) is needed.
+:mod:`tacopt.partitioner.apply` can tell where a conversion (QUANTIZE / DEQUANTIZE) is needed.
 
 Examples
 --------
->>> from fusion.ir import Op, Tensor, make_graph
->>> from partitioner.annotate import annotate_targets
->>> from partitioner.subgraphs import raise_subgraphs
->>> from partitioner.targets import resolve_devices
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.partitioner.annotate import annotate_targets
+>>> from tacopt.partitioner.subgraphs import raise_subgraphs
+>>> from tacopt.partitioner.targets import resolve_devices
 >>> ts = [Tensor(n, (1, 4), "float32") for n in ("a", "b")] + [Tensor("c", (2, 1, 4), "float32")]
 >>> G = make_graph("g", ts, [Op("pack_0", "PACK", ("a", "b"), ("c",), {"axis": 0})],
 ...                ["a", "b"], ["c"])
@@ -34,10 +34,10 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
-from fusion.ir import Buffer, Tensor, make_graph
-from partitioner.lowerings import LOWERINGS, lower_graph
-from partitioner.subgraphs import Partition, Subgraph, extract_subgraph
-from partitioner.targets import Target
+from tacopt.fusion.ir import Buffer, Tensor, make_graph
+from tacopt.partitioner.lowerings import LOWERINGS, lower_graph
+from tacopt.partitioner.subgraphs import Partition, Subgraph, extract_subgraph
+from tacopt.partitioner.targets import Target
 
 FLOAT_SUFFIX = "__float"
 _QUANTIZED_DTYPES = frozenset({"int8", "uint8"})
@@ -84,7 +84,7 @@ def float_view(S: nx.MultiDiGraph) -> nx.MultiDiGraph | None:
 
     Examples
     --------
-    >>> from fusion.ir import Op, Quantization, Tensor, make_graph
+    >>> from tacopt.fusion.ir import Op, Quantization, Tensor, make_graph
     >>> q = Quantization((0.1,), (0,))
     >>> S = make_graph("s", [Tensor("x", (4,), "int8", quantization=q),
     ...                      Tensor("y", (4,), "int8", quantization=q)],

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from fusion.ir import numpy_dtype
-from fusion.kernels.common import OpCall, axis_of, kernel_table
+from tacopt.fusion.ir import numpy_dtype
+from tacopt.fusion.kernels.common import OpCall, axis_of, kernel_table
 
 KERNELS, kernel = kernel_table()
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from fusion.errors import ExecutionError
-from fusion.ir import Op, Tensor, numpy_dtype
+from tacopt.fusion.errors import ExecutionError
+from tacopt.fusion.ir import Op, Tensor, numpy_dtype
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +201,7 @@ def dequantize(q: np.ndarray, t: Tensor) -> np.ndarray:
 
     Examples
     --------
-    >>> from fusion.ir import Quantization, Tensor
+    >>> from tacopt.fusion.ir import Quantization, Tensor
     >>> t = Tensor("q", (2,), "int8", quantization=Quantization((0.5,), (1,)))
     >>> dequantize(np.array([1, 5], np.int8), t)
     array([0., 2.], dtype=float32)
@@ -218,7 +218,7 @@ def quantize(x: np.ndarray, t: Tensor) -> np.ndarray:
 
     Examples
     --------
-    >>> from fusion.ir import Quantization, Tensor
+    >>> from tacopt.fusion.ir import Quantization, Tensor
     >>> t = Tensor("q", (3,), "int8", quantization=Quantization((0.5,), (0,)))
     >>> quantize(np.array([0.25, -0.25, 100.0]), t)
     array([  1,  -1, 127], dtype=int8)

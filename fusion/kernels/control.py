@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fusion.kernels.common import OpCall, kernel_table
+from tacopt.fusion.kernels.common import OpCall, kernel_table
 
 KERNELS, kernel = kernel_table()
 

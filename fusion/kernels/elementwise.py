@@ -7,8 +7,8 @@ import math
 import numpy as np
 from scipy.special import erf
 
-from fusion.ir import numpy_dtype
-from fusion.kernels.common import ACTIVATIONS, OpCall, kernel_table
+from tacopt.fusion.ir import numpy_dtype
+from tacopt.fusion.kernels.common import ACTIVATIONS, OpCall, kernel_table
 
 KERNELS, kernel = kernel_table()
 

@@ -11,7 +11,7 @@ For CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with quantized input, weights
 3. add the output zero point and clamp to the fused activation's quantized range.
 
 These kernels are ``raw``: they see and return stored integers. The executor uses them only
-when every one of those tensors is int8 / uint8 and quantized (see :mod:`fusion.executor`).
+when every one of those tensors is int8 / uint8 and quantized (see :mod:`tacopt.fusion.executor`).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
-from fusion.ir import Tensor, numpy_dtype
-from fusion.kernels.common import Kernel, OpCall, conv_geometry, pad_hw, taps
+from tacopt.fusion.ir import Tensor, numpy_dtype
+from tacopt.fusion.kernels.common import Kernel, OpCall, conv_geometry, pad_hw, taps
 
 _INT32_MIN = -(2**31)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from fusion.kernels.common import (
+from tacopt.fusion.kernels.common import (
     OpCall,
     activate,
     conv_geometry,

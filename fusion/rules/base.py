@@ -23,8 +23,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from fusion.errors import GraphError
-from fusion.ir import Buffer, Op, Tensor, make_graph, numpy_dtype, ops_of
+from tacopt.fusion.errors import GraphError
+from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, numpy_dtype, ops_of
 
 
 @dataclass(frozen=True, slots=True)

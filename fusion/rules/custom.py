@@ -11,7 +11,7 @@ import numpy as np
 from flatbuffers import flexbuffers
 from scipy.special import erf
 
-from fusion.executor import register_kernel, supported_kinds
+from tacopt.fusion.executor import register_kernel, supported_kinds
 
 
 def _swish(call) -> np.ndarray:

@@ -7,8 +7,8 @@ numbers (a constant whose elements all equal the number in float32, to 1e-6 rela
 match either argument order.
 An op with a ``fused_activation_function`` matches only when it equals ``act``.
 
->>> from fusion.builder import GraphBuilder
->>> from fusion.rules.base import Editor
+>>> from tacopt.fusion.builder import GraphBuilder
+>>> from tacopt.fusion.rules.base import Editor
 >>> b = GraphBuilder()
 >>> x = b.input("x", (4,))
 >>> G = b.build(outputs=[b.op("MUL", b.op("LOGISTIC", x), x)])
@@ -25,7 +25,7 @@ from typing import Any, Union
 
 import numpy as np
 
-from fusion.rules.base import Editor
+from tacopt.fusion.rules.base import Editor
 
 COMMUTATIVE = frozenset({"ADD", "MUL", "MAXIMUM", "MINIMUM", "SQUARED_DIFFERENCE"})
 

@@ -1,8 +1,9 @@
-"""The built-in pattern fusions: each a :class:`~fusion.rules.base.Rule` in the list ``RULES``.
+"""The built-in pattern fusions: each a :class:`~tacopt.fusion.rules.base.Rule` in the list
+``RULES``.
 
 Order matters only for overlapping patterns: recognizers run before activation folding (so
 HARD_SWISH's RELU6 is still visible), folding of fp16 weights before bias folding. The driver
-(:func:`fusion.fuse.fuse`) repeats the list until nothing changes.
+(:func:`tacopt.fusion.fuse.fuse`) repeats the list until nothing changes.
 
 Fused ops that TFLite has no builtin for are CUSTOM ops whose options are a flexbuffer map:
 
@@ -13,8 +14,8 @@ fused op            inputs                                custom options
 ``CUSTOM:LayerNorm`` x, gamma                             ``{"epsilon", "axis"}``
 ==================  ====================================  ==========================
 
-(``fusion.rules.custom`` registers their reference kernels with the executor.) Rules that create
-custom ops have ``builtin=False``; :data:`BUILTIN_RULES` leaves them out so the written model
+(``tacopt.fusion.rules.custom`` registers their reference kernels with the executor.) Rules that
+create custom ops have ``builtin=False``; :data:`BUILTIN_RULES` leaves them out so the written model
 loads in ai-edge-litert.
 """
 
@@ -26,9 +27,9 @@ import math
 import numpy as np
 from flatbuffers import flexbuffers
 
-from fusion.ir import Op, Tensor
-from fusion.rules.base import Editor, Rewrite, Rule, op_name, replace
-from fusion.rules.pattern import C, P, match
+from tacopt.fusion.ir import Op, Tensor
+from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name, replace
+from tacopt.fusion.rules.pattern import C, P, match
 
 ACTIVATIONS = {"RELU": "RELU", "RELU6": "RELU6", "RELU_N1_TO_1": "RELU_N1_TO_1"}
 ACT_PRODUCERS = frozenset(

@@ -13,11 +13,11 @@ first-fit  the initial plan as it is
 brute      exhaustive search over at most 12 units (the test oracle)
 ========== =====================================================================
 
-Every picker reports the objective of :func:`partitioner.plan.evaluate`, so plans compare.
+Every picker reports the objective of :func:`tacopt.partitioner.plan.evaluate`, so plans compare.
 
 Examples
 --------
->>> from benchmarks.synthetic import layered_dag_problem
+>>> from tacopt.benchmarks.synthetic import layered_dag_problem
 >>> p = layered_dag_problem(8, seed=0)
 >>> pick(p, "exact").objective <= pick(p, "tac").objective
 True
@@ -28,10 +28,10 @@ from __future__ import annotations
 import inspect
 from typing import Any, Protocol
 
-from fusion.registry import Registry
-from partitioner.errors import PickerError
-from partitioner.plan import Plan
-from partitioner.problem import PickProblem
+from tacopt.fusion.registry import Registry
+from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.plan import Plan
+from tacopt.partitioner.problem import PickProblem
 
 
 class Picker(Protocol):
@@ -46,13 +46,15 @@ class Picker(Protocol):
 _PICKERS: Registry[Picker] = Registry("picker", PickerError)
 
 
-def register_picker(name: str, picker: Picker) -> Picker:
+def register_picker(name: str, picker: Picker, *, replace: bool = False) -> Picker:
     """Register ``picker`` under ``name`` and return it.
+
+    ``replace=True`` replaces a picker of the same name (re-running a notebook cell).
 
     Raises
     ------
     PickerError
-        If ``name`` is taken.
+        If ``name`` is taken and ``replace`` is False.
 
     Examples
     --------
@@ -62,9 +64,9 @@ def register_picker(name: str, picker: Picker) -> Picker:
     >>> register_picker("exact", mine)
     Traceback (most recent call last):
     ...
-    partitioner.errors.PickerError: picker 'exact' is already registered
+    tacopt.partitioner.errors.PickerError: picker 'exact' is already registered
     """
-    return _PICKERS.add(name, picker)
+    return _PICKERS.add(name, picker, replace=replace)
 
 
 def get_picker(name: str) -> Picker:
@@ -75,7 +77,7 @@ def get_picker(name: str) -> Picker:
     >>> get_picker("no-such")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    partitioner.errors.PickerError: unknown picker 'no-such'; known: brute, ...
+    tacopt.partitioner.errors.PickerError: unknown picker 'no-such'; known: brute, ...
     """
     return _PICKERS.get(name)
 
@@ -122,4 +124,4 @@ def pick(problem: PickProblem, picker: str = "exact", **options: Any) -> Plan:
 
 
 # Each built-in module registers its pickers when imported.
-from partitioner.pickers import brute, exact, greedy, mincut, tac  # noqa: E402, F401
+from tacopt.partitioner.pickers import brute, exact, greedy, mincut, tac  # noqa: E402, F401

@@ -7,10 +7,10 @@ import time
 
 import numpy as np
 
-from partitioner.errors import PickerError
-from partitioner.pickers import register_picker
-from partitioner.plan import Plan, evaluate_batch, plan_from_choices
-from partitioner.problem import PickProblem, index_problem
+from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.plan import Plan, evaluate_batch, plan_from_choices
+from tacopt.partitioner.problem import PickProblem, index_problem
 
 MAX_UNITS = 12
 _CHUNK = 20_000
@@ -33,7 +33,7 @@ def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Pla
 
     Examples
     --------
-    >>> from benchmarks.synthetic import layered_dag_problem
+    >>> from tacopt.benchmarks.synthetic import layered_dag_problem
     >>> plan = pick_brute(layered_dag_problem(6, seed=3))
     >>> plan.status, plan.gap
     ('OPTIMAL', 0.0)

@@ -1,6 +1,6 @@
 """Certified decomposition: the exact picker's fast path for large problems.
 
-The LP relaxation of the pick problem (see :mod:`partitioner.pickers.exact`) is integral on
+The LP relaxation of the pick problem (see :mod:`tacopt.partitioner.pickers.exact`) is integral on
 almost every unit: on the synthetic layered DAGs, 1 to 6 % of the units are fractional, in
 small clusters. Branch-and-bound over the whole model spends its time proving what is true
 almost everywhere. This module proves it region by region instead.
@@ -41,7 +41,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from partitioner.pickers.exact import (
+from tacopt.partitioner.pickers.exact import (
     _INTEGRAL_TOL,
     LinearModel,
     _chosen,
@@ -50,8 +50,8 @@ from partitioner.pickers.exact import (
     _solver_parameters,
     warm_start,
 )
-from partitioner.plan import evaluate_index
-from partitioner.problem import ProblemIndex
+from tacopt.partitioner.plan import evaluate_index
+from tacopt.partitioner.problem import ProblemIndex
 
 # A plan is proven optimal when its objective exceeds the lower bound by at most
 # REL_TOL * |objective| + ABS_TOL per integer program whose bound entered the sum (HiGHS

@@ -16,8 +16,8 @@ Model (data, variables, constraints, objective), in the words of ``docs/pick-pro
   and ``extra[t, s, d] >= need[t, d] + y_p(s) - 1`` pays the difference.
 
 With HiGHS (the default) the model is not handed to branch-and-bound first: the LP relaxation
-is solved and its plan proven optimal region by region (:mod:`partitioner.pickers.decompose`);
-branch-and-bound on the whole model is the fallback.
+is solved and its plan proven optimal region by region
+(:mod:`tacopt.partitioner.pickers.decompose`); branch-and-bound on the whole model is the fallback.
 
 The matrix is built with numpy and handed to OR-Tools' model builder in one call
 (``fill_model_from_sparse_data``): 0.05 s for 10,000 units, so the time is the solver's.
@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from partitioner.errors import PickerError
-from partitioner.pickers import register_picker
-from partitioner.pickers.greedy import greedy_choices
-from partitioner.plan import Plan, evaluate_index, plan_from_choices
-from partitioner.problem import PickProblem, ProblemIndex, index_problem
+from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.pickers.greedy import greedy_choices
+from tacopt.partitioner.plan import Plan, evaluate_index, plan_from_choices
+from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
 # Backend name -> OR-Tools model-builder solver id.
 BACKENDS = {"cp-sat": "sat", "scip": "scip", "highs": "highs"}
@@ -94,7 +94,7 @@ def pick_exact(
         HiGHS can overrun it in presolve on very large models.
     method : {"decompose", "monolithic"}
         With HiGHS: ``"decompose"`` solves the LP and proves its plan region by region
-        (:mod:`partitioner.pickers.decompose`), falling back to branch-and-bound on the whole
+        (:mod:`tacopt.partitioner.pickers.decompose`), falling back to branch-and-bound on the whole
         model with the time left if that leaves a gap; ``"monolithic"`` runs
         branch-and-bound at once. Other backends are always monolithic.
     threads : int
@@ -117,7 +117,7 @@ def pick_exact(
 
     Examples
     --------
-    >>> from benchmarks.synthetic import layered_dag_problem
+    >>> from tacopt.benchmarks.synthetic import layered_dag_problem
     >>> plan = pick_exact(layered_dag_problem(200, seed=0))
     >>> plan.status, plan.gap
     ('OPTIMAL', 0.0)
@@ -154,7 +154,7 @@ def pick_exact(
     use_certify = backend == "highs" and method == "decompose"
     params["method"] = method if backend == "highs" else "monolithic"
     if use_certify:
-        from partitioner.pickers.decompose import certify
+        from tacopt.partitioner.pickers.decompose import certify
 
         found = certify(index, model, started + time_limit_s, seed, threads=threads)
         if found is not None:

@@ -6,9 +6,9 @@ import time
 
 import numpy as np
 
-from partitioner.pickers import register_picker
-from partitioner.plan import Plan, plan_from_choices
-from partitioner.problem import PickProblem, ProblemIndex, index_problem
+from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.plan import Plan, plan_from_choices
+from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
 
 def pick_first_fit(problem: PickProblem) -> Plan:
@@ -16,7 +16,7 @@ def pick_first_fit(problem: PickProblem) -> Plan:
 
     Examples
     --------
-    >>> from benchmarks.synthetic import layered_dag_problem
+    >>> from tacopt.benchmarks.synthetic import layered_dag_problem
     >>> p = layered_dag_problem(5, seed=0)
     >>> [c.label for c in pick_first_fit(p).assignment.values()] == [
     ...     u.choices[u.initial].label for u in p.units]
@@ -38,7 +38,7 @@ def pick_greedy(problem: PickProblem) -> Plan:
 
     Examples
     --------
-    >>> from benchmarks.synthetic import layered_dag_problem
+    >>> from tacopt.benchmarks.synthetic import layered_dag_problem
     >>> p = layered_dag_problem(30, seed=2)
     >>> pick_greedy(p).objective <= pick_first_fit(p).objective
     True

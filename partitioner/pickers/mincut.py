@@ -27,10 +27,10 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
-from partitioner.errors import PickerError
-from partitioner.pickers import register_picker
-from partitioner.plan import Plan, plan_from_choices, relative_gap
-from partitioner.problem import PickProblem, ProblemIndex, index_problem
+from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.plan import Plan, plan_from_choices, relative_gap
+from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
 _CAPACITY_LIMIT = 2**30  # scipy's max flow works in int32
 _OPTIMAL_TOL = 1e-9  # relative; the tolerance at which an inexactly scaled cut is OPTIMAL
@@ -47,7 +47,7 @@ def pick_mincut(problem: PickProblem) -> Plan:
 
     Examples
     --------
-    >>> from benchmarks.synthetic import two_choice_problem
+    >>> from tacopt.benchmarks.synthetic import two_choice_problem
     >>> plan = pick_mincut(two_choice_problem(50, seed=0))
     >>> plan.status
     'OPTIMAL'

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from partitioner.pickers import register_picker
-from partitioner.plan import Plan, plan_from_choices
-from partitioner.problem import (
+from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.plan import Plan, plan_from_choices
+from tacopt.partitioner.problem import (
     PickProblem,
     TensorEdge,
     Unit,
@@ -57,13 +57,14 @@ def pick_tac(problem: PickProblem) -> Plan:
     ``GetHardwareSwitchingCost`` is ``5 * bytes + 10`` between different devices); the
     conversion price is ``quant_per_element`` per element for any change of activation format
     (TAC charges 2 for quant, dequant and requant alike and nothing for FLOAT <-> HYBRID).
-    The objective reported is :func:`partitioner.plan.evaluate` of the result. Status HEURISTIC.
+    The objective reported is :func:`tacopt.partitioner.plan.evaluate` of the result. Status
+    HEURISTIC.
 
     Examples
     --------
     The chain W -> X -> Y of the module tests: TAC puts W on GPU but X and Y on CPU.
 
-    >>> from partitioner.problem import Choice, Link, TensorEdge, Unit
+    >>> from tacopt.partitioner.problem import Choice, Link, TensorEdge, Unit
     >>> def unit(name, cpu, gpu):
     ...     return Unit(name, (Choice("CPU", "FLOAT", cpu), Choice("GPU", "FLOAT", gpu)))
     >>> p = PickProblem((unit("W", 1e6, 0), unit("X", 0, 0), unit("Y", 0, 1000)),

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.zoos import BUNDLED_DIR, SHARED_DIR
+from tacopt.benchmarks.zoos import BUNDLED_DIR, SHARED_DIR
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import cli
-from benchmarks.harness import DEFAULT_DEVICE_SETS, read_records
-from partitioner.cli import main
+from tacopt.benchmarks import cli
+from tacopt.benchmarks.harness import DEFAULT_DEVICE_SETS, read_records
+from tacopt.partitioner.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness import (
+from tacopt.benchmarks.harness import (
     Case,
     Study,
     count_moves,
@@ -20,9 +20,9 @@ from benchmarks.harness import (
     run_case,
     run_study,
 )
-from benchmarks.zoos import BenchmarkError, ZooItem, register_zoo
-from partitioner.plan import evaluate
-from partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
+from tacopt.benchmarks.zoos import BenchmarkError, ZooItem, register_zoo
+from tacopt.partitioner.plan import evaluate
+from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
 
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.harness import Study, run_study
-from benchmarks.report import case_table, markdown, picker_summary, report_file, write_report
-from benchmarks.zoos import BenchmarkError
+from tacopt.benchmarks.harness import Study, run_study
+from tacopt.benchmarks.report import case_table, markdown, picker_summary, report_file, write_report
+from tacopt.benchmarks.zoos import BenchmarkError
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.zoos import (
+from tacopt.benchmarks.zoos import (
     BenchmarkError,
     ZooItem,
     folder_zoo,
@@ -18,8 +18,8 @@ from benchmarks.zoos import (
     resolve_zoo,
     transformer_stack,
 )
-from fusion.ir import validate_graph
-from partitioner.problem import PickProblem
+from tacopt.fusion.ir import validate_graph
+from tacopt.partitioner.problem import PickProblem
 
 
 def test_unknown_zoo_lists_the_known_ones() -> None:

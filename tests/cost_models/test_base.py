@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cost_models.base import (
+from tacopt.cost_models.base import (
     CheckedCostModel,
     CostModel,
     CostModelError,
@@ -20,11 +20,11 @@ from cost_models.base import (
     registered_cost_models,
     view_cost,
 )
-from fusion.ir import Op, Tensor, make_graph
+from tacopt.fusion.ir import Op, Tensor, make_graph
 
 USER_MODULE = '''
 import numpy as np
-from cost_models.base import LinkCost
+from tacopt.cost_models.base import LinkCost
 
 
 class MyModel:
@@ -109,12 +109,12 @@ def test_bad_specs() -> None:
         get_cost_model("nope")
     with pytest.raises(CostModelError, match="cannot import 'no_such_module_xyz'"):
         get_cost_model("no_such_module_xyz:Model")
-    with pytest.raises(CostModelError, match="'cost_models.base' has no 'Nope'"):
-        get_cost_model("cost_models.base:Nope")
+    with pytest.raises(CostModelError, match="'tacopt.cost_models.base' has no 'Nope'"):
+        get_cost_model("tacopt.cost_models.base:Nope")
     with pytest.raises(CostModelError, match="is not a CostModel"):
-        get_cost_model("cost_models.base:INFERENCE_TYPES")
+        get_cost_model("tacopt.cost_models.base:INFERENCE_TYPES")
     with pytest.raises(CostModelError, match=r"cannot call 'LinkCost\(\)'"):
-        get_cost_model("cost_models.base:LinkCost")
+        get_cost_model("tacopt.cost_models.base:LinkCost")
 
 
 def test_model_files(tmp_path: Path) -> None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost_models.base import (
+from tacopt.cost_models.base import (
     CostModelBase,
     CostModelError,
     FallbackCostModel,
     LinkCost,
     get_cost_model,
 )
-from fusion.ir import Op, Tensor, make_graph
+from tacopt.fusion.ir import Op, Tensor, make_graph
 
 
 class Fixed(CostModelBase):
@@ -65,7 +65,7 @@ def test_spec_with_plus_builds_a_chain_and_refuses_mixed_units() -> None:
 
 
 def test_a_chain_prices_a_real_partition() -> None:
-    from partitioner.pipeline import build_pick_problem
+    from tacopt.partitioner.pipeline import build_pick_problem
 
     G = relu_graph()
     measured, profiles = Fixed("measured", ("CPU",), 3.0, 0.0), Fixed("p", ("CPU", "GPU"), 1.0)

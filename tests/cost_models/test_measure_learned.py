@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cost_models.base import CostModelError, get_cost_model
-from cost_models.learned import LearnedCostModel, evaluate, fit
-from cost_models.measure import cut_op, fill_constants, op_features, op_key, read_records
-from fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
-from partitioner.cli import main
+from tacopt.cost_models.base import CostModelError, get_cost_model
+from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
+from tacopt.cost_models.measure import cut_op, fill_constants, op_features, op_key, read_records
+from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
+from tacopt.partitioner.cli import main
 
 
 def small_model(n: int) -> object:
@@ -40,7 +40,7 @@ def small_model(n: int) -> object:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    from fusion.writer import write_tflite
+    from tacopt.fusion.writer import write_tflite
 
     folder = tmp_path_factory.mktemp("models")
     paths = []
@@ -95,7 +95,7 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     doc = json.loads(model_path.read_text())
     assert doc["format"] == "tacopt-learned"
 
-    from fusion.reader import read_tflite
+    from tacopt.fusion.reader import read_tflite
 
     model = get_cost_model(str(model_path))
     G = read_tflite(models[1])  # m64, as measured
@@ -116,8 +116,8 @@ def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
     """Samples whose probe reads show the machine slow do not count; an op's latency is the
     median over interpreter instances of each one's lowest quiet sample (no real timing here:
     the samples are set by hand)."""
-    from cost_models.measure import Gate, MeasureConfig, _neg_graph, _Timer
-    from fusion.writer import serialize_tflite
+    from tacopt.cost_models.measure import Gate, MeasureConfig, _neg_graph, _Timer
+    from tacopt.fusion.writer import serialize_tflite
 
     cfg = MeasureConfig(probe_reads=1)
     gate = Gate(cfg)
@@ -217,7 +217,7 @@ def test_bad_inputs(tmp_path: Path, capsys) -> None:
 
 
 def test_trees_fit_residuals_and_roundtrip_json() -> None:
-    from cost_models.learned import TREE_PARAMS, fit_trees, predict_trees
+    from tacopt.cost_models.learned import TREE_PARAMS, fit_trees, predict_trees
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (200, 3))
@@ -244,8 +244,8 @@ def test_version1_model_files_still_load() -> None:
 
 
 def test_retype_op_quantizes_and_dequantizes() -> None:
-    from cost_models.measure import RetypeError, retype_op
-    from cost_models.ops import inference_type
+    from tacopt.cost_models.measure import RetypeError, retype_op
+    from tacopt.cost_models.ops import inference_type
 
     S = fill_constants(cut_op(small_model(8), "fully_connected_1"), seed=0)
     Q = retype_op(S, "QUANTIZED_INT8")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cost_models.ops import inference_type, op_counts, trip_count
-from fusion.ir import Buffer, Op, Quantization, Tensor, all_graphs, make_graph, ops_of
+from tacopt.cost_models.ops import inference_type, op_counts, trip_count
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, all_graphs, make_graph, ops_of
 
 Q = Quantization((0.5,), (0,))
 
@@ -80,7 +80,7 @@ def test_gather_reads_only_rows_and_unknown_kind_is_flagged() -> None:
 
 
 def test_zoo_counts_cover_every_kind(zoo_dir: Path) -> None:
-    from fusion.reader import read_tflite
+    from tacopt.fusion.reader import read_tflite
 
     rows = json.loads((zoo_dir / "MANIFEST.json").read_text())
     kinds = {k for r in rows for k, _ in r["op_histogram"]}
@@ -102,7 +102,7 @@ def test_zoo_counts_cover_every_kind(zoo_dir: Path) -> None:
 
 
 def test_while_trip_count_read_from_condition(zoo_dir: Path) -> None:
-    from fusion.reader import read_tflite
+    from tacopt.fusion.reader import read_tflite
 
     G = read_tflite(zoo_dir / "keras__text_lstm_float32.tflite")
     (loop,) = [n for n, op in ops_of(G) if op.kind == "WHILE"]

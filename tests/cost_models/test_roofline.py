@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from cost_models.base import CostModelError, get_cost_model
-from cost_models.roofline import PROFILE_DIR, RooflineCostModel, load_profile
-from fusion.ir import Buffer, Op, Tensor, make_graph
+from tacopt.cost_models.base import CostModelError, get_cost_model
+from tacopt.cost_models.roofline import PROFILE_DIR, RooflineCostModel, load_profile
+from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph
 
 
 def fc(n: int) -> object:

@@ -11,9 +11,9 @@ import struct
 import numpy as np
 import pytest
 
-from cost_models.base import CostModelError, get_cost_model, view_cost
-from cost_models.tac import TacCostModel, tac_switching_cost, tac_transfer_bits
-from fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, validate_graph
+from tacopt.cost_models.base import CostModelError, get_cost_model, view_cost
+from tacopt.cost_models.tac import TacCostModel, tac_switching_cost, tac_transfer_bits
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, validate_graph
 
 TAC = TacCostModel()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusion.builder import GraphBuilder
-from fusion.errors import GraphError
-from fusion.ir import ops_of, validate_graph
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.errors import GraphError
+from tacopt.fusion.ir import ops_of, validate_graph
 
 
 def test_mobilenet_block_shapes_and_options():

@@ -13,8 +13,8 @@ import flatbuffers
 import numpy as np
 import pytest
 
-from fusion.reader import read_tflite
-from partitioner.cli import main
+from tacopt.fusion.reader import read_tflite
+from tacopt.partitioner.cli import main
 
 LSTM = "keras__text_lstm_float32.tflite"  # small, with WHILE subgraphs and signature defs
 
@@ -189,7 +189,7 @@ def test_rehydrate_writes_a_runnable_model(
 def test_real_subprocess_reports_bad_file(bad_files: dict[str, tuple[Path, str]]) -> None:
     path, message = bad_files["wrong identifier"]
     proc = subprocess.run(
-        [sys.executable, "-m", "partitioner.cli", "inspect", str(path)],
+        [sys.executable, "-m", "tacopt.partitioner.cli", "inspect", str(path)],
         capture_output=True,
         text=True,
         timeout=120,

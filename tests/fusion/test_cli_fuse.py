@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from fusion.reader import read_tflite
-from partitioner.cli import main
+from tacopt.fusion.reader import read_tflite
+from tacopt.partitioner.cli import main
 
 
 def test_fuse_json_and_output(zoo_dir, tmp_path, capsys):

@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 
-from fusion.builder import GraphBuilder
-from fusion.composites import get_fusion, register_fusion, unregister_fusion
-from fusion.errors import FusionError
-from fusion.executor import random_inputs, run_graph
-from fusion.fuse import fuse
-from fusion.ir import Op, ops_of, validate_graph
-from fusion.rules.base import Rewrite
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.composites import get_fusion, register_fusion, unregister_fusion
+from tacopt.fusion.errors import FusionError
+from tacopt.fusion.executor import random_inputs, run_graph
+from tacopt.fusion.fuse import fuse
+from tacopt.fusion.ir import Op, ops_of, validate_graph
+from tacopt.fusion.rules.base import Rewrite
 
 
 def _embedding_graph(max_norm=0.0):

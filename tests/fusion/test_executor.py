@@ -1,8 +1,8 @@
 """The reference executor against the real TFLite interpreter (ai-edge-litert).
 
-Single-op models are built with :class:`fusion.builder.GraphBuilder`, written with
-:func:`fusion.writer.serialize_tflite`, and run by both; outputs must agree within
-:func:`fusion.executor.tolerance` (float) or one quantization step (quantized). Whole models:
+Single-op models are built with :class:`tacopt.fusion.builder.GraphBuilder`, written with
+:func:`tacopt.fusion.writer.serialize_tflite`, and run by both; outputs must agree within
+:func:`tacopt.fusion.executor.tolerance` (float) or one quantization step (quantized). Whole models:
 the bundled ones (always) and a few shared-zoo ones, rehydrated. The full zoo is surveyed by
 ``benchmarks/check_executor.py``.
 """
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion.builder import GraphBuilder
-from fusion.errors import ExecutionError
-from fusion.executor import (
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.errors import ExecutionError
+from tacopt.fusion.executor import (
     random_inputs,
     register_kernel,
     run_graph,
@@ -29,10 +29,10 @@ from fusion.executor import (
     supported_kinds,
     tolerance,
 )
-from fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, ops_of, validate_graph
-from fusion.reader import read_tflite
-from fusion.rehydrate import rehydrate
-from fusion.writer import serialize_tflite
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, ops_of, validate_graph
+from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.writer import serialize_tflite
 
 RNG = np.random.default_rng(0)
 

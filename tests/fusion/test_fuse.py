@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
-from fusion.ir import ir_diff, ops_of, validate_graph
-from fusion.reader import read_tflite
+from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
+from tacopt.fusion.ir import ir_diff, ops_of, validate_graph
+from tacopt.fusion.reader import read_tflite
 
 MODELS = {
     "keras__convnext_tiny_float32.tflite": {"layer_norm": 23},

@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fusion.errors import GraphError, ModelFormatError
-from fusion.ir import validate_graph
-from fusion.reader import read_tflite
+from tacopt.fusion.errors import GraphError, ModelFormatError
+from tacopt.fusion.ir import validate_graph
+from tacopt.fusion.reader import read_tflite
 from tests.conftest import BUNDLED_DIR, ZOO_DIR
 
 #: Small models with a spread of features: WHILE loops, fused LSTM, int8, attention, PyTorch.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fusion.errors import GraphError
-from fusion.ir import Op, Tensor, make_graph, validate_graph
+from tacopt.fusion.errors import GraphError
+from tacopt.fusion.ir import Op, Tensor, make_graph, validate_graph
 
 
 def test_validate_graph_rejects_a_conv_without_its_filter() -> None:

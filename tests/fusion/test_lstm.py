@@ -7,12 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from fusion.executor import random_inputs, run_graph
-from fusion.fuse import fuse, op_histogram
-from fusion.ir import Buffer, ops_of, validate_graph
-from fusion.reader import read_tflite
-from fusion.rehydrate import rehydrate
-from fusion.writer import write_tflite
+from tacopt.fusion.executor import random_inputs, run_graph
+from tacopt.fusion.fuse import fuse, op_histogram
+from tacopt.fusion.ir import Buffer, ops_of, validate_graph
+from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.writer import write_tflite
 
 
 def _zero_initial_states(G):

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fusion.errors import ModelFormatError
-from fusion.ir import all_graphs, ops_of, validate_graph
-from fusion.reader import read_tflite
+from tacopt.fusion.errors import ModelFormatError
+from tacopt.fusion.ir import all_graphs, ops_of, validate_graph
+from tacopt.fusion.reader import read_tflite
 from tests.conftest import bundled_files, zoo_files
 
 

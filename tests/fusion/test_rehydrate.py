@@ -8,10 +8,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from fusion.ir import Buffer, Op, Tensor, all_graphs, ir_diff, make_graph, validate_graph
-from fusion.reader import read_tflite
-from fusion.rehydrate import rehydrate, strip_weights
-from fusion.writer import write_tflite
+from tacopt.fusion.ir import Buffer, Op, Tensor, all_graphs, ir_diff, make_graph, validate_graph
+from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.rehydrate import rehydrate, strip_weights
+from tacopt.fusion.writer import write_tflite
 from tests.conftest import bundled_files
 
 
@@ -117,7 +117,7 @@ def test_strip_weights_keeps_small_and_shape_like_buffers() -> None:
 def test_make_zoo_structure_only_step_reproduces_the_manifest(
     bundled_models: dict[str, Path], bundled_manifest: dict[str, dict], tmp_path: Path
 ) -> None:
-    from benchmarks.make_zoo import structure_only
+    from tacopt.benchmarks.make_zoo import structure_only
 
     name = "keras__text_lstm_tfkeras_int8.tflite"
     full = tmp_path / "full.tflite"

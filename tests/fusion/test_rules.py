@@ -7,12 +7,12 @@ import math
 import numpy as np
 import pytest
 
-from fusion.builder import GraphBuilder
-from fusion.executor import random_inputs, run_graph
-from fusion.fuse import fuse
-from fusion.ir import ops_of, validate_graph
-from fusion.rules import custom  # noqa: F401  (custom kernels)
-from fusion.unfuse import unfuse
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.executor import random_inputs, run_graph
+from tacopt.fusion.fuse import fuse
+from tacopt.fusion.ir import ops_of, validate_graph
+from tacopt.fusion.rules import custom  # noqa: F401  (custom kernels)
+from tacopt.fusion.unfuse import unfuse
 
 RNG = np.random.default_rng(0)
 
@@ -146,7 +146,7 @@ def test_recognizer_guard_wrong_constant():
 
 
 def test_quantized_tensors_are_not_recognized():
-    from fusion.ir import Quantization
+    from tacopt.fusion.ir import Quantization
 
     b = GraphBuilder()
     x = b.input("x", (4,), "int8", quantization=Quantization((0.1,), (0,)))

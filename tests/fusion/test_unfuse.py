@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusion.executor import random_inputs, run_graph
-from fusion.fuse import fuse, op_histogram
-from fusion.ir import validate_graph
-from fusion.reader import read_tflite
-from fusion.rehydrate import rehydrate
-from fusion.unfuse import unfuse
+from tacopt.fusion.executor import random_inputs, run_graph
+from tacopt.fusion.fuse import fuse, op_histogram
+from tacopt.fusion.ir import validate_graph
+from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.unfuse import unfuse
 
 STRUCTURE = [
     "keras__densenet121_int8.tflite",

@@ -10,9 +10,9 @@ import ai_edge_litert.schema_py_generated as fb
 import numpy as np
 import pytest
 
-from fusion import schema
-from fusion.errors import GraphError
-from fusion.ir import (
+from tacopt.fusion import schema
+from tacopt.fusion.errors import GraphError
+from tacopt.fusion.ir import (
     Buffer,
     Op,
     Tensor,
@@ -22,9 +22,9 @@ from fusion.ir import (
     ops_of,
     validate_graph,
 )
-from fusion.reader import read_tflite
-from fusion.rehydrate import rehydrate
-from fusion.writer import serialize_tflite, write_tflite
+from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.writer import serialize_tflite, write_tflite
 from tests.conftest import bundled_files, zoo_files
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusion.builder import GraphBuilder
-from fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
-from partitioner.annotate import Annotation, annotate_targets, inference_type, parse_pin
-from partitioner.targets import PartitionError, TargetError, resolve_devices
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
+from tacopt.partitioner.annotate import Annotation, annotate_targets, inference_type, parse_pin
+from tacopt.partitioner.targets import PartitionError, TargetError, resolve_devices
 
 QI8 = Quantization((0.05,), (0,))
 QU8 = Quantization((0.05,), (128,))

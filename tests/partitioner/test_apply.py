@@ -5,13 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusion.executor import random_inputs, run_graph
-from fusion.ir import validate_graph
-from partitioner.annotate import annotate_targets
-from partitioner.apply import apply_plan, chosen_views
-from partitioner.subgraphs import op_units, raise_subgraphs
-from partitioner.targets import PartitionError, resolve_devices
-from partitioner.views import enumerate_views
+from tacopt.fusion.executor import random_inputs, run_graph
+from tacopt.fusion.ir import validate_graph
+from tacopt.partitioner.annotate import annotate_targets
+from tacopt.partitioner.apply import apply_plan, chosen_views
+from tacopt.partitioner.subgraphs import op_units, raise_subgraphs
+from tacopt.partitioner.targets import PartitionError, resolve_devices
+from tacopt.partitioner.views import enumerate_views
 from tests.partitioner.test_costing import float_net, int8_net
 from tests.partitioner.test_subgraphs import tac_readme_graph
 

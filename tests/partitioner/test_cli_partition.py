@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from partitioner.cli import main
+from tacopt.partitioner.cli import main
 
 MODEL = "keras__mobilenet_v2_float32.tflite"
 
@@ -36,12 +36,12 @@ def test_json_plan_and_files(bundled_models, tmp_path, capsys):
         assert key in plan
     assert set(plan["breakdown"]) >= {"compute", "transfer", "quant"}
     assert plan["picker"] == "exact" and plan["status"] == "OPTIMAL"
-    from partitioner.problem import load_problem
+    from tacopt.partitioner.problem import load_problem
 
     assert len(load_problem(tmp_path / "p.json").units) == len(plan["units"])
     assert "fillcolor" in (tmp_path / "m.dot").read_text()
-    from fusion.reader import read_tflite
-    from partitioner.export import read_plan
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.partitioner.export import read_plan
 
     record = read_plan(read_tflite(out))
     assert len(record["ops"]) == read_tflite(out).number_of_nodes()
@@ -71,12 +71,12 @@ def test_malformed_model_exits_2(tmp_path, capsys):
 
 
 def test_user_target_from_own_module(bundled_models, tmp_path, capsys, monkeypatch):
-    import partitioner.targets as targets
+    import tacopt.partitioner.targets as targets
 
     monkeypatch.setattr(targets, "_TARGETS", targets._TARGETS.copy())  # DSP vanishes afterwards
     mod = tmp_path / "my_dsp.py"
     mod.write_text(
-        "from partitioner.targets import SimpleTarget, register_target\n"
+        "from tacopt.partitioner.targets import SimpleTarget, register_target\n"
         "register_target(SimpleTarget('DSP', denied=frozenset({'SOFTMAX'}),\n"
         "                             advantage_over_cpu=3.0))\n"
     )
@@ -102,7 +102,7 @@ def test_user_target_from_own_module(bundled_models, tmp_path, capsys, monkeypat
 
 
 def test_dispatcher_loads_only_the_named_command():
-    from partitioner.cli import build_parser
+    from tacopt.partitioner.cli import build_parser
 
     def commands(parser):
         (sub,) = [a for a in parser._actions if a.dest == "command"]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.synthetic import layered_dag_problem
-from partitioner.cli import main
-from partitioner.problem import save_problem
+from tacopt.benchmarks.synthetic import layered_dag_problem
+from tacopt.partitioner.cli import main
+from tacopt.partitioner.problem import save_problem
 
 
 @pytest.fixture
@@ -75,7 +75,7 @@ def test_a_broken_file_exits_2_through_the_installed_command(tmp_path: Path) -> 
     bad = tmp_path / "bad.json"
     bad.write_text('{"units": [')
     result = subprocess.run(
-        [sys.executable, "-m", "partitioner.cli", "pick", str(bad)],
+        [sys.executable, "-m", "tacopt.partitioner.cli", "pick", str(bad)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert result.returncode == 2

@@ -5,15 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from cost_models.base import CostModelError, get_cost_model
-from fusion.builder import GraphBuilder
-from fusion.ir import Quantization
-from partitioner.annotate import annotate_targets
-from partitioner.costing import build_problem, view_cost
-from partitioner.problem import Link, load_problem, save_problem, validate_problem
-from partitioner.subgraphs import op_units, raise_subgraphs
-from partitioner.targets import resolve_devices
-from partitioner.views import enumerate_views
+from tacopt.cost_models.base import CostModelError, get_cost_model
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.ir import Quantization
+from tacopt.partitioner.annotate import annotate_targets
+from tacopt.partitioner.costing import build_problem, view_cost
+from tacopt.partitioner.problem import Link, load_problem, save_problem, validate_problem
+from tacopt.partitioner.subgraphs import op_units, raise_subgraphs
+from tacopt.partitioner.targets import resolve_devices
+from tacopt.partitioner.views import enumerate_views
 
 TAC = get_cost_model("tac")
 

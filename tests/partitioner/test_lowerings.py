@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fusion.builder import GraphBuilder
-from fusion.executor import random_inputs, run_graph
-from fusion.ir import Quantization, Tensor, make_graph, validate_graph
-from partitioner.lowerings import LOWERINGS, lower_graph
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.executor import random_inputs, run_graph
+from tacopt.fusion.ir import Quantization, Tensor, make_graph, validate_graph
+from tacopt.partitioner.lowerings import LOWERINGS, lower_graph
 
 
 def _lower_away(G, kind):
@@ -126,7 +126,7 @@ def test_split_becomes_slices(kind):
 def test_int8_mean_requantizes_after_the_pool():
     q_in, q_out = Quantization((0.05,), (3,)), Quantization((0.02,), (-1,))
     axes = np.array([1, 2], np.int32)
-    from fusion.ir import Buffer, Op
+    from tacopt.fusion.ir import Buffer, Op
 
     G = make_graph(
         "m",

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchmarks.synthetic import layered_dag_problem, two_choice_problem
-from partitioner.errors import PickerError
-from partitioner.pickers import get_picker, pick, picker_names, register_picker
-from partitioner.plan import Plan, plan_from_choices, validate_plan
-from partitioner.problem import (
+from tacopt.benchmarks.synthetic import layered_dag_problem, two_choice_problem
+from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.pickers import get_picker, pick, picker_names, register_picker
+from tacopt.partitioner.plan import Plan, plan_from_choices, validate_plan
+from tacopt.partitioner.problem import (
     Choice,
     Link,
     PickProblem,
@@ -338,9 +338,9 @@ def test_exact_decomposition_bound_is_a_lower_bound_when_it_cannot_close(
 ) -> None:
     """Cut the certificate short (no growth): its bound stays below the optimum, and the
     fallback to branch-and-bound still proves the optimum."""
-    import partitioner.pickers.decompose as decompose
-    from partitioner.pickers.exact import build_model
-    from partitioner.problem import index_problem
+    import tacopt.partitioner.pickers.decompose as decompose
+    from tacopt.partitioner.pickers.exact import build_model
+    from tacopt.partitioner.problem import index_problem
 
     monkeypatch.setattr(decompose, "MAX_ROUNDS", 1)
     for seed in range(4):
@@ -375,9 +375,9 @@ def test_exact_plan_survives_an_exhausted_time_limit() -> None:
 def test_exact_decomposition_grows_its_regions_until_the_bound_meets_the_plan() -> None:
     """Started from the fractional units alone (no neighbours), the first round leaves a gap
     on most seeds; growing where the gap sits closes it to the branch-and-bound optimum."""
-    from partitioner.pickers.decompose import certify
-    from partitioner.pickers.exact import build_model
-    from partitioner.problem import index_problem
+    from tacopt.partitioner.pickers.decompose import certify
+    from tacopt.partitioner.pickers.exact import build_model
+    from tacopt.partitioner.problem import index_problem
 
     grew = 0
     for seed in (0, 1, 5):

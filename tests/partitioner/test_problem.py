@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.synthetic import layered_dag_problem
-from fusion.errors import TacoptError
-from partitioner.errors import ProblemError
-from partitioner.problem import (
+from tacopt.benchmarks.synthetic import layered_dag_problem
+from tacopt.fusion.errors import TacoptError
+from tacopt.partitioner.errors import ProblemError
+from tacopt.partitioner.problem import (
     Choice,
     Link,
     PickProblem,

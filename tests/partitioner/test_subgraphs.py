@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from fusion.ir import Op, Tensor, make_graph
-from partitioner.annotate import Annotation, annotate_targets
-from partitioner.subgraphs import (
+from tacopt.fusion.ir import Op, Tensor, make_graph
+from tacopt.partitioner.annotate import Annotation, annotate_targets
+from tacopt.partitioner.subgraphs import (
     Partition,
     Subgraph,
     extract_subgraph,
     raise_subgraphs,
     validate_partition,
 )
-from partitioner.targets import PartitionError, resolve_devices
+from tacopt.partitioner.targets import PartitionError, resolve_devices
 
 
 def tac_readme_graph():
@@ -136,7 +136,7 @@ def test_extract_subgraph_has_boundary_inputs_and_outputs():
 
 
 def test_zoo_model_partition_is_valid(zoo_dir):
-    from fusion.reader import read_tflite
+    from tacopt.fusion.reader import read_tflite
 
     G = read_tflite(zoo_dir / "keras__convnext_tiny_float32.tflite")
     part = raise_subgraphs(G, annotate_targets(G, resolve_devices("NNAPI,CPU")))

@@ -8,15 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import partitioner.targets as targets_mod
-from cost_models.base import get_cost_model
-from fusion.builder import GraphBuilder
-from fusion.errors import TacoptError
-from fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
-from partitioner.cli_partition import load_module
-from partitioner.pipeline import partition
-from partitioner.problem import Link
-from partitioner.targets import (
+import tacopt.partitioner.targets as targets_mod
+from tacopt.cost_models.base import get_cost_model
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
+from tacopt.partitioner.cli_partition import load_module
+from tacopt.partitioner.pipeline import partition
+from tacopt.partitioner.problem import Link
+from tacopt.partitioner.targets import (
     CPU,
     GPU,
     NNAPI,
@@ -245,3 +245,28 @@ def test_simple_target_from_a_user_module(registry, tmp_path):
     assert result.devices == ("DSP", "CPU")
     assert result.graph.nodes["softmax_2"]["device"] == "CPU"
     assert result.graph.nodes["conv_2d_0"]["device"] == "DSP"
+
+
+def test_every_registry_replaces_on_request() -> None:
+    """Re-running a notebook cell that registers something must not fail (replace=True)."""
+    from tacopt.benchmarks.zoos import _ZOOS, register_zoo
+    from tacopt.cost_models.base import _REGISTRY, register_cost_model
+    from tacopt.fusion.composites import _FUSIONS, get_fusion, register_fusion
+    from tacopt.partitioner.pickers import _PICKERS, get_picker, register_picker
+    from tacopt.partitioner.targets import _TARGETS, SimpleTarget, get_target, register_target
+
+    saved = [(r, r.copy()) for r in (_ZOOS, _REGISTRY, _FUSIONS, _PICKERS, _TARGETS)]
+    try:
+        for _ in range(2):
+            dsp = register_target(SimpleTarget("DSPX", frozenset(), 3.0), replace=True)
+            mine = register_picker("mine-x", lambda problem, **o: None, replace=True)
+            fus = register_fusion("fus_x", lambda e, c: None, lambda e, c: None, replace=True)
+            register_cost_model("cm-x", object, replace=True)
+            register_zoo("zoo-x", lambda arg: [], replace=True)
+        assert get_target("DSPX") is dsp and get_picker("mine-x") is mine
+        assert get_fusion("fus_x") is fus
+        with pytest.raises(TacoptError, match="already registered"):
+            register_target(SimpleTarget("DSPX", frozenset(), 3.0))
+    finally:
+        for registry, copy in saved:
+            registry._items = copy._items

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fusion.ir import Op, Quantization, Tensor, make_graph, validate_graph
-from partitioner.annotate import annotate_targets
-from partitioner.subgraphs import raise_subgraphs
-from partitioner.targets import resolve_devices
-from partitioner.views import enumerate_views, float_view
+from tacopt.fusion.ir import Op, Quantization, Tensor, make_graph, validate_graph
+from tacopt.partitioner.annotate import annotate_targets
+from tacopt.partitioner.subgraphs import raise_subgraphs
+from tacopt.partitioner.targets import resolve_devices
+from tacopt.partitioner.views import enumerate_views, float_view
 from tests.partitioner.test_subgraphs import tac_readme_graph
 
 
