@@ -51,6 +51,7 @@ _API: dict[str, str] = {
     "evaluate": "tacopt.partitioner.plan",
     "validate_plan": "tacopt.partitioner.plan",
     "apply_plan": "tacopt.partitioner.apply",
+    "export_tflite": "tacopt.partitioner.export",
     # benchmarks
     "run_study": "tacopt.benchmarks.harness",
 }

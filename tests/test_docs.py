@@ -1,0 +1,27 @@
+"""The examples in docs/api.md run as written, from a scratch folder, like a user's notebook."""
+
+from __future__ import annotations
+
+import doctest
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("page", ["api.md"])
+def test_doc_page_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tacopt.cost_models.base import _REGISTRY
+    from tacopt.partitioner.pickers import _PICKERS
+    from tacopt.partitioner.targets import _TARGETS
+
+    monkeypatch.chdir(tmp_path)
+    for registry in (_REGISTRY, _PICKERS, _TARGETS):  # the page registers examples
+        monkeypatch.setattr(registry, "_items", dict(registry._items))
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    result = doctest.testfile(
+        os.fspath(ROOT / "docs" / page), module_relative=False, optionflags=flags, verbose=False
+    )
+    assert result.attempted > 20 and result.failed == 0, f"{result.failed} examples failed"
