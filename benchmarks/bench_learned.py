@@ -35,13 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
-from tacopt.cost_models.measure import (
-    TYPE_NAMES,
-    MeasureConfig,
-    gate_summary,
-    measure_models,
-    read_records,
-)
+from tacopt.cost_models.measure import measure_models
+from tacopt.cost_models.records import gate_summary, read_records
+from tacopt.cost_models.retype import TYPE_NAMES
+from tacopt.cost_models.timing import MeasureConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"

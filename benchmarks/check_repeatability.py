@@ -37,7 +37,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tacopt.cost_models.measure import MeasureConfig, gate_summary, measure_models, read_records
+from tacopt.cost_models.measure import measure_models
+from tacopt.cost_models.records import gate_summary, read_records
+from tacopt.cost_models.timing import MeasureConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -53,16 +55,9 @@ def agreement(a: dict[str, dict], b: dict[str, dict], stat: str) -> tuple[int, f
 
 
 def check_retype() -> int:
-    from tacopt.cost_models.measure import (
-        RetypeError,
-        cut_op,
-        fill_constants,
-        model_ops,
-        op_features,
-        op_key,
-        retype_op,
-        time_models,
-    )
+    from tacopt.cost_models.retype import RetypeError, retype_op
+    from tacopt.cost_models.singleop import cut_op, fill_constants, model_ops, op_features, op_key
+    from tacopt.cost_models.timing import time_models
     from tacopt.fusion.reader import read_tflite
     from tacopt.fusion.writer import serialize_tflite
 
@@ -111,7 +106,8 @@ def check_episodes(seconds: float) -> int:
     """Alternate probe reads and one sample of one of 300+ single ops (every 7th op of the first
     12 zoo models) for ``seconds``; print how much slower ops run when the probe shows a slow
     episode, by latency band, and the share of time in slow episodes."""
-    from tacopt.cost_models.measure import Gate, _Timer, cut_op, fill_constants, model_ops
+    from tacopt.cost_models.singleop import cut_op, fill_constants, model_ops
+    from tacopt.cost_models.timing import Gate, _Timer
     from tacopt.fusion.reader import read_tflite
     from tacopt.fusion.writer import serialize_tflite
 

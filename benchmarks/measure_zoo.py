@@ -18,13 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from tacopt.cost_models.measure import (
-    TYPE_NAMES,
-    MeasureConfig,
-    gate_summary,
-    measure_models,
-    read_records,
-)
+from tacopt.cost_models.measure import measure_models
+from tacopt.cost_models.records import gate_summary, read_records
+from tacopt.cost_models.retype import TYPE_NAMES
+from tacopt.cost_models.timing import MeasureConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 ZOO = ROOT.parent / "shared" / "zoo"

@@ -54,7 +54,10 @@ def register_measure(subparsers: Any) -> None:
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from tacopt.cost_models.measure import TYPE_NAMES, MeasureConfig, MeasureError, measure_models
+    from tacopt.cost_models.measure import measure_models
+    from tacopt.cost_models.records import MeasureError
+    from tacopt.cost_models.retype import TYPE_NAMES
+    from tacopt.cost_models.timing import MeasureConfig
 
     names = tuple(t.strip() for t in args.types.split(",") if t.strip())
     for name in names:
@@ -106,7 +109,7 @@ def register_fit(subparsers: Any) -> None:
 
 def run_fit(args: argparse.Namespace) -> int:
     from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
-    from tacopt.cost_models.measure import read_records
+    from tacopt.cost_models.records import read_records
     from tacopt.fusion.io import atomic_write
 
     train = read_records(args.records)

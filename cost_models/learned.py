@@ -755,7 +755,7 @@ class LearnedCostModel(CostModelBase):
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
     ) -> float | None:
         """Predicted latency (us) of op ``node`` inside a model on this model's device."""
-        from tacopt.cost_models.measure import UNMEASURABLE, op_features, op_key
+        from tacopt.cost_models.singleop import UNMEASURABLE, op_features, op_key
 
         self.check_device(device)
         check_inference_type(inference_type, model=self.name)

@@ -10,7 +10,8 @@ import pytest
 
 from tacopt.cost_models.base import CostModelError, get_cost_model
 from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
-from tacopt.cost_models.measure import cut_op, fill_constants, op_features, op_key, read_records
+from tacopt.cost_models.records import read_records
+from tacopt.cost_models.singleop import cut_op, fill_constants, op_features, op_key
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
 from tacopt.partitioner.cli import main
 
@@ -116,7 +117,7 @@ def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
     """Samples whose probe reads show the machine slow do not count; an op's latency is the
     median over interpreter instances of each one's lowest quiet sample (no real timing here:
     the samples are set by hand)."""
-    from tacopt.cost_models.measure import Gate, MeasureConfig, _neg_graph, _Timer
+    from tacopt.cost_models.timing import Gate, MeasureConfig, _Timer, neg_graph
     from tacopt.fusion.writer import serialize_tflite
 
     cfg = MeasureConfig(probe_reads=1)
@@ -125,7 +126,7 @@ def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
     gate._ref_at = 0
     assert gate.reference() == 1.0 and gate.is_quiet(1.15) and not gate.is_quiet(1.3)
     assert gate.overhead_us() == 1.0
-    t = _Timer(serialize_tflite(_neg_graph()), None, cfg, seed=0, samples=6)
+    t = _Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=6)
     t.cpu = [5.0, 4.0, 9.0, 3.0, 7.0, 6.0]
     t.wall = list(t.cpu)
     t.probes = [1.0, 1.0, 1.0, 2.0, 1.0, 1.0]  # sample 3 (the lowest) taken in a slow episode
@@ -244,8 +245,8 @@ def test_version1_model_files_still_load() -> None:
 
 
 def test_retype_op_quantizes_and_dequantizes() -> None:
-    from tacopt.cost_models.measure import RetypeError, retype_op
     from tacopt.cost_models.ops import inference_type
+    from tacopt.cost_models.retype import RetypeError, retype_op
 
     S = fill_constants(cut_op(small_model(8), "fully_connected_1"), seed=0)
     Q = retype_op(S, "QUANTIZED_INT8")

@@ -1,0 +1,55 @@
+"""Measurement records: JSON lines, one per op, skipped op or whole model (format in
+:mod:`tacopt.cost_models.measure`), appended and flushed one by one so a run can resume."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from tacopt.fusion.errors import TacoptError
+
+
+class MeasureError(TacoptError):
+    """A model or records file that cannot be measured / read."""
+
+
+def read_records(path: str | Path) -> list[dict[str, Any]]:
+    """Every record of a JSONL records file (a torn last line, from a killed run, is ignored)."""
+    p = Path(path)
+    if not p.is_file():
+        raise MeasureError(f"records file '{p}' does not exist")
+    out = []
+    lines = p.read_text().splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break
+            raise MeasureError(f"records file '{p}' line {i + 1} is not JSON") from None
+    return out
+
+
+def write_record(f: TextIO, record: Mapping[str, Any]) -> None:
+    f.write(json.dumps(record, sort_keys=True) + "\n")
+    f.flush()
+
+
+def gate_summary(records: Iterable[Mapping[str, Any]]) -> str:
+    """One line on how quiet a run was: share of samples rejected by the gate, ops without a
+    quiet sample, the invoke overhead at the start and the end of the run."""
+    ops = [r for r in records if r.get("type") == "op"]
+    if not ops:
+        return "no op records"
+    kept = sum(r.get("repeats", 0) for r in ops if r.get("quiet", True))
+    rejected = sum(r.get("rejected", 0) for r in ops)
+    loud = sum(1 for r in ops if not r.get("quiet", True))
+    share = rejected / max(kept + rejected, 1) * 100
+    return (
+        f"gate: {share:.1f} % of samples rejected as not quiet, {loud} of {len(ops)} ops without"
+        f" a quiet sample; overhead {ops[0].get('overhead_us')} -> {ops[-1].get('overhead_us')} us"
+    )

@@ -1,0 +1,387 @@
+"""Timing single-op and whole models on ai-edge-litert, gated on the machine's speed.
+
+How an op is timed (:func:`time_models`; chosen by measuring repeatability across runs with
+``benchmarks/check_repeatability.py``, see docs/cost-models.md): warm-up, then samples, each a
+batch of back-to-back ``invoke()`` calls lasting >= 2 ms (per-invoke time = batch time / batch
+size, which amortises the clock reads and the timing loop), taken in 3 rounds interleaved over
+16 ops so one op's samples are spread over time, each round on a new interpreter instance
+(a fresh copy of the model: where tensors and constants land in memory changes some ops'
+latency by up to 40 %). Every sample is bracketed by two reads of a probe (:class:`Gate`:
+0.5 ms of invokes of a one-element model); it counts only when both show the machine in its
+fast state (<= 1.15 x the probe's 5th percentile): on a virtual machine like ours the CPU has
+slow episodes, milliseconds to seconds long, in which everything, thread CPU time included,
+runs 1.1-1.8x slower. An instance short of quiet samples gets more, each after waiting for the
+machine to be quiet. The latency is the median over instances of each instance's *lowest
+quiet* sample of the calling thread's CPU time. Median and wall-clock figures are recorded
+next to it.
+
+``latency_us`` is the latency of one ``invoke()`` of the single-op model, the fixed cost of the
+Python call included. That cost (``overhead_us`` in every record) is the median quiet probe
+read, re-calibrated all through the run; learned models predict the latency net of it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from tacopt.fusion.ir import Op, Tensor, make_graph
+
+
+@dataclass(frozen=True, slots=True)
+class MeasureConfig:
+    """Knobs of a measurement run (the timing ones are written into every record).
+
+    Each sample is a batch of back-to-back ``invoke()`` calls lasting at least ``sample_s``;
+    an op gets ``samples`` samples taken in ``rounds`` interleaved rounds over ``chunk`` ops,
+    fewer when they would take more than ``max_time_s`` (at least ``min_samples``), each round on
+    a new interpreter instance. Each sample is bracketed by reads of the probe (:class:`Gate`: a
+    batch of ``probe_s`` of a one-element model, ``probe_reads`` reads to start); it is *quiet*
+    when both reads are <= ``gate`` x the fast-state probe time. An instance short of quiet
+    samples gets up to ``retry_rounds`` more passes, each extra sample after waiting up to
+    ``wait_s`` for the machine to be quiet, at most ``max_wait_s`` of waiting per chunk and
+    ``run_wait_s`` per :class:`Gate` (per run). Its latency is the median over instances of the
+    lowest quiet sample of thread CPU time per invoke. Whole models get ``model_samples``.
+    """
+
+    threads: int = 1
+    warmup: int = 3
+    samples: int = 9
+    min_samples: int = 3
+    rounds: int = 3
+    chunk: int = 16
+    sample_s: float = 0.002
+    max_time_s: float = 0.3
+    model_samples: int = 7
+    model_max_time_s: float = 2.0
+    probe_s: float = 0.0005
+    probe_reads: int = 40
+    gate: float = 1.15
+    retry_rounds: int = 3
+    wait_s: float = 1.0
+    max_wait_s: float = 10.0
+    run_wait_s: float = 600.0
+    seed: int = 0
+
+    def knobs(self) -> dict[str, Any]:
+        """The timing knobs as written into records."""
+        return {
+            "threads": self.threads,
+            "method": f"median-instance-min-quiet-thread-cpu/{self.samples}x"
+            f"{self.sample_s * 1e3:g}ms/{self.rounds}r/gate{self.gate:g}",
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """Per-``invoke()`` latency of one model, CPU and wall clock.
+
+    ``cpu_us`` (the figure records call ``latency_us``) is taken on the calling thread's CPU
+    time (``time.thread_time_ns``: with one interpreter thread the kernels run on the caller, so
+    preemption by other processes is not counted) over *quiet* samples only (the probe read just
+    before and just after shows the machine in its fast state, see :class:`Gate`): the lowest
+    quiet sample of each interpreter instance (the least disturbed by cache / memory-bandwidth
+    contention), then the median over the ``instances`` (memory placement differs between
+    them). ``cpu_median_us`` is the median quiet sample. The statistics are over ``samples``
+    samples; ``rejected`` were dropped as not quiet. When no sample was quiet every sample counts
+    and ``quiet`` is False.
+    """
+
+    cpu_us: float
+    cpu_median_us: float
+    wall_us: float
+    wall_median_us: float
+    batch: int
+    samples: int
+    rejected: int = 0
+    quiet: bool = True
+    instances: int = 1
+
+
+class Gate:
+    """The machine's speed, read by a probe between samples, and the invoke overhead.
+
+    On this (virtual, 2-core) machine the CPU alternates between a fast state and slow episodes
+    of milliseconds to seconds in which *everything* runs 1.1-1.8x slower, thread CPU time
+    included (not preemption; presumably contention on the host). A single-op timing taken in a
+    slow episode is wrong whatever the statistic when the episode covers all its samples. The
+    probe is a one-element NEG model invoked in a batch of ``cfg.probe_s``; its per-invoke CPU
+    time is the fixed cost of a Python ``invoke()`` call. Every sample of every op is bracketed
+    by two probe reads; the sample is *quiet* when both are <= ``cfg.gate`` x the reference (the
+    5th percentile of every probe read so far). :meth:`overhead_us` (the invoke overhead the records
+    carry) is the median of the quiet probe reads: re-calibrated all through the run, not once.
+
+    >>> g = Gate(MeasureConfig(probe_reads=5))
+    >>> 0 < g.overhead_us() and 0 < g.reference() and g.is_quiet(g.reference())
+    True
+    """
+
+    def __init__(self, cfg: MeasureConfig) -> None:
+        from tacopt.fusion.writer import serialize_tflite
+
+        self.cfg = cfg
+        probe_cfg = replace(cfg, sample_s=cfg.probe_s)
+        self._probe = _Timer(serialize_tflite(neg_graph()), None, probe_cfg, seed=0, samples=1)
+        self.reads: list[float] = []
+        self._ref = math.inf
+        self._ref_at = 0
+        self.waited_s = 0.0  # time spent in wait(), against cfg.run_wait_s
+        self.last = math.inf  # the latest probe read
+        for _ in range(max(cfg.probe_reads, 1)):
+            self.read()
+
+    def read(self) -> float:
+        """One probe read: per-invoke thread CPU time (us) of a batch of the probe model."""
+        invoke, n = self._probe.invoke, self._probe.batch
+        c0 = time.thread_time_ns()
+        for _ in range(n):
+            invoke()
+        v = (time.thread_time_ns() - c0) / 1e3 / n
+        self.reads.append(v)
+        self.last = v
+        return v
+
+    def reference(self) -> float:
+        """The fast state's probe time: 5th percentile of the reads so far (refreshed as they
+        grow by 5 %)."""
+        if len(self.reads) > self._ref_at * 1.05:
+            self._ref = float(np.percentile(self.reads, 5))
+            self._ref_at = len(self.reads)
+        return self._ref
+
+    def is_quiet(self, probe_us: float) -> bool:
+        return probe_us <= self.cfg.gate * self.reference()
+
+    def wait(self, max_s: float) -> bool:
+        """Poll the probe (sleeping between reads) until the machine is quiet or ``max_s`` has
+        passed, or the run's waiting budget (``cfg.run_wait_s``) is spent; True when quiet."""
+        start = time.perf_counter()
+        deadline = start + min(max_s, max(self.cfg.run_wait_s - self.waited_s, 0.0))
+        try:
+            while not self.is_quiet(self.read()):
+                if time.perf_counter() >= deadline:
+                    return False
+                time.sleep(0.01)
+            return True
+        finally:
+            self.waited_s += time.perf_counter() - start
+
+    def overhead_us(self) -> float:
+        """Latency of ``invoke()`` on the one-element probe model: median of the quiet reads."""
+        return float(statistics.median(v for v in self.reads if self.is_quiet(v)))
+
+
+class _Timer:
+    """A model to time: interpreters of it ready to invoke, the batch size chosen (on the
+    first) so a sample lasts ``sample_s``, and the samples taken so far.
+
+    Each :meth:`new_instance` builds another interpreter from a fresh copy of the model: the
+    latency of some ops depends on where their tensors and constants land in memory (the same
+    MUL measured 1.3 or 1.8 us depending on the instance), so an op is timed on several.
+    """
+
+    def __init__(
+        self,
+        model: bytes,
+        inputs: Mapping[str, np.ndarray] | None,
+        cfg: MeasureConfig,
+        *,
+        seed: int,
+        samples: int,
+    ) -> None:
+        self.model, self.inputs, self.cfg, self.seed = model, inputs, cfg, seed
+        self.instances: list[Callable[[], object]] = []
+        self.invoke = self.new_instance()
+        interp_invoke = self.invoke
+        n = 1
+        while True:  # calibrate: batches of 1, 4, 16, ... invokes until one lasts sample_s / 4
+            t0 = time.thread_time()  # CPU time: a preempted calibration does not shrink the batch
+            for _ in range(n):
+                interp_invoke()
+            elapsed = time.thread_time() - t0
+            if elapsed >= cfg.sample_s / 4 or n >= 100_000:
+                break
+            n *= 4
+        per_s = max(elapsed / n, 1e-7)
+        self.batch = max(1, min(int(math.ceil(cfg.sample_s / per_s)), 100_000))
+        budget = max(int(cfg.max_time_s / (per_s * self.batch)), cfg.min_samples)
+        self.target = max(min(samples, budget), 1)
+        self.cpu: list[float] = []
+        self.wall: list[float] = []
+        self.probes: list[float] = []  # the slower of the two probe reads around each sample
+        self.instance: list[int] = []  # which instance each sample was taken on
+
+    def new_instance(self) -> Callable[[], object]:
+        """A new interpreter on a fresh copy of the model, inputs set and warmed up; samples
+        are taken on it from now on."""
+        from ai_edge_litert.interpreter import Interpreter
+
+        cfg = self.cfg
+        interp = Interpreter(model_content=bytes(bytearray(self.model)), num_threads=cfg.threads)
+        for d in interp.get_input_details():
+            if -1 in list(d.get("shape_signature", [])):
+                interp.resize_tensor_input(d["index"], [max(int(x), 1) for x in d["shape"]])
+        interp.allocate_tensors()
+        rng = np.random.default_rng(self.seed)
+        for d in interp.get_input_details():
+            value = None if self.inputs is None else self.inputs.get(d["name"])
+            if value is None:
+                value = _random_input(d, rng)
+            interp.set_tensor(d["index"], np.asarray(value, dtype=d["dtype"]).reshape(d["shape"]))
+        interp.invoke()  # first run: lazy allocations, delegate preparation
+        for _ in range(cfg.warmup):
+            interp.invoke()
+        self.instances.append(interp.invoke)
+        self.invoke = interp.invoke
+        return interp.invoke
+
+    def sample(self, k: int, gate: Gate) -> None:
+        """Take ``k`` samples on the current instance, each bracketed by probe reads (the read
+        after one sample is the read before the next)."""
+        invoke, n = self.invoke, self.batch
+        for _ in range(k):
+            before = gate.last
+            w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+            for _ in range(n):
+                invoke()
+            c1, w1 = time.thread_time_ns(), time.perf_counter_ns()
+            self.cpu.append((c1 - c0) / 1e3 / n)
+            self.wall.append((w1 - w0) / 1e3 / n)
+            self.probes.append(max(before, gate.read()))
+            self.instance.append(len(self.instances) - 1)
+
+    def quiet(self, gate: Gate) -> list[int]:
+        """Indices of the samples taken while the machine was quiet."""
+        return [i for i, p in enumerate(self.probes) if gate.is_quiet(p)]
+
+    def timing(self, gate: Gate) -> Timing:
+        keep = self.quiet(gate)
+        used = keep or list(range(len(self.cpu)))
+        best_cpu: dict[int, float] = {}
+        best_wall: dict[int, float] = {}
+        for i in used:
+            j = self.instance[i]
+            best_cpu[j] = min(best_cpu.get(j, math.inf), self.cpu[i])
+            best_wall[j] = min(best_wall.get(j, math.inf), self.wall[i])
+        return Timing(
+            statistics.median(best_cpu.values()),
+            statistics.median(self.cpu[i] for i in used),
+            statistics.median(best_wall.values()),
+            statistics.median(self.wall[i] for i in used),
+            self.batch,
+            len(used),
+            len(self.cpu) - len(keep),
+            bool(keep),
+            len(best_cpu),
+        )
+
+
+def _run_rounds(timers: Sequence[_Timer], cfg: MeasureConfig, gate: Gate) -> None:
+    """Sample ``timers`` in ``cfg.rounds`` interleaved rounds, a new instance of each per round,
+    then top up every instance short of quiet samples (waiting for the machine to be quiet
+    before each extra sample, at most ``cfg.max_wait_s`` in all)."""
+    rounds = max(cfg.rounds, 1)
+    for r in range(rounds):
+        for t in timers:
+            k = math.ceil(t.target * (r + 1) / rounds) - len(t.cpu)
+            if k > 0:
+                if r:
+                    t.new_instance()
+                t.sample(k, gate)
+    deadline = time.perf_counter() + cfg.max_wait_s
+    for _ in range(cfg.retry_rounds):
+        short = False
+        for t in timers:
+            quiet = [t.instance[i] for i in t.quiet(gate)]
+            for j, invoke in enumerate(t.instances):
+                share = len(range(j, t.target, len(t.instances)))  # its round's share
+                for _ in range(share - quiet.count(j)):
+                    short = True
+                    left = deadline - time.perf_counter()
+                    if left <= 0:
+                        return
+                    gate.wait(min(cfg.wait_s, left))
+                    t.invoke = invoke
+                    t.sample(1, gate)
+                    t.instance[-1] = j
+        if not short:
+            return
+
+
+def time_models(
+    models: Sequence[bytes],
+    cfg: MeasureConfig,
+    *,
+    seed: int = 0,
+    samples: int | None = None,
+    gate: Gate | None = None,
+) -> list[Timing | Exception]:
+    """Time several models in interleaved rounds (``cfg.rounds``), so that the samples of each
+    are spread over time and a burst of load elsewhere on the machine hits few of them.
+
+    Each round runs on a new interpreter instance of each model (a fresh copy of it: memory
+    placement changes some latencies). Each sample is a batch of back-to-back ``invoke()`` calls
+    lasting at least ``cfg.sample_s`` (per-invoke time = batch time / batch size), bracketed by
+    probe reads of ``gate`` (a new :class:`Gate` when None); only quiet samples count, and an
+    instance short of quiet samples gets more (up to ``cfg.retry_rounds`` passes, each extra
+    sample after waiting up to ``cfg.wait_s`` for quiet, at most ``cfg.max_wait_s`` of waiting
+    per call). A model gets ``samples`` samples (default ``cfg.samples``), fewer when they would
+    exceed ``cfg.max_time_s`` (never below ``cfg.min_samples``). Its latency is the median over
+    instances of each instance's lowest quiet sample. A model the runtime refuses yields the
+    exception instead of a timing.
+
+    >>> from tacopt.fusion.writer import serialize_tflite
+    >>> t = time_models([serialize_tflite(neg_graph())], MeasureConfig(samples=3))[0]
+    >>> 0 < t.cpu_us and t.samples + t.rejected >= 3 and t.instances >= 1
+    True
+    """
+    gate = Gate(cfg) if gate is None else gate
+    want = cfg.samples if samples is None else samples
+    timers: list[_Timer | Exception] = []
+    for m in models:
+        try:
+            timers.append(_Timer(m, None, cfg, seed=seed, samples=want))
+        except Exception as exc:  # the runtime refused this model
+            timers.append(exc)
+    _run_rounds([t for t in timers if isinstance(t, _Timer)], cfg, gate)
+    return [t.timing(gate) if isinstance(t, _Timer) else t for t in timers]
+
+
+def time_model(
+    model: bytes,
+    inputs: Mapping[str, np.ndarray] | None,
+    cfg: MeasureConfig,
+    *,
+    seed: int = 0,
+    samples: int | None = None,
+    gate: Gate | None = None,
+) -> Timing:
+    """Time one model (see :func:`time_models`), with given ``inputs`` (else random ones)."""
+    gate = Gate(cfg) if gate is None else gate
+    timer = _Timer(
+        model, inputs, cfg, seed=seed, samples=cfg.samples if samples is None else samples
+    )
+    _run_rounds([timer], cfg, gate)
+    return timer.timing(gate)
+
+
+def _random_input(d: Mapping[str, Any], rng: np.random.Generator) -> np.ndarray:
+    shape, dtype = tuple(int(x) for x in d["shape"]), np.dtype(d["dtype"])
+    if np.issubdtype(dtype, np.floating):
+        return rng.uniform(-1, 1, shape).astype(dtype)
+    if dtype in (np.int8, np.uint8) and d.get("quantization", (0.0, 0))[0]:
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+    return np.zeros(shape, dtype)  # indices, counters, masks: zero is always in range
+
+
+def neg_graph() -> nx.MultiDiGraph:
+    ts = [Tensor("x", (1,), "float32"), Tensor("y", (1,), "float32")]
+    return make_graph("empty", ts, [Op("neg_0", "NEG", ("x",), ("y",))], ["x"], ["y"])
