@@ -25,6 +25,7 @@ True
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from typing import Any, Protocol
 
@@ -70,7 +71,17 @@ def register_picker(name: str, picker: Picker, *, replace: bool = False) -> Pick
 
 
 def get_picker(name: str) -> Picker:
-    """The picker registered as ``name``; an unknown name raises :class:`PickerError`.
+    """The picker registered as ``name``, or the one a ``pkg.mod:Name`` spec names.
+
+    A spec imports ``pkg.mod`` and takes its attribute ``Name``: a picker function, or a class
+    (called without arguments) whose instances are pickers. The spec string is the picker's name
+    in plans and records, and a worker process resolves it again by itself.
+
+    Raises
+    ------
+    PickerError
+        For an unknown name (the message lists the known ones), a module that does not import,
+        a missing attribute or one that is not callable.
 
     Examples
     --------
@@ -78,8 +89,53 @@ def get_picker(name: str) -> Picker:
     Traceback (most recent call last):
     ...
     tacopt.partitioner.errors.PickerError: unknown picker 'no-such'; known: brute, ...
+    >>> get_picker("tacopt.partitioner.pickers.greedy:pick_greedy").__name__
+    'pick_greedy'
+    >>> get_picker("no_such_module:mine")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tacopt.partitioner.errors.PickerError: picker 'no_such_module:mine': cannot import ...
     """
-    return _PICKERS.get(name)
+    found = _PICKERS.find(name)
+    if found is not None:
+        return found
+    if ":" not in name:
+        return _PICKERS.get(name)  # raises, listing the known names
+    return _import_picker(name)
+
+
+def _import_picker(spec: str) -> Picker:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise PickerError(f"picker {spec!r}: a spec is pkg.mod:Name")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module failing on import, reported on one line
+        raise PickerError(
+            f"picker {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
+    obj = getattr(module, attr, None)
+    if obj is None:
+        raise PickerError(f"picker {spec!r}: module {module_name!r} has no {attr!r}")
+    if isinstance(obj, type):
+        try:
+            obj = obj()
+        except Exception as exc:  # a class that needs arguments, or fails in __init__
+            raise PickerError(
+                f"picker {spec!r}: cannot create {attr}(): {type(exc).__name__}: {exc}"
+            ) from None
+    if not callable(obj):
+        raise PickerError(f"picker {spec!r}: {type(obj).__name__} is not callable")
+    return obj
+
+
+def is_picker_spec(name: str) -> bool:
+    """Whether ``name`` is a ``pkg.mod:Name`` spec rather than a registered name.
+
+    >>> is_picker_spec("exact"), is_picker_spec("mymod:mine")
+    (False, True)
+    """
+    return name not in _PICKERS and ":" in name
 
 
 def picker_names() -> tuple[str, ...]:
@@ -102,7 +158,7 @@ def pick(problem: PickProblem, picker: str = "exact", **options: Any) -> Plan:
     ----------
     problem : PickProblem
     picker : str
-        A registered name (see :func:`picker_names`).
+        A registered name (see :func:`picker_names`) or a ``pkg.mod:Name`` spec.
     **options
         Passed to the picker, e.g. ``time_limit_s=10, backend="cp-sat"`` for ``exact``.
 
@@ -113,14 +169,18 @@ def pick(problem: PickProblem, picker: str = "exact", **options: Any) -> Plan:
     Raises
     ------
     PickerError
-        For an unknown picker, an option it does not take, or a problem outside its scope.
+        For an unknown picker, an option it does not take, a problem outside its scope, or a
+        picker that returns something other than a :class:`Plan`.
     """
     accepted = picker_options(picker)
     unknown = sorted(set(options) - accepted) if "*" not in accepted else []
     if unknown:
         takes = ", ".join(sorted(accepted)) or "none"
         raise PickerError(f"picker {picker!r} takes no option {unknown[0]!r}; it takes: {takes}")
-    return get_picker(picker)(problem, **options)
+    plan = get_picker(picker)(problem, **options)
+    if not isinstance(plan, Plan):
+        raise PickerError(f"picker {picker!r} returned {type(plan).__name__}, not a Plan")
+    return plan
 
 
 # Each built-in module registers its pickers when imported.

@@ -210,6 +210,47 @@ def test_a_user_picker_plugs_in() -> None:
     assert plan.params == {"note": "hi"}
 
 
+class FirstChoice:
+    """A user picker as a class: ``pkg.mod:FirstChoice`` creates one and calls it."""
+
+    def __call__(self, problem: PickProblem, **options: object) -> Plan:
+        return all_on_first_choice(problem)
+
+
+NOT_CALLABLE = 42
+
+
+def not_a_plan(problem: PickProblem) -> str:
+    return "a plan"
+
+
+def test_a_picker_spec_names_a_function_or_class_in_a_module() -> None:
+    problem = layered_dag_problem(12, seed=1)
+    here = __name__
+    expected = all_on_first_choice(problem).objective
+    for spec in (f"{here}:all_on_first_choice", f"{here}:FirstChoice"):
+        plan = pick(problem, spec)
+        validate_plan(problem, plan)
+        assert plan.objective == expected
+    assert f"{here}:FirstChoice" not in picker_names()  # a spec is not registered
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_such_module_xyz:mine", "picker 'no_such_module_xyz:mine': cannot import"),
+        (f"{__name__}:missing", "has no 'missing'"),
+        (f"{__name__}:NOT_CALLABLE", "int is not callable"),
+        (":mine", "a spec is pkg.mod:Name"),
+        (f"{__name__}:not_a_plan", "returned str, not a Plan"),
+    ],
+)
+def test_a_bad_picker_spec_is_one_clear_error(spec: str, message: str) -> None:
+    with pytest.raises(PickerError, match=message) as info:
+        pick(layered_dag_problem(5, seed=0), spec)
+    assert "\n" not in str(info.value)
+
+
 # ---------------------------------------------------------------------------------------------
 # Property tests on random small problems
 
