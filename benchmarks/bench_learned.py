@@ -34,7 +34,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
+from tacopt.cost_models.accuracy import evaluate
+from tacopt.cost_models.learned import LearnedCostModel, fit
 from tacopt.cost_models.measure import measure_models
 from tacopt.cost_models.records import gate_summary, read_records
 from tacopt.cost_models.retype import TYPE_NAMES

@@ -37,7 +37,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -563,12 +563,3 @@ def _load_builtins() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != mod:  # a real import error inside the module, not "not written yet"
                 raise
-
-
-def ensure_nodes(G: nx.MultiDiGraph, nodes: Iterable[str], *, model: str) -> None:
-    """Raise :class:`CostModelError` when a node is not an op of ``G``."""
-    for n in nodes:
-        if n not in G:
-            raise CostModelError(
-                f"cost model '{model}': op '{n}' is not in graph '{G.graph.get('name')}'"
-            )

@@ -108,7 +108,8 @@ def register_fit(subparsers: Any) -> None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
+    from tacopt.cost_models.accuracy import evaluate
+    from tacopt.cost_models.learned import LearnedCostModel, fit
     from tacopt.cost_models.records import read_records
     from tacopt.fusion.io import atomic_write
 

@@ -32,17 +32,19 @@ training models' measured latencies. Quantize / dequantize at a boundary cost
 ``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE records).
 
 The model knows one device, the one it was measured on (``device``, default ``"CPU"``).
+
+The parts: :mod:`~tacopt.cost_models.features` (what the model sees),
+:mod:`~tacopt.cost_models.trees` (the boosted trees) and :mod:`~tacopt.cost_models.accuracy`
+(evaluation on held-out records).
 """
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -56,250 +58,30 @@ from tacopt.cost_models.base import (
     needs_conversion,
     register_model_format,
 )
+from tacopt.cost_models.features import FEATURES, bytes_moved, copy_runs, design_row, op_vector
 from tacopt.cost_models.ops import MOVEMENT, trip_count
+from tacopt.cost_models.trees import TREE_PARAMS, fit_trees, predict_stacked, stack_trees
 
 FORMAT = "tacopt-learned"
+
+
 VERSION = 3
+
+
 MIN_GROUP = 4
+
+
 RIDGE = 1e-3
+
+
 SHRINK = 3.0
+
+
 FLOOR_US = 0.05
+
+
 #: A kind's data-movement fit answers within this factor of the bytes it was fitted on.
 RANGE = 2.0
-
-#: Boosted regression trees on the residual of the group fits (squared loss on log latency).
-TREE_PARAMS: dict[str, Any] = {
-    "n_trees": 300,
-    "learning_rate": 0.05,
-    "depth": 6,
-    "min_leaf": 3,
-    "l2": 1.0,
-    "subsample": 0.8,
-    "max_bins": 64,
-    "seed": 0,
-}
-
-_ITYPES = {"FLOAT": 0, "QUANTIZED_INT8": 1, "QUANTIZED_UINT8": 2, "HYBRID": 3}
-_DTYPES = {"float32": 0, "int8": 1, "uint8": 2, "int32": 3, "bool": 4, "int64": 5, "int16": 6}
-_ITEMSIZE = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "float16": 2, "int64": 8}
-_ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU6": 2, "RELU_N1_TO_1": 3, "TANH": 4}
-_KERNELS = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
-
-#: Names of the entries of :func:`op_vector` (the tree features), in order.
-FEATURES = (
-    "inference_type",
-    "dtype",
-    "log_flops",
-    "log_bytes",
-    "log_activation_bytes_in",
-    "log_weight_bytes",
-    "log_bytes_out",
-    "log_output_elements",
-    "log_input_elements",
-    "kernel_h",
-    "kernel_w",
-    "log_kernel_area",
-    "stride",
-    "dilation",
-    "log_channels_in",
-    "log_channels_out",
-    "depthwise",
-    "broadcast",
-    "rank",
-    "inputs",
-    "outputs",
-    "activation",
-    "padding_same",
-    "log_flops_per_output",
-    "log_spatial",
-    "constant_operand",
-    "log_batch",
-    # how the kernels work (XNNPACK / TFLite CPU): GEMM size and tiles, im2col, broadcasting,
-    # strided copies
-    "log_macs",
-    "log_gemm_k",
-    "log_gemm_n",
-    "pointwise",
-    "log_im2col_bytes",
-    "channels_in_mod8",
-    "channels_out_mod8",
-    "channels_out_mod16",
-    "broadcast_pattern",
-    "log_small_operand",
-    "log_outer",
-    "log_inner",
-    "log_data_moved",
-    "is_int8",
-)
-
-#: Binary elementwise broadcast patterns (:func:`op_vector` ``broadcast_pattern``).
-_BROADCAST = {"none": 0, "scalar": 1, "channel": 2, "spatial": 3, "other": 4}
-
-_NO_TENSOR: list[Any] = [[1], "float32", False, False]
-
-
-def _desc(d: Sequence[Any]) -> list[Any]:
-    """A tensor description ``[shape, dtype, is_constant, ...]`` with defaults filled in."""
-    return [list(d[0]), d[1] if len(d) > 1 else "float32", len(d) > 2 and bool(d[2])]
-
-
-def _elements(d: Sequence[Any]) -> int:
-    return math.prod(max(int(x), 1) for x in d[0])
-
-
-def _nbytes(d: Sequence[Any]) -> int:
-    return _elements(d) * _ITEMSIZE.get(d[1], 4)
-
-
-def op_vector(features: Mapping[str, Any], kinds: Sequence[str] = ()) -> list[float]:
-    """The tree inputs of one op record (see :data:`FEATURES`), then one flag per kind in
-    ``kinds``.
-
-    >>> f = {"kind": "ADD", "inference_type": "FLOAT", "flops": 8.0, "bytes": 96.0,
-    ...      "inputs": [[[2, 4], "float32", False, False], [[2, 4], "float32", False, False]],
-    ...      "outputs": [[[2, 4], "float32", False, False]], "options": {}}
-    >>> v = op_vector(f, ["ADD", "MUL"])
-    >>> len(v) == len(FEATURES) + 2, v[-2:], v[FEATURES.index("broadcast")]
-    (True, [1.0, 0.0], 0.0)
-    """
-    ins = [_desc(d) for d in features.get("inputs", []) if d]
-    outs = [_desc(d) for d in features.get("outputs", []) if d]
-    acts = [d for d in ins if not d[2]]
-    consts = [d for d in ins if d[2]]
-    main = max(acts, key=_elements) if acts else (ins[0] if ins else _NO_TENSOR)
-    out = outs[0] if outs else _NO_TENSOR
-    shape = list(out[0])
-    opts = features.get("options") or {}
-    kind = features["kind"]
-    kh = kw = 1
-    if kind in _KERNELS and len(ins) > 1 and len(ins[1][0]) == 4:
-        kh, kw = ins[1][0][1], ins[1][0][2]
-    if "filter_height" in opts:
-        kh, kw = opts["filter_height"], opts["filter_width"]
-    out_elems = sum(_elements(d) for d in outs) or 1
-    flops = float(features.get("flops", 0.0))
-    sizes = {_elements(d) for d in acts if _elements(d) > 1}
-    row = [
-        _ITYPES.get(features.get("inference_type", ""), 4),
-        _DTYPES.get(main[1], 7),
-        math.log1p(flops),
-        math.log1p(features.get("bytes", 0.0)),
-        math.log1p(sum(_nbytes(d) for d in acts)),
-        math.log1p(sum(_nbytes(d) for d in consts)),
-        math.log1p(sum(_nbytes(d) for d in outs)),
-        math.log1p(out_elems),
-        math.log1p(_elements(main)),
-        kh,
-        kw,
-        math.log1p(kh * kw),
-        opts.get("stride_h", 1),
-        opts.get("dilation_h_factor", 1),
-        math.log1p(main[0][-1] if main[0] else 1),
-        math.log1p(shape[-1] if shape else 1),
-        float(kind == "DEPTHWISE_CONV_2D"),
-        float(len(sizes) > 1),
-        len(shape),
-        len(ins),
-        len(outs),
-        _ACTIVATIONS.get(opts.get("fused_activation_function", "NONE"), 5),
-        float(opts.get("padding") == "SAME"),
-        math.log1p(flops / out_elems),
-        math.log1p(shape[1] * shape[2] if len(shape) == 4 else 1),
-        float(bool(consts)),
-        math.log1p(shape[0] if shape else 1),
-    ]
-    return (
-        [float(x) for x in row]
-        + _kernel_terms(kind, ins, acts, outs, opts, flops)
-        + [float(kind == k) for k in kinds]
-    )
-
-
-def _kernel_terms(
-    kind: str,
-    ins: Sequence[list[Any]],
-    acts: Sequence[list[Any]],
-    outs: Sequence[list[Any]],
-    opts: Mapping[str, Any],
-    flops: float,
-) -> list[float]:
-    """The features that follow the kernels: a convolution / matmul is a GEMM of M output
-    pixels x N output channels x K = kernel area x input channels (im2col when the kernel is
-    not 1x1 / stride 1), tiled by 8 / 16 channels; a binary elementwise op streams its output
-    with one operand broadcast in a pattern; a data-movement op copies ``outer`` runs of
-    ``inner`` elements."""
-    out = outs[0] if outs else _NO_TENSOR
-    oshape = [max(int(d), 1) for d in out[0]]
-    out_elems = math.prod(oshape) if oshape else 1
-    k = n = 1
-    pointwise = 0.0
-    im2col = 0.0
-    cin = cout = 1
-    if kind in _KERNELS + ("FULLY_CONNECTED", "BATCH_MATMUL") and len(ins) > 1:
-        w = [max(int(d), 1) for d in ins[1][0]] or [1]
-        x = [max(int(d), 1) for d in ins[0 if kind != "TRANSPOSE_CONV" else 2][0]] or [1]
-        cin, cout = x[-1], oshape[-1] if oshape else 1
-        if kind == "DEPTHWISE_CONV_2D":
-            k, n = math.prod(w[1:3]), cout
-        elif kind in ("CONV_2D", "TRANSPOSE_CONV") and len(w) == 4:
-            k, n = math.prod(w[1:]), w[0]
-            pointwise = float(w[1] * w[2] == 1 and opts.get("stride_h", 1) == 1)
-            if not pointwise:
-                im2col = out_elems / max(n, 1) * k * _ITEMSIZE.get(ins[0][1], 4)
-        else:
-            k, n = x[-1], cout
-    pattern = "none"
-    small = 1
-    if len(ins) == 2 and kind not in _KERNELS:
-        sizes = sorted(ins, key=_elements)
-        small = _elements(sizes[0])
-        big = sizes[1]
-        if small == _elements(big):
-            pattern = "none"
-        elif small == 1:
-            pattern = "scalar"
-        elif big[0] and small == max(int(big[0][-1]), 1):
-            pattern = "channel"
-        elif big[0] and len(big[0]) >= 2 and small * max(int(big[0][-1]), 1) == _elements(big):
-            pattern = "spatial"
-        else:
-            pattern = "other"
-    axis = opts.get("axis")
-    outer = inner = 1.0
-    if isinstance(axis, int) and oshape:
-        ax = axis % len(oshape)
-        outer = float(math.prod(oshape[:ax]))
-        inner = float(math.prod(oshape[ax:]))
-    moved = sum(_nbytes(d) for d in acts) + sum(_nbytes(d) for d in outs)
-    dtype = (acts[0] if acts else out)[1]
-    return [
-        math.log1p(flops / 2),
-        math.log1p(k),
-        math.log1p(n),
-        pointwise,
-        math.log1p(im2col),
-        float(cin % 8 == 0),
-        float(cout % 8 == 0),
-        float(cout % 16 == 0),
-        float(_BROADCAST[pattern]),
-        math.log1p(small),
-        math.log1p(outer),
-        math.log1p(inner),
-        math.log1p(moved),
-        float(dtype in ("int8", "uint8")),
-    ]
-
-
-def design_row(features: Mapping[str, Any]) -> list[float]:
-    """The group-fit inputs of one op: ``[1, log FLOPs, log bytes, log output elements]``."""
-    outs = [o for o in features.get("outputs", []) if o]
-    out_elems = sum(math.prod(max(d, 1) for d in o[0]) for o in outs) if outs else 1
-    return [
-        1.0,
-        math.log1p(features.get("flops", 0.0)),
-        math.log1p(features.get("bytes", 0.0)),
-        math.log1p(out_elems),
-    ]
 
 
 def net_latency(record: Mapping[str, Any]) -> float:
@@ -320,131 +102,6 @@ def _fit_group(X: np.ndarray, y: np.ndarray, prior: np.ndarray, strength: float)
     """Least squares with a ridge pulling the weights towards ``prior``."""
     A = X.T @ X + strength * np.eye(X.shape[1])
     return np.linalg.solve(A, X.T @ y + strength * prior)
-
-
-# --------------------------------------------------------------------------------------------
-# gradient-boosted regression trees (numpy; stored as JSON lists)
-# --------------------------------------------------------------------------------------------
-
-
-def fit_trees(
-    X: np.ndarray, y: np.ndarray, base: np.ndarray, params: Mapping[str, Any] = TREE_PARAMS
-) -> list[dict[str, list[float]]]:
-    """Boosted regression trees fitting ``y - base`` (squared loss, histogram splits).
-
-    Each tree is ``{"feature", "threshold", "left", "right", "value"}`` (parallel lists; a leaf
-    has feature -1; go left when ``x[feature] <= threshold``); the learning rate is folded into
-    the leaf values. Deterministic for a given ``params["seed"]``.
-
-    >>> X = np.arange(40.0).reshape(-1, 1)
-    >>> y = (X[:, 0] > 19).astype(float)
-    >>> trees = fit_trees(X, y, np.zeros(40), {**TREE_PARAMS, "n_trees": 60, "learning_rate": 0.3})
-    >>> np.round(predict_trees(trees, np.array([[5.0], [30.0]])), 2)
-    array([0., 1.])
-    """
-    rng = np.random.default_rng(params["seed"])
-    n, F = X.shape
-    cuts = []
-    binned = np.empty((n, F), dtype=np.int64)
-    for j in range(F):
-        u = np.unique(X[:, j])
-        if len(u) > params["max_bins"]:
-            u = np.unique(np.quantile(X[:, j], np.linspace(0, 1, params["max_bins"] + 1)))
-        cuts.append((u[:-1] + u[1:]) / 2)
-        binned[:, j] = np.searchsorted(cuts[j], X[:, j], side="left")
-    pred = np.asarray(base, dtype=np.float64).copy()
-    trees = []
-    for _ in range(int(params["n_trees"])):
-        rows = np.flatnonzero(rng.random(n) < params["subsample"])
-        tree = _grow_tree(rows, y - pred, binned, cuts, params)
-        trees.append(tree)
-        pred += _predict_stacked(_stack_trees([tree]), X)
-    return trees
-
-
-def _grow_tree(
-    rows: np.ndarray,
-    resid: np.ndarray,
-    binned: np.ndarray,
-    cuts: Sequence[np.ndarray],
-    params: Mapping[str, Any],
-) -> dict[str, list[float]]:
-    """One regression tree on ``resid[rows]``: best histogram split per node, depth-first."""
-    lam, min_leaf, depth = float(params["l2"]), int(params["min_leaf"]), int(params["depth"])
-    lr = float(params["learning_rate"])
-    F = binned.shape[1]
-    nb = max(len(c) for c in cuts) + 1
-    offsets = np.arange(F) * nb
-    tree: dict[str, list[float]] = {k: [] for k in ("feature", "threshold", "left", "right")}
-    tree["value"] = []
-
-    def grow(idx: np.ndarray, level: int) -> int:
-        node = len(tree["feature"])
-        r = resid[idx]
-        total, m = float(r.sum()), len(idx)
-        for k, v in (("feature", -1), ("threshold", 0.0), ("left", -1), ("right", -1)):
-            tree[k].append(v)
-        tree["value"].append(round(lr * total / (m + lam), 6))
-        if level == depth or m < 2 * min_leaf:
-            return node
-        codes = (binned[idx] + offsets).ravel()
-        sums = np.bincount(codes, np.repeat(r, F), F * nb).reshape(F, nb)
-        counts = np.bincount(codes, minlength=F * nb).reshape(F, nb)
-        ls, lc = np.cumsum(sums, 1)[:, :-1], np.cumsum(counts, 1)[:, :-1]
-        gain = ls**2 / (lc + lam) + (total - ls) ** 2 / (m - lc + lam)
-        gain[(lc < min_leaf) | (m - lc < min_leaf)] = -np.inf
-        jj, bb = np.unravel_index(int(np.argmax(gain)), gain.shape)
-        j, b = int(jj), int(bb)
-        if gain[j, b] - total**2 / (m + lam) <= 1e-12 or b >= len(cuts[j]):
-            return node
-        go_left = binned[idx, j] <= b
-        tree["feature"][node], tree["threshold"][node] = j, float(cuts[j][b])
-        tree["left"][node] = grow(idx[go_left], level + 1)
-        tree["right"][node] = grow(idx[~go_left], level + 1)
-        return node
-
-    grow(rows, 0)
-    return tree
-
-
-def predict_trees(trees: Sequence[Mapping[str, Sequence[float]]], X: np.ndarray) -> np.ndarray:
-    """Sum of the trees' outputs for each row of ``X``."""
-    return _predict_stacked(_stack_trees(trees), X)
-
-
-def _stack_trees(trees: Sequence[Mapping[str, Sequence[float]]]) -> tuple[np.ndarray, ...]:
-    """The trees as (trees x nodes) arrays, padded with leaves of value 0."""
-    size = max((len(t["feature"]) for t in trees), default=1)
-    feat = np.full((len(trees), size), -1, dtype=np.int64)
-    left = np.zeros((len(trees), size), dtype=np.int64)
-    right = np.zeros((len(trees), size), dtype=np.int64)
-    thr = np.zeros((len(trees), size))
-    value = np.zeros((len(trees), size))
-    for i, t in enumerate(trees):
-        n = len(t["feature"])
-        feat[i, :n], thr[i, :n], value[i, :n] = t["feature"], t["threshold"], t["value"]
-        left[i, :n], right[i, :n] = t["left"], t["right"]
-    return feat, thr, left, right, value
-
-
-def _predict_stacked(stacked: tuple[np.ndarray, ...], X: np.ndarray) -> np.ndarray:
-    feat, thr, left, right, value = stacked
-    tix = np.arange(len(feat))[:, None]
-    rows = np.arange(len(X))[None, :]
-    node = np.zeros((len(feat), len(X)), dtype=np.int64)
-    while True:
-        f = feat[tix, node]
-        inner = f >= 0
-        if not inner.any():
-            return value[tix, node].sum(axis=0)
-        x = X[rows, np.where(inner, f, 0)]
-        step = np.where(x <= thr[tix, node], left[tix, node], right[tix, node])
-        node = np.where(inner, step, node)
-
-
-# --------------------------------------------------------------------------------------------
-# fitting
-# --------------------------------------------------------------------------------------------
 
 
 def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[str, Any]:
@@ -535,47 +192,6 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
         records, LearnedCostModel(model)
     )
     return model
-
-
-def bytes_moved(features: Mapping[str, Any]) -> int:
-    """Bytes a data-movement op reads (non-constant inputs) and writes (outputs)."""
-    ins = [_desc(d) for d in features.get("inputs", []) if d]
-    outs = [_desc(d) for d in features.get("outputs", []) if d]
-    return sum(_nbytes(d) for d in ins if not d[2]) + sum(_nbytes(d) for d in outs)
-
-
-def copy_runs(features: Mapping[str, Any]) -> int:
-    """How many contiguous runs a data-movement op copies: with an ``axis`` option
-    (CONCATENATION, SPLIT, PACK, ...) the elements before the axis times the operands; else the
-    output elements over the trailing dimensions the main input and the output share (a PAD of
-    H and W copies one run of C per pixel).
-
-    >>> t = lambda *s: [list(s), "float32", False, False]
-    >>> copy_runs({"inputs": [t(1, 8, 8, 3)], "outputs": [t(1, 10, 10, 3)], "options": {}})
-    100
-    >>> copy_runs({"inputs": [t(1, 4, 6), t(1, 4, 2)], "outputs": [t(1, 4, 8)],
-    ...            "options": {"axis": 2}})
-    8
-    """
-    ins = [_desc(d) for d in features.get("inputs", []) if d]
-    outs = [_desc(d) for d in features.get("outputs", []) if d]
-    acts = [d for d in ins if not d[2]]
-    if not acts or not outs:
-        return 1
-    out = [max(int(x), 1) for x in outs[0][0]]
-    axis = (features.get("options") or {}).get("axis")
-    if isinstance(axis, int) and out:
-        return math.prod(out[: axis % len(out)]) * max(len(acts), len(outs))
-    main = [max(int(x), 1) for x in max(acts, key=_elements)[0]]
-    inner = 1
-    if len(main) == len(out):
-        for a, b in zip(reversed(main), reversed(out), strict=True):
-            if a != b:
-                break
-            inner *= a
-    else:
-        inner = math.prod(out)
-    return max(math.prod(out) // max(inner, 1), 1)
 
 
 def movement_fits(ops: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
@@ -673,7 +289,7 @@ class LearnedCostModel(CostModelBase):
             self.movement = {
                 k: tuple(float(v) for v in fit) for k, fit in doc.get("movement", {}).items()
             }
-            self.trees = _stack_trees(doc["trees"]) if doc.get("trees") else None
+            self.trees = stack_trees(doc["trees"]) if doc.get("trees") else None
             self.tree_kinds = list(doc.get("tree_kinds", []))
             self.overhead_us = float(doc["overhead_us"])
             self.scale = float(doc.get("in_model_scale", 1.0))
@@ -723,7 +339,7 @@ class LearnedCostModel(CostModelBase):
         gross = self.overhead_us + math.exp(log_net)
         if self.trees is not None:
             x = np.asarray([op_vector(features, self.tree_kinds)])
-            gross *= math.exp(float(_predict_stacked(self.trees, x)[0]))
+            gross *= math.exp(float(predict_stacked(self.trees, x)[0]))
         return Prediction(gross, source)
 
     def predict_net(self, features: Mapping[str, Any], *, key: str | None = None) -> float:
@@ -801,89 +417,6 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
     view = S.copy(as_view=False)
     view.graph["subgraphs"] = dict(subs)
     return view
-
-
-def evaluate(
-    model: LearnedCostModel,
-    records: Sequence[Mapping[str, Any]],
-    *,
-    train_keys: Collection[str] = (),
-) -> dict[str, Any]:
-    """Accuracy of ``model`` on held-out records.
-
-    Returns ``within_10pct`` (share of ops whose predicted single-op latency, overhead included,
-    is within ±10 % of the measured one), ``within_10pct_net`` (the same on net latencies: the
-    model's overhead subtracted from the prediction, each record's own from the measurement),
-    ``within_10pct_unseen`` (only configurations not in ``train_keys``, i.e. not answered by the
-    lookup table), ``mape`` (%), ``spearman`` (rank correlation of predicted vs measured),
-    ``model_error_median`` (median over models of |predicted - measured| / measured, %, see
-    :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), counts, the
-    share of predictions per source and ``per_kind``: the same figures per (kind, inference
-    type).
-    """
-    from scipy.stats import spearmanr
-
-    by_key = records_by_key(records)
-    ops = [r for r in records if r.get("type") == "op"]
-    if not ops:
-        raise CostModelError("learned: no op records to evaluate on")
-    pred, meas, pred_net, meas_net, unseen = [], [], [], [], []
-    sources: dict[str, int] = defaultdict(int)
-    for r in ops:
-        p = model.predict(r, key=r["key"])
-        sources[p.source] += 1
-        pred.append(p.latency_us)
-        meas.append(r["latency_us"])
-        pred_net.append(max(p.latency_us - model.overhead_us, FLOOR_US))
-        meas_net.append(net_latency(r))
-        unseen.append(r["key"] not in train_keys)
-    P, M = np.array(pred), np.array(meas)
-    Pn, Mn = np.array(pred_net), np.array(meas_net)
-    U = np.array(unseen)
-    errors = []
-    for r in records:
-        if r.get("type") == "model":
-            errors.append((model.predict_model(r, by_key) - r["latency_us"]) / r["latency_us"])
-    close = np.abs(P - M) <= 0.1 * M
-    per_kind: dict[str, dict[str, float]] = {}
-    groups = np.array([f"{r['kind']}|{r['inference_type']}" for r in ops])
-    for g in sorted(set(groups.tolist())):
-        sel = groups == g
-        per_kind[g] = {
-            "n": int(sel.sum()),
-            "within_10pct": float(np.mean(close[sel])),
-            "unseen": int((sel & U).sum()),
-            "within_10pct_unseen": float(np.mean(close[sel & U]))
-            if (sel & U).any()
-            else float("nan"),
-            "mape": float(np.mean(np.abs(P[sel] - M[sel]) / M[sel]) * 100),
-        }
-    return {
-        "ops": len(ops),
-        "ops_unseen": int(U.sum()),
-        "models": len(errors),
-        "within_10pct": float(np.mean(close)),
-        "within_10pct_unseen": float(np.mean(close[U])) if U.any() else float("nan"),
-        "within_10pct_net": float(np.mean(np.abs(Pn - Mn) <= 0.1 * Mn)),
-        "mape": float(np.mean(np.abs(P - M) / M) * 100),
-        "spearman": float(spearmanr(P, M).statistic),
-        "model_error_median": float(statistics.median(np.abs(errors)) * 100)
-        if errors
-        else float("nan"),
-        "model_bias_median": float(statistics.median(errors) * 100) if errors else float("nan"),
-        "sources": {k: v / len(ops) for k, v in sorted(sources.items())},
-        "per_kind": per_kind,
-    }
-
-
-def load_learned(path: str | Path, *, strict: bool = False) -> LearnedCostModel:
-    """Load a ``tacopt fit`` JSON file as a cost model."""
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CostModelError(f"learned model '{p}': {exc}") from None
-    return LearnedCostModel(doc, source=str(p), strict=strict)
 
 
 register_model_format(FORMAT, lambda doc, path: LearnedCostModel(doc, source=str(path)))

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tacopt.cost_models.accuracy import evaluate
 from tacopt.cost_models.base import CostModelError, get_cost_model
-from tacopt.cost_models.learned import LearnedCostModel, evaluate, fit
+from tacopt.cost_models.learned import LearnedCostModel, fit
 from tacopt.cost_models.records import read_records
 from tacopt.cost_models.singleop import cut_op, fill_constants, op_features, op_key
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
@@ -218,7 +219,7 @@ def test_bad_inputs(tmp_path: Path, capsys) -> None:
 
 
 def test_trees_fit_residuals_and_roundtrip_json() -> None:
-    from tacopt.cost_models.learned import TREE_PARAMS, fit_trees, predict_trees
+    from tacopt.cost_models.trees import TREE_PARAMS, fit_trees, predict_trees
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (200, 3))

@@ -1,0 +1,88 @@
+"""How well a learned model predicts held-out measurements (``tacopt fit --eval``)."""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tacopt.cost_models.base import (
+    CostModelError,
+)
+from tacopt.cost_models.learned import FLOOR_US, LearnedCostModel, net_latency, records_by_key
+
+
+def evaluate(
+    model: LearnedCostModel,
+    records: Sequence[Mapping[str, Any]],
+    *,
+    train_keys: Collection[str] = (),
+) -> dict[str, Any]:
+    """Accuracy of ``model`` on held-out records.
+
+    Returns ``within_10pct`` (share of ops whose predicted single-op latency, overhead included,
+    is within ±10 % of the measured one), ``within_10pct_net`` (the same on net latencies: the
+    model's overhead subtracted from the prediction, each record's own from the measurement),
+    ``within_10pct_unseen`` (only configurations not in ``train_keys``, i.e. not answered by the
+    lookup table), ``mape`` (%), ``spearman`` (rank correlation of predicted vs measured),
+    ``model_error_median`` (median over models of |predicted - measured| / measured, %, see
+    :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), counts, the
+    share of predictions per source and ``per_kind``: the same figures per (kind, inference
+    type).
+    """
+    from scipy.stats import spearmanr
+
+    by_key = records_by_key(records)
+    ops = [r for r in records if r.get("type") == "op"]
+    if not ops:
+        raise CostModelError("learned: no op records to evaluate on")
+    pred, meas, pred_net, meas_net, unseen = [], [], [], [], []
+    sources: dict[str, int] = defaultdict(int)
+    for r in ops:
+        p = model.predict(r, key=r["key"])
+        sources[p.source] += 1
+        pred.append(p.latency_us)
+        meas.append(r["latency_us"])
+        pred_net.append(max(p.latency_us - model.overhead_us, FLOOR_US))
+        meas_net.append(net_latency(r))
+        unseen.append(r["key"] not in train_keys)
+    P, M = np.array(pred), np.array(meas)
+    Pn, Mn = np.array(pred_net), np.array(meas_net)
+    U = np.array(unseen)
+    errors = []
+    for r in records:
+        if r.get("type") == "model":
+            errors.append((model.predict_model(r, by_key) - r["latency_us"]) / r["latency_us"])
+    close = np.abs(P - M) <= 0.1 * M
+    per_kind: dict[str, dict[str, float]] = {}
+    groups = np.array([f"{r['kind']}|{r['inference_type']}" for r in ops])
+    for g in sorted(set(groups.tolist())):
+        sel = groups == g
+        per_kind[g] = {
+            "n": int(sel.sum()),
+            "within_10pct": float(np.mean(close[sel])),
+            "unseen": int((sel & U).sum()),
+            "within_10pct_unseen": float(np.mean(close[sel & U]))
+            if (sel & U).any()
+            else float("nan"),
+            "mape": float(np.mean(np.abs(P[sel] - M[sel]) / M[sel]) * 100),
+        }
+    return {
+        "ops": len(ops),
+        "ops_unseen": int(U.sum()),
+        "models": len(errors),
+        "within_10pct": float(np.mean(close)),
+        "within_10pct_unseen": float(np.mean(close[U])) if U.any() else float("nan"),
+        "within_10pct_net": float(np.mean(np.abs(Pn - Mn) <= 0.1 * Mn)),
+        "mape": float(np.mean(np.abs(P - M) / M) * 100),
+        "spearman": float(spearmanr(P, M).statistic),
+        "model_error_median": float(statistics.median(np.abs(errors)) * 100)
+        if errors
+        else float("nan"),
+        "model_bias_median": float(statistics.median(errors) * 100) if errors else float("nan"),
+        "sources": {k: v / len(ops) for k, v in sorted(sources.items())},
+        "per_kind": per_kind,
+    }

@@ -1,0 +1,282 @@
+"""What the learned model sees of an op configuration: the tree features (:func:`op_vector`,
+names in :data:`FEATURES`), the group-fit design row, and data movement (bytes, contiguous runs)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_ITYPES = {"FLOAT": 0, "QUANTIZED_INT8": 1, "QUANTIZED_UINT8": 2, "HYBRID": 3}
+
+
+_DTYPES = {"float32": 0, "int8": 1, "uint8": 2, "int32": 3, "bool": 4, "int64": 5, "int16": 6}
+
+
+_ITEMSIZE = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "float16": 2, "int64": 8}
+
+
+_ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU6": 2, "RELU_N1_TO_1": 3, "TANH": 4}
+
+
+_KERNELS = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
+
+
+#: Names of the entries of :func:`op_vector` (the tree features), in order.
+FEATURES = (
+    "inference_type",
+    "dtype",
+    "log_flops",
+    "log_bytes",
+    "log_activation_bytes_in",
+    "log_weight_bytes",
+    "log_bytes_out",
+    "log_output_elements",
+    "log_input_elements",
+    "kernel_h",
+    "kernel_w",
+    "log_kernel_area",
+    "stride",
+    "dilation",
+    "log_channels_in",
+    "log_channels_out",
+    "depthwise",
+    "broadcast",
+    "rank",
+    "inputs",
+    "outputs",
+    "activation",
+    "padding_same",
+    "log_flops_per_output",
+    "log_spatial",
+    "constant_operand",
+    "log_batch",
+    # how the kernels work (XNNPACK / TFLite CPU): GEMM size and tiles, im2col, broadcasting,
+    # strided copies
+    "log_macs",
+    "log_gemm_k",
+    "log_gemm_n",
+    "pointwise",
+    "log_im2col_bytes",
+    "channels_in_mod8",
+    "channels_out_mod8",
+    "channels_out_mod16",
+    "broadcast_pattern",
+    "log_small_operand",
+    "log_outer",
+    "log_inner",
+    "log_data_moved",
+    "is_int8",
+)
+
+
+#: Binary elementwise broadcast patterns (:func:`op_vector` ``broadcast_pattern``).
+_BROADCAST = {"none": 0, "scalar": 1, "channel": 2, "spatial": 3, "other": 4}
+
+
+_NO_TENSOR: list[Any] = [[1], "float32", False, False]
+
+
+def _desc(d: Sequence[Any]) -> list[Any]:
+    """A tensor description ``[shape, dtype, is_constant, ...]`` with defaults filled in."""
+    return [list(d[0]), d[1] if len(d) > 1 else "float32", len(d) > 2 and bool(d[2])]
+
+
+def _elements(d: Sequence[Any]) -> int:
+    return math.prod(max(int(x), 1) for x in d[0])
+
+
+def _nbytes(d: Sequence[Any]) -> int:
+    return _elements(d) * _ITEMSIZE.get(d[1], 4)
+
+
+def op_vector(features: Mapping[str, Any], kinds: Sequence[str] = ()) -> list[float]:
+    """The tree inputs of one op record (see :data:`FEATURES`), then one flag per kind in
+    ``kinds``.
+
+    >>> f = {"kind": "ADD", "inference_type": "FLOAT", "flops": 8.0, "bytes": 96.0,
+    ...      "inputs": [[[2, 4], "float32", False, False], [[2, 4], "float32", False, False]],
+    ...      "outputs": [[[2, 4], "float32", False, False]], "options": {}}
+    >>> v = op_vector(f, ["ADD", "MUL"])
+    >>> len(v) == len(FEATURES) + 2, v[-2:], v[FEATURES.index("broadcast")]
+    (True, [1.0, 0.0], 0.0)
+    """
+    ins = [_desc(d) for d in features.get("inputs", []) if d]
+    outs = [_desc(d) for d in features.get("outputs", []) if d]
+    acts = [d for d in ins if not d[2]]
+    consts = [d for d in ins if d[2]]
+    main = max(acts, key=_elements) if acts else (ins[0] if ins else _NO_TENSOR)
+    out = outs[0] if outs else _NO_TENSOR
+    shape = list(out[0])
+    opts = features.get("options") or {}
+    kind = features["kind"]
+    kh = kw = 1
+    if kind in _KERNELS and len(ins) > 1 and len(ins[1][0]) == 4:
+        kh, kw = ins[1][0][1], ins[1][0][2]
+    if "filter_height" in opts:
+        kh, kw = opts["filter_height"], opts["filter_width"]
+    out_elems = sum(_elements(d) for d in outs) or 1
+    flops = float(features.get("flops", 0.0))
+    sizes = {_elements(d) for d in acts if _elements(d) > 1}
+    row = [
+        _ITYPES.get(features.get("inference_type", ""), 4),
+        _DTYPES.get(main[1], 7),
+        math.log1p(flops),
+        math.log1p(features.get("bytes", 0.0)),
+        math.log1p(sum(_nbytes(d) for d in acts)),
+        math.log1p(sum(_nbytes(d) for d in consts)),
+        math.log1p(sum(_nbytes(d) for d in outs)),
+        math.log1p(out_elems),
+        math.log1p(_elements(main)),
+        kh,
+        kw,
+        math.log1p(kh * kw),
+        opts.get("stride_h", 1),
+        opts.get("dilation_h_factor", 1),
+        math.log1p(main[0][-1] if main[0] else 1),
+        math.log1p(shape[-1] if shape else 1),
+        float(kind == "DEPTHWISE_CONV_2D"),
+        float(len(sizes) > 1),
+        len(shape),
+        len(ins),
+        len(outs),
+        _ACTIVATIONS.get(opts.get("fused_activation_function", "NONE"), 5),
+        float(opts.get("padding") == "SAME"),
+        math.log1p(flops / out_elems),
+        math.log1p(shape[1] * shape[2] if len(shape) == 4 else 1),
+        float(bool(consts)),
+        math.log1p(shape[0] if shape else 1),
+    ]
+    return (
+        [float(x) for x in row]
+        + _kernel_terms(kind, ins, acts, outs, opts, flops)
+        + [float(kind == k) for k in kinds]
+    )
+
+
+def _kernel_terms(
+    kind: str,
+    ins: Sequence[list[Any]],
+    acts: Sequence[list[Any]],
+    outs: Sequence[list[Any]],
+    opts: Mapping[str, Any],
+    flops: float,
+) -> list[float]:
+    """The features that follow the kernels: a convolution / matmul is a GEMM of M output
+    pixels x N output channels x K = kernel area x input channels (im2col when the kernel is
+    not 1x1 / stride 1), tiled by 8 / 16 channels; a binary elementwise op streams its output
+    with one operand broadcast in a pattern; a data-movement op copies ``outer`` runs of
+    ``inner`` elements."""
+    out = outs[0] if outs else _NO_TENSOR
+    oshape = [max(int(d), 1) for d in out[0]]
+    out_elems = math.prod(oshape) if oshape else 1
+    k = n = 1
+    pointwise = 0.0
+    im2col = 0.0
+    cin = cout = 1
+    if kind in _KERNELS + ("FULLY_CONNECTED", "BATCH_MATMUL") and len(ins) > 1:
+        w = [max(int(d), 1) for d in ins[1][0]] or [1]
+        x = [max(int(d), 1) for d in ins[0 if kind != "TRANSPOSE_CONV" else 2][0]] or [1]
+        cin, cout = x[-1], oshape[-1] if oshape else 1
+        if kind == "DEPTHWISE_CONV_2D":
+            k, n = math.prod(w[1:3]), cout
+        elif kind in ("CONV_2D", "TRANSPOSE_CONV") and len(w) == 4:
+            k, n = math.prod(w[1:]), w[0]
+            pointwise = float(w[1] * w[2] == 1 and opts.get("stride_h", 1) == 1)
+            if not pointwise:
+                im2col = out_elems / max(n, 1) * k * _ITEMSIZE.get(ins[0][1], 4)
+        else:
+            k, n = x[-1], cout
+    pattern = "none"
+    small = 1
+    if len(ins) == 2 and kind not in _KERNELS:
+        sizes = sorted(ins, key=_elements)
+        small = _elements(sizes[0])
+        big = sizes[1]
+        if small == _elements(big):
+            pattern = "none"
+        elif small == 1:
+            pattern = "scalar"
+        elif big[0] and small == max(int(big[0][-1]), 1):
+            pattern = "channel"
+        elif big[0] and len(big[0]) >= 2 and small * max(int(big[0][-1]), 1) == _elements(big):
+            pattern = "spatial"
+        else:
+            pattern = "other"
+    axis = opts.get("axis")
+    outer = inner = 1.0
+    if isinstance(axis, int) and oshape:
+        ax = axis % len(oshape)
+        outer = float(math.prod(oshape[:ax]))
+        inner = float(math.prod(oshape[ax:]))
+    moved = sum(_nbytes(d) for d in acts) + sum(_nbytes(d) for d in outs)
+    dtype = (acts[0] if acts else out)[1]
+    return [
+        math.log1p(flops / 2),
+        math.log1p(k),
+        math.log1p(n),
+        pointwise,
+        math.log1p(im2col),
+        float(cin % 8 == 0),
+        float(cout % 8 == 0),
+        float(cout % 16 == 0),
+        float(_BROADCAST[pattern]),
+        math.log1p(small),
+        math.log1p(outer),
+        math.log1p(inner),
+        math.log1p(moved),
+        float(dtype in ("int8", "uint8")),
+    ]
+
+
+def design_row(features: Mapping[str, Any]) -> list[float]:
+    """The group-fit inputs of one op: ``[1, log FLOPs, log bytes, log output elements]``."""
+    outs = [o for o in features.get("outputs", []) if o]
+    out_elems = sum(math.prod(max(d, 1) for d in o[0]) for o in outs) if outs else 1
+    return [
+        1.0,
+        math.log1p(features.get("flops", 0.0)),
+        math.log1p(features.get("bytes", 0.0)),
+        math.log1p(out_elems),
+    ]
+
+
+def bytes_moved(features: Mapping[str, Any]) -> int:
+    """Bytes a data-movement op reads (non-constant inputs) and writes (outputs)."""
+    ins = [_desc(d) for d in features.get("inputs", []) if d]
+    outs = [_desc(d) for d in features.get("outputs", []) if d]
+    return sum(_nbytes(d) for d in ins if not d[2]) + sum(_nbytes(d) for d in outs)
+
+
+def copy_runs(features: Mapping[str, Any]) -> int:
+    """How many contiguous runs a data-movement op copies: with an ``axis`` option
+    (CONCATENATION, SPLIT, PACK, ...) the elements before the axis times the operands; else the
+    output elements over the trailing dimensions the main input and the output share (a PAD of
+    H and W copies one run of C per pixel).
+
+    >>> t = lambda *s: [list(s), "float32", False, False]
+    >>> copy_runs({"inputs": [t(1, 8, 8, 3)], "outputs": [t(1, 10, 10, 3)], "options": {}})
+    100
+    >>> copy_runs({"inputs": [t(1, 4, 6), t(1, 4, 2)], "outputs": [t(1, 4, 8)],
+    ...            "options": {"axis": 2}})
+    8
+    """
+    ins = [_desc(d) for d in features.get("inputs", []) if d]
+    outs = [_desc(d) for d in features.get("outputs", []) if d]
+    acts = [d for d in ins if not d[2]]
+    if not acts or not outs:
+        return 1
+    out = [max(int(x), 1) for x in outs[0][0]]
+    axis = (features.get("options") or {}).get("axis")
+    if isinstance(axis, int) and out:
+        return math.prod(out[: axis % len(out)]) * max(len(acts), len(outs))
+    main = [max(int(x), 1) for x in max(acts, key=_elements)[0]]
+    inner = 1
+    if len(main) == len(out):
+        for a, b in zip(reversed(main), reversed(out), strict=True):
+            if a != b:
+                break
+            inner *= a
+    else:
+        inner = math.prod(out)
+    return max(math.prod(out) // max(inner, 1), 1)
