@@ -75,3 +75,12 @@ def test_the_device_example_runs(tmp_path: Path) -> None:
 def test_a_readme_style_mistake_is_one_line_and_exit_2(tmp_path: Path, line: str) -> None:
     result = run(line, tmp_path)
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_the_python_example_runs(tmp_path: Path) -> None:
+    (block,) = blocks_after("## From Python", "python")
+    (tmp_path / "example.py").write_text(block.replace('"model.tflite"', repr(str(MODEL))))
+    result = run("python example.py", tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    objective, ratio = map(float, result.stdout.split())
+    assert objective > 0 and ratio >= 1.0
