@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,7 @@ def test_a_readme_style_mistake_is_one_line_and_exit_2(tmp_path: Path, line: str
 def test_the_python_example_runs(tmp_path: Path) -> None:
     (block,) = blocks_after("## From Python", "python")
     (tmp_path / "example.py").write_text(block.replace('"model.tflite"', repr(str(MODEL))))
-    result = run("python example.py", tmp_path)
+    result = run(f"{sys.executable} example.py", tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     objective, ratio = map(float, result.stdout.split())
     assert objective > 0 and ratio >= 1.0
