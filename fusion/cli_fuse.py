@@ -1,4 +1,8 @@
-"""``tacopt fuse MODEL [--json] [-o OUT.tflite] [--strict] [--builtins-only]``."""
+"""``tacopt fuse MODEL [--json] [-o OUT.tflite] [--strict] [--builtins-only]``.
+
+``-o`` is checked before the model is read and written all or nothing: a model that fails to
+fuse, or Ctrl-C, leaves no file behind.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +22,15 @@ class FuseOptions:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("fuse", help="fuse composites and patterns of a .tflite model")
+    """Add the ``fuse`` sub-command."""
+    p = subparsers.add_parser(
+        "fuse",
+        help="fuse composites and patterns of a .tflite model",
+        description="Replace the composites of a .tflite model (STABLEHLO_COMPOSITE ops whose "
+        "signature verifies) and its op patterns (LSTM loops, GELU, layer norm, softmax, padding "
+        "and activations folded into convolutions, ...) with single fused ops; print what was "
+        "fused and optionally write the fused model (-o, written all or nothing).",
+    )
     p.add_argument("model", help="path of a .tflite model")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", help="write the fused model to this .tflite path")
@@ -32,15 +44,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run ``tacopt fuse`` and return the exit code."""
     from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
+    from tacopt.fusion.io import all_or_nothing
     from tacopt.fusion.reader import read_tflite
     from tacopt.fusion.writer import write_tflite
 
     opts = FuseOptions(args.model, args.json, args.output, args.strict, args.builtins_only)
-    G = read_tflite(opts.model)
-    result = fuse(G, rules=BUILTIN_ONLY_RULES if opts.builtins_only else None, strict=opts.strict)
-    if opts.output:
-        write_tflite(result.graph, opts.output)
+    with all_or_nothing([("-o", opts.output)]) as out:
+        G = read_tflite(opts.model)
+        rules = BUILTIN_ONLY_RULES if opts.builtins_only else None
+        result = fuse(G, rules=rules, strict=opts.strict)
+        if opts.output:
+            write_tflite(result.graph, out.path(opts.output))
     for w in result.warnings:
         print(f"tacopt fuse: warning: {w}", file=sys.stderr)
     report = {

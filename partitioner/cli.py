@@ -9,6 +9,13 @@ inside ``run`` so that ``tacopt --help`` stays fast.
 Errors the user caused are :class:`tacopt.fusion.errors.TacoptError`: printed as one line on stderr,
 exit code 2, no traceback.
 
+Ctrl-C prints one line and exits 130; commands stage their outputs
+(:func:`tacopt.fusion.io.all_or_nothing`), so an interrupted command leaves no output file.
+
+The helpers below are shared by the commands: :func:`load_module` (``--load``), :func:`name_list`
+(comma-separated options such as ``--compare``), :func:`check_seconds` (``--time-limit``) and
+:class:`TacoptParser`, whose ``--help`` ends with the registered devices, pickers and cost models.
+
 The command runs BLAS single-threaded unless the environment says otherwise: tacopt's numeric work
 is many small matrix products, which extra BLAS threads only slow down and make less repeatable.
 """
@@ -16,14 +23,145 @@ is many small matrix products, which extra BLAS threads only slow down and make 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
+import math
 import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, NoReturn
 
 from tacopt.fusion.errors import TacoptError
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+#: What ``--help`` can list, in this order (see :class:`TacoptParser`).
+REGISTRIES = ("devices", "pickers", "cost models")
+
+
+class OptionError(TacoptError):
+    """A command-line option with a bad value (an empty list, a repeated name, a bad number)."""
+
+
+class TacoptParser(argparse.ArgumentParser):
+    """An argument parser whose ``--help`` ends with the registered names it is asked to list.
+
+    ``lists`` names some of :data:`REGISTRIES`; they are computed when the help is printed, so
+    that building the parser (on every command) does not import the registries. A command line
+    argparse cannot parse gives one line on stderr and exit 2, like every other bad input.
+    """
+
+    def __init__(self, *args: Any, lists: Sequence[str] = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lists = tuple(lists)
+
+    def format_help(self) -> str:
+        text = super().format_help()
+        return text + "\n" + registered_names(self.lists) + "\n" if self.lists else text
+
+    def error(self, message: str) -> NoReturn:
+        """A bad command line: one line on stderr (not the usage block), exit 2."""
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def registered_names(lists: Sequence[str] = REGISTRIES) -> str:
+    """One line per registry in ``lists``: the names registered now, and how to add more."""
+    lines = []
+    if "devices" in lists:
+        from tacopt.partitioner.targets import target_names
+
+        lines.append(f"devices: {', '.join(target_names())} (more with --load FILE.py)")
+    if "pickers" in lists:
+        from tacopt.partitioner.pickers import picker_names
+
+        lines.append(f"pickers: {', '.join(picker_names())} (or pkg.mod:Name)")
+    if "cost models" in lists:
+        from tacopt.cost_models.base import registered_cost_models
+
+        names = ", ".join(registered_cost_models())
+        lines.append(f"cost models: {names} (or path/to/model.json, pkg.mod:Factory, a+b)")
+    return "\n".join(lines)
+
+
+def add_load_option(parser: argparse.ArgumentParser, *, registers: str) -> None:
+    """Add ``--load MODULE`` (repeatable); ``registers`` says what the module may register."""
+    parser.add_argument(
+        "--load",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help=f"import a module or .py file first, which may register {registers} (repeatable)",
+    )
+
+
+def load_module(spec: str) -> None:
+    """Import ``spec``: a dotted module name or a path to a ``.py`` file (``--load``).
+
+    Raises
+    ------
+    OptionError
+        A missing file, or any failure of the module itself, on one line.
+    """
+    path = Path(spec)
+    try:
+        if spec.endswith(".py"):
+            if not path.is_file():
+                raise OptionError(f"--load {spec}: no such file")
+            mod_spec = importlib.util.spec_from_file_location(f"tacopt_user_{path.stem}", path)
+            if mod_spec is None or mod_spec.loader is None:
+                raise OptionError(f"--load {spec}: cannot load this file as a module")
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[mod_spec.name] = module
+            mod_spec.loader.exec_module(module)
+        else:
+            importlib.import_module(spec)
+    except TacoptError:
+        raise
+    except Exception as exc:  # a user module's own failure, reported on one line
+        raise OptionError(f"--load {spec}: {type(exc).__name__}: {exc}") from None
+
+
+def name_list(text: str, *, what: str) -> tuple[str, ...]:
+    """The names of a comma-separated option: at least one, none empty, none twice.
+
+    Examples
+    --------
+    >>> name_list("exact, tac", what="--compare")
+    ('exact', 'tac')
+    >>> name_list("exact,exact", what="--compare")
+    Traceback (most recent call last):
+    ...
+    tacopt.partitioner.cli.OptionError: --compare: 'exact' is listed twice in 'exact,exact'
+    """
+    if not text.strip():
+        raise OptionError(f"{what}: empty list")
+    names = tuple(n.strip() for n in text.split(","))
+    if "" in names:
+        raise OptionError(f"{what}: empty name in {text!r}")
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise OptionError(f"{what}: {name!r} is listed twice in {text!r}")
+    return names
+
+
+def check_seconds(value: float | None, *, what: str = "--time-limit") -> float | None:
+    """``value`` if it is None or a positive finite number of seconds, else :class:`OptionError`.
+
+    Examples
+    --------
+    >>> check_seconds(2.5)
+    2.5
+    >>> check_seconds(float("inf"))
+    Traceback (most recent call last):
+    ...
+    tacopt.partitioner.cli.OptionError: --time-limit: must be positive and finite (seconds), got inf
+    """
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise OptionError(f"{what}: must be positive and finite (seconds), got {value:g}")
+    return value
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -32,9 +170,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     Loading one entry point instead of all keeps start-up short: each command module imports
     what its ``register`` needs, and some of those pull in heavy packages.
     """
-    parser = argparse.ArgumentParser(
+    parser = TacoptParser(
         prog="tacopt",
         description="Target-aware partitioning of TFLite models across devices.",
+        epilog="Run 'tacopt COMMAND --help' for the options of one command.",
+        lists=REGISTRIES,
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
@@ -56,7 +196,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ.setdefault(var, "1")  # read by numpy's BLAS when it loads, inside commands
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(_command_of(argv))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, or a command line argparse cannot parse
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
         return int(args.run(args) or 0)
     except TacoptError as exc:
@@ -64,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"tacopt {args.command}: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         return 0
 

@@ -1,23 +1,27 @@
 """``tacopt partition MODEL --devices GPU,CPU``: partition a model, write its plan and picture.
 
-Options are parsed into :class:`PartitionOptions` and handed to
-:func:`tacopt.partitioner.pipeline.partition`; heavy imports happen inside :func:`run`.
-``--load`` imports a user's module (``pkg.mod`` or ``path/to/file.py``) first, so targets it
-registers can be named in ``--devices``.
+Options are parsed into :class:`PartitionOptions` and checked before any work: output paths,
+``--time-limit``, user modules (``--load``, a module or ``path/to/file.py``, imported first so
+that the devices, pickers or cost models it registers can be named), devices, picker and cost
+model. Then :func:`tacopt.partitioner.pipeline.partition` runs, and every output is written all
+or nothing (:func:`tacopt.fusion.io.all_or_nothing`): a failure or Ctrl-C leaves none of them.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.errors import OutputError
+from tacopt.partitioner.cli import add_load_option, check_seconds, load_module
+
+__all__ = ["PartitionOptions", "load_module", "options_from", "register", "run"]
+
+#: How each cost unit is printed.
+UNIT_LABELS = {"tac": "TAC units", "us": "µs"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,13 +49,25 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "partition",
         help="partition a .tflite model across devices",
-        description="Annotate targets, raise subgraphs, cost alternative views, pick, apply.",
+        description="Annotate targets, raise subgraphs, cost alternative views, pick, apply. "
+        "Every output (--problem, --plan, --export, --dot, --svg) is written all or nothing.",
+        lists=("devices", "pickers", "cost models"),
     )
     p.add_argument("model", type=Path, help="the .tflite model")
-    p.add_argument("--devices", required=True, help="devices in order of preference, e.g. GPU,CPU")
-    p.add_argument("--picker", default="exact", help="picker name (default: exact)")
+    p.add_argument(
+        "--devices",
+        required=True,
+        help="devices in order of preference, e.g. GPU,CPU (CPU is appended when absent)",
+    )
+    p.add_argument("--picker", default="exact", help="picker name or pkg.mod:Name (default: exact)")
     p.add_argument("--cost-model", default="tac", help="cost model spec (default: tac)")
-    p.add_argument("--granularity", choices=("subgraph", "op"), default="subgraph")
+    p.add_argument(
+        "--granularity",
+        choices=("subgraph", "op"),
+        default="subgraph",
+        help="the units the picker places: TAC's raised subgraphs, or one unit per op "
+        "(default: subgraph)",
+    )
     p.add_argument(
         "--time-limit", type=float, default=None, metavar="S", help="picker time limit in seconds"
     )
@@ -62,13 +78,7 @@ def register(subparsers: Any) -> None:
         metavar="PATTERN=DEVICE",
         help="force ops whose name or output tensor matches a glob onto a device",
     )
-    p.add_argument(
-        "--load",
-        action="append",
-        default=[],
-        metavar="MODULE",
-        help="import a module or .py file that registers targets (repeatable)",
-    )
+    add_load_option(p, registers="devices, pickers or cost models")
     p.add_argument("--problem", type=Path, help="write the pick problem JSON here")
     p.add_argument("--plan", type=Path, help="write the plan JSON here")
     p.add_argument("--export", type=Path, help="write the partitioned .tflite here")
@@ -101,74 +111,88 @@ def options_from(args: argparse.Namespace) -> PartitionOptions:
     )
 
 
-def load_module(spec: str) -> None:
-    """Import ``spec``: a dotted module name or a path to a ``.py`` file."""
-    path = Path(spec)
-    try:
-        if spec.endswith(".py"):
-            if not path.is_file():
-                raise TacoptError(f"--load {spec}: no such file")
-            mod_spec = importlib.util.spec_from_file_location(f"tacopt_user_{path.stem}", path)
-            if mod_spec is None or mod_spec.loader is None:
-                raise TacoptError(f"--load {spec}: cannot load this file as a module")
-            module = importlib.util.module_from_spec(mod_spec)
-            sys.modules[mod_spec.name] = module
-            mod_spec.loader.exec_module(module)
-        else:
-            importlib.import_module(spec)
-    except TacoptError:
-        raise
-    except Exception as exc:  # a user module's own failure, reported on one line
-        raise TacoptError(f"--load {spec}: {type(exc).__name__}: {exc}") from None
+def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:
+    """Each output option with its path (None when not asked for); two may not share a file."""
+    outputs = [
+        ("--problem", opts.problem),
+        ("--plan", opts.plan),
+        ("--export", opts.export),
+        ("--svg", opts.svg),
+        ("--dot", opts.dot),
+    ]
+    seen: dict[Path, str] = {}
+    for what, path in outputs:
+        if path is None:
+            continue
+        key = path.resolve()
+        if key in seen:
+            raise OutputError(f"{seen[key]} and {what} name the same file '{path}'")
+        seen[key] = what
+    return outputs
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tacopt partition`` and return the exit code."""
+    from tacopt.fusion.io import all_or_nothing
+
     opts = options_from(args)
+    check_seconds(opts.time_limit_s)
+    with all_or_nothing(outputs_of(opts)) as out:
+        summary, text = _partition(opts, out)
+    print(json.dumps(summary, indent=1) if opts.json else text)
+    return 0
+
+
+def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
+    """Check the options, partition, stage every output; the JSON summary and the text report."""
     if opts.svg:
         from tacopt.partitioner.draw import require_graphviz
 
         require_graphviz()
     for spec in opts.load:
         load_module(spec)
-    from tacopt.fusion.io import atomic_write
+    from tacopt.cost_models.base import get_cost_model
     from tacopt.fusion.reader import read_tflite
+    from tacopt.partitioner.pickers import get_picker
     from tacopt.partitioner.pipeline import partition
+    from tacopt.partitioner.targets import resolve_devices
+
+    targets = resolve_devices(opts.devices)
+    get_picker(opts.picker)
+    cost_model = get_cost_model(opts.cost_model)
 
     G = read_tflite(opts.model)
     result = partition(
         G,
-        opts.devices,
+        targets,
         picker=opts.picker,
-        cost_model=opts.cost_model,
+        cost_model=cost_model,
         granularity=opts.granularity,
         pins=opts.pins,
         time_limit_s=opts.time_limit_s,
     )
     summary = result.summary()
     summary["model"] = str(opts.model)
+    summary["unit"] = cost_model.unit
     if opts.problem:
         from tacopt.partitioner.problem import save_problem
 
-        save_problem(result.problem, opts.problem)
+        save_problem(result.problem, out.path(opts.problem))
     if opts.plan:
-        atomic_write(opts.plan, json.dumps(summary, indent=1) + "\n")
+        out.write(opts.plan, json.dumps(summary, indent=1) + "\n")
     if opts.export:
         from tacopt.partitioner.export import export_tflite
 
-        export_tflite(result, opts.export)
-    if opts.dot or opts.svg:
-        from tacopt.partitioner.draw import to_dot, to_svg
+        export_tflite(result, out.path(opts.export))
+    if opts.dot:
+        from tacopt.partitioner.draw import to_dot
 
-        if opts.dot:
-            atomic_write(opts.dot, to_dot(result.graph))
-        elif opts.svg:
-            atomic_write(opts.svg, to_svg(result.graph))
-    if opts.json:
-        print(json.dumps(summary, indent=1))
-    else:
-        print(_human(result, summary))
-    return 0
+        out.write(opts.dot, to_dot(result.graph))
+    elif opts.svg:
+        from tacopt.partitioner.draw import to_svg
+
+        out.write(opts.svg, to_svg(result.graph))
+    return summary, _human(result, summary)
 
 
 def _human(result: Any, summary: dict[str, Any]) -> str:
@@ -176,11 +200,13 @@ def _human(result: Any, summary: dict[str, Any]) -> str:
     for _, data in result.graph.nodes(data=True):
         counts[data["device"]] = counts.get(data["device"], 0) + 1
     b = summary["breakdown"]
+    unit = UNIT_LABELS.get(summary["unit"], summary["unit"])
     lines = [
         f"{summary['model']}: {len(result.partition.subgraphs)} units "
         f"({result.granularity}), picker {summary['picker']} {summary['status']}, "
-        f"objective {summary['objective']:.6g} {result.cost_model} "
-        f"(compute {b['compute']:.6g}, transfer {b['transfer']:.6g}, quant {b['quant']:.6g})",
+        f"objective {summary['objective']:.6g} {unit} "
+        f"(compute {b['compute']:.6g}, transfer {b['transfer']:.6g}, quant {b['quant']:.6g}; "
+        f"cost model {result.cost_model})",
         "ops per device: " + ", ".join(f"{d} {n}" for d, n in sorted(counts.items())),
     ]
     return "\n".join(lines)

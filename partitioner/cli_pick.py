@@ -5,6 +5,14 @@ Examples::
     tacopt pick problem.json --picker exact --time-limit 30 --json
     tacopt pick problem.json --compare exact,tac,greedy
     tacopt pick problem.json --picker mincut --plan plan.json
+    tacopt pick problem.json --load mypickers.py --picker mine
+
+Every option is checked before a picker starts: the pickers exist (a name registered by
+``--load`` or ``pkg.mod:Name``, resolved by :func:`tacopt.partitioner.pickers.get_picker`), each
+option reaches a picker that takes it, the time limit is positive and finite, the ``--compare``
+list is non-empty without repeats, and ``--plan`` can be written. When comparing, a picker that
+fails (a problem outside its scope) does not throw the other rows away: the table is printed with
+its row marked, then the command fails with one line and writes nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +23,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tacopt.fusion.errors import TacoptError
+from tacopt.partitioner.cli import OptionError, add_load_option, check_seconds, name_list
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +41,7 @@ class PickOptions:
     seed: int | None
     as_json: bool
     plan_out: Path | None
+    load: tuple[str, ...] = ()
 
 
 def register(subparsers: Any) -> None:
@@ -38,9 +50,12 @@ def register(subparsers: Any) -> None:
         "pick",
         help="assign a device and type to every unit of a pick problem",
         description="Solve a pick problem (docs/pick-problem.md) and print the plan.",
+        lists=("pickers",),
     )
     parser.add_argument("problem", type=Path, help="pick problem JSON file")
-    parser.add_argument("--picker", default="exact", help="picker name (default: exact)")
+    parser.add_argument(
+        "--picker", default="exact", help="picker name or pkg.mod:Name (default: exact)"
+    )
     parser.add_argument("--compare", metavar="P1,P2,...", help="run several pickers, side by side")
     parser.add_argument("--time-limit", type=float, metavar="S", help="solver time limit (s)")
     parser.add_argument("--backend", help="exact picker backend: highs, scip or cp-sat")
@@ -52,23 +67,24 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, help="random seed of the solver")
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     parser.add_argument("--plan", type=Path, metavar="OUT.json", help="write the plan here")
+    add_load_option(parser, registers="pickers")
     parser.set_defaults(run=run)
 
 
 def options_from_args(args: argparse.Namespace) -> PickOptions:
-    """The frozen options of a parsed command line."""
+    """The frozen options of a parsed command line (lists and numbers checked here)."""
     compare = args.compare is not None
-    names = args.compare.split(",") if compare else [args.picker]
     return PickOptions(
         problem=args.problem,
-        pickers=tuple(n.strip() for n in names if n.strip()),
+        pickers=name_list(args.compare, what="--compare") if compare else (args.picker,),
         compare=compare,
-        time_limit_s=args.time_limit,
+        time_limit_s=check_seconds(args.time_limit),
         backend=args.backend,
         method=args.method,
         seed=args.seed,
         as_json=args.json,
         plan_out=args.plan,
+        load=tuple(args.load),
     )
 
 
@@ -77,48 +93,85 @@ def run(args: argparse.Namespace) -> int:
     return run_pick(options_from_args(args))
 
 
+_OPTION_FLAGS = {
+    "time_limit_s": "--time-limit",
+    "backend": "--backend",
+    "method": "--method",
+    "seed": "--seed",
+}
+
+
 def run_pick(options: PickOptions) -> int:
-    """Load the problem, run the pickers, print (and maybe write) the plans."""
-    from tacopt.fusion.io import atomic_write
-    from tacopt.partitioner.pickers import get_picker, pick, picker_options
+    """Check the options, load the problem, run the pickers, print (and maybe write) the plans."""
+    from tacopt.fusion.io import all_or_nothing
+    from tacopt.partitioner.cli import load_module
+    from tacopt.partitioner.errors import PickerError
+    from tacopt.partitioner.pickers import get_picker, pick
     from tacopt.partitioner.problem import load_problem
 
-    problem = load_problem(options.problem)
-    for name in options.pickers:
-        get_picker(name)
-    given = {
-        key: value
-        for key, value in (
-            ("time_limit_s", options.time_limit_s),
-            ("backend", options.backend),
-            ("method", options.method),
-            ("seed", options.seed),
-        )
-        if value is not None
-    }
-    plans = []
-    for name in options.pickers:
-        accepted = picker_options(name)
-        # When comparing, each picker gets only the options it takes.
-        opts = (
-            given
-            if not options.compare or "*" in accepted
-            else {k: v for k, v in given.items() if k in accepted}
-        )
-        plans.append(pick(problem, name, **opts))
+    with all_or_nothing([("--plan", options.plan_out)]) as out:
+        for spec in options.load:
+            load_module(spec)
+        for name in options.pickers:
+            get_picker(name)
+        given = {
+            key: value
+            for key, value in (
+                ("time_limit_s", options.time_limit_s),
+                ("backend", options.backend),
+                ("method", options.method),
+                ("seed", options.seed),
+            )
+            if value is not None
+        }
+        per_picker = _options_per_picker(options, given)
+        problem = load_problem(options.problem)
 
-    records = [plan.to_dict() for plan in plans]
-    payload: Any = {"plans": records} if options.compare else records[0]
-    if options.plan_out is not None:
-        atomic_write(options.plan_out, json.dumps(payload, indent=1) + "\n")
-    if options.as_json:
-        print(json.dumps(payload))
-    elif options.compare:
-        print(_table(records))
-    else:
-        print(_table(records))
-        print(_assignment(records[0]))
+        records: list[dict[str, Any]] = []
+        failed: list[TacoptError] = []
+        for name in options.pickers:
+            if not options.compare:
+                records.append(pick(problem, name, **per_picker[name]).to_dict())
+                continue
+            try:  # a picker out of its scope must not throw the finished rows away
+                records.append(pick(problem, name, **per_picker[name]).to_dict())
+            except TacoptError as exc:
+                records.append({"picker": name, "error": str(exc)})
+                failed.append(exc)
+
+        payload: Any = {"plans": records} if options.compare else records[0]
+        if options.as_json:
+            print(json.dumps(payload))
+        else:
+            print(_table(records))
+            if not options.compare:
+                print(_assignment(records[0]))
+            print("costs in the problem's own units")
+        if failed:
+            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            raise PickerError(f"{failed[0]}{more}; nothing written")
+        if options.plan_out is not None:
+            out.write(options.plan_out, json.dumps(payload, indent=1) + "\n")
     return 0
+
+
+def _options_per_picker(options: PickOptions, given: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The options each picker gets: all of them, or when comparing, those it takes.
+
+    When comparing, an option that no listed picker takes is an error rather than ignored.
+    """
+    from tacopt.partitioner.pickers import picker_options
+
+    if not options.compare:
+        return {options.pickers[0]: given}
+    accepted = {name: picker_options(name) for name in options.pickers}
+    for key in given:
+        if not any(key in a or "*" in a for a in accepted.values()):
+            names = ", ".join(options.pickers)
+            raise OptionError(f"{_OPTION_FLAGS[key]}: none of the pickers {names} takes it")
+    return {
+        name: {k: v for k, v in given.items() if k in a or "*" in a} for name, a in accepted.items()
+    }
 
 
 _COLUMNS = ("picker", "status", "objective", "bound", "gap", "compute", "transfer", "quant",
@@ -128,6 +181,9 @@ _COLUMNS = ("picker", "status", "objective", "bound", "gap", "compute", "transfe
 def _table(records: Sequence[dict[str, Any]]) -> str:
     rows = [list(_COLUMNS)]
     for r in records:
+        if "error" in r:
+            rows.append([r["picker"], "ERROR"] + ["-"] * (len(_COLUMNS) - 2))
+            continue
         b = r["breakdown"]
         rows.append(
             [r["picker"], r["status"], _num(r["objective"]), _num(r["bound"]), _gap(r["gap"]),

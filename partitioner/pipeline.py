@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import networkx as nx
 
@@ -77,7 +77,7 @@ class PickProposal:
 
 def build_pick_problem(
     G: nx.MultiDiGraph,
-    devices: str | Sequence[str] | Sequence[Target],
+    devices: str | Sequence[str | Target],
     *,
     cost_model: str | Any = "tac",
     granularity: str = "subgraph",
@@ -115,11 +115,8 @@ def build_pick_problem(
 
     if granularity not in GRANULARITIES:
         raise PartitionError(f"unknown granularity '{granularity}'; known: subgraph, op")
+    targets = resolve_devices(devices)
     validate_graph(G)
-    if isinstance(devices, str) or all(isinstance(d, str) for d in devices):
-        targets = resolve_devices(cast("str | Sequence[str]", devices))
-    else:
-        targets = tuple(cast("Sequence[Target]", devices))
     model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
     lap("setup")
     annotations = annotate_targets(G, targets, pins=pins)
@@ -136,7 +133,7 @@ def build_pick_problem(
 
 def partition(
     G: nx.MultiDiGraph,
-    devices: str | Sequence[str] | Sequence[Target],
+    devices: str | Sequence[str | Target],
     *,
     picker: str = "exact",
     cost_model: str | Any = "tac",
@@ -151,8 +148,10 @@ def partition(
     G : nx.MultiDiGraph
         The model (not modified).
     devices : str or sequence
-        ``"GPU,CPU"``, device names or :class:`~tacopt.partitioner.targets.Target` objects, in order
-        of preference; the CPU is appended when absent.
+        ``"GPU,CPU"``, or a sequence of device names and
+        :class:`~tacopt.partitioner.targets.Target` objects, in order of preference; both forms
+        are checked by :func:`~tacopt.partitioner.targets.resolve_devices`, which appends the
+        CPU when absent.
     picker : str
         A registered picker (:func:`tacopt.partitioner.pickers.picker_names`).
     cost_model : str or CostModel
@@ -177,6 +176,7 @@ def partition(
     from tacopt.partitioner.apply import apply_plan
     from tacopt.partitioner.pickers import pick, picker_options
 
+    accepted = picker_options(picker)  # an unknown picker fails here, before any work
     proposal = build_pick_problem(
         G, devices, cost_model=cost_model, granularity=granularity, pins=pins
     )
@@ -184,7 +184,6 @@ def partition(
     clock = time.perf_counter()
     options: dict[str, Any] = {}
     if time_limit_s is not None:
-        accepted = picker_options(picker)
         for key in ("time_limit_s", "time_limit"):
             if key in accepted or "*" in accepted:
                 options[key] = time_limit_s

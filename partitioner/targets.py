@@ -340,26 +340,64 @@ def get_target(name: str) -> Target:
     return _TARGETS.get(name.strip().upper())
 
 
-def resolve_devices(devices: str | Sequence[str]) -> tuple[Target, ...]:
-    """Targets for a device list (``"GPU,CPU"`` or a sequence), in order, CPU appended if absent.
+def resolve_devices(devices: str | Sequence[str | Target]) -> tuple[Target, ...]:
+    """Targets for a device list, in order, with the CPU appended when absent.
+
+    The string form ``"GPU,CPU"`` and a sequence (of names, :class:`Target` objects or both)
+    behave the same: names are case-insensitive, and a :class:`Target` object is used as given
+    (it need not be registered). This is the one place device lists are checked.
+
+    Parameters
+    ----------
+    devices : str or sequence of (str or Target)
+        Devices in order of preference.
+
+    Returns
+    -------
+    tuple of Target
+        One per device, ``CPU`` last unless listed.
 
     Raises
     ------
     TargetError
-        For an unknown or repeated device, or an empty list.
+        For an empty list, an empty element (``"GPU,,CPU"``), an unknown device, or a device
+        listed twice.
+
+    Examples
+    --------
+    >>> [t.name for t in resolve_devices(["gpu", NNAPI])]
+    ['GPU', 'NNAPI', 'CPU']
+    >>> resolve_devices("GPU,,CPU")
+    Traceback (most recent call last):
+    ...
+    tacopt.partitioner.targets.TargetError: empty device name in 'GPU,,CPU'
     """
-    names = devices.split(",") if isinstance(devices, str) else list(devices)
-    names = [n.strip().upper() for n in names if n.strip()]
-    if not names:
+    given = devices.split(",") if isinstance(devices, str) else list(devices)
+    shown = devices if isinstance(devices, str) else ",".join(_device_label(d) for d in given)
+    if not given or (isinstance(devices, str) and not devices.strip()):
         raise TargetError(f"empty device list; known: {', '.join(target_names())}")
-    seen = set()
-    for n in names:
-        if n in seen:
-            raise TargetError(f"device '{n}' is listed twice in '{','.join(names)}'")
-        seen.add(n)
+    targets: list[Target] = []
+    for item in given:
+        if isinstance(item, str):
+            if not item.strip():
+                raise TargetError(f"empty device name in {shown!r}")
+            targets.append(get_target(item))
+        elif isinstance(item, Target):
+            targets.append(item)
+        else:
+            raise TargetError(f"{item!r} in the device list is neither a name nor a Target")
+    seen: set[str] = set()
+    for t in targets:
+        if t.name in seen:
+            raise TargetError(f"device '{t.name}' is listed twice in {shown!r}")
+        seen.add(t.name)
     if "CPU" not in seen:
-        names.append("CPU")
-    return tuple(get_target(n) for n in names)
+        targets.append(get_target("CPU"))
+    return tuple(targets)
+
+
+def _device_label(item: object) -> str:
+    return item if isinstance(item, str) else str(getattr(item, "name", item))
 
 
 CPU = register_target(TableTarget("CPU", {}, runs_everything=True))

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -112,3 +117,138 @@ def test_dispatcher_loads_only_the_named_command():
     everything = commands(build_parser(None))
     assert {"partition", "pick", "fuse"} <= everything
     assert commands(build_parser("no-such-command")) == everything  # argparse then lists them
+
+
+# --------------------------------------------------------------------------------------------
+# options checked before any work; outputs all or nothing
+# --------------------------------------------------------------------------------------------
+
+
+def outputs(tmp_path):
+    """Every output option, each in ``tmp_path`` (which must stay empty on an error)."""
+    return [
+        "--problem", str(tmp_path / "p.json"), "--plan", str(tmp_path / "plan.json"),
+        "--export", str(tmp_path / "out.tflite"), "--dot", str(tmp_path / "plan.dot"),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--devices", "GPU,GPU"], "device 'GPU' is listed twice in 'GPU,GPU'"),
+        (["--devices", "GPU,,CPU"], "empty device name in 'GPU,,CPU'"),
+        (["--devices", ""], "empty device list"),
+        (["--devices", "GPU", "--granularity", "block"], "invalid choice: 'block'"),
+        (["--devices", "GPU", "--cost-model", "missing.json"], "'missing.json' does not exist"),
+        (["--devices", "GPU", "--picker", "bogus"], "unknown picker 'bogus'"),
+        (["--devices", "GPU", "--time-limit", "-1"], "--time-limit: must be positive"),
+        (["--devices", "GPU", "--time-limit", "0"], "--time-limit: must be positive"),
+        (["--devices", "GPU", "--time-limit", "inf"], "--time-limit: must be positive"),
+        (["--devices", "GPU", "--time-limit", "nan"], "--time-limit: must be positive"),
+        (["--devices", "GPU", "--load", "no_such_file.py"], "--load no_such_file.py: no such"),
+    ],
+)
+def test_bad_options_write_nothing(bundled_models, tmp_path, capsys, args, message):
+    work = tmp_path / "out"
+    work.mkdir()
+    assert main(["partition", str(bundled_models[MODEL]), *args, *outputs(work)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ("nodir/OUT.tflite", "--export: folder '{tmp}/nodir' does not exist"),
+        (".", "--export: '{tmp}' is a folder, not a file"),
+        ("p.json", "--problem and --export name the same file"),
+    ],
+)
+def test_a_bad_output_path_writes_no_other_output(bundled_models, tmp_path, capsys, bad, message):
+    argv = ["partition", str(bundled_models[MODEL]), "--devices", "GPU,CPU"]
+    argv += ["--problem", str(tmp_path / "p.json"), "--plan", str(tmp_path / "plan.json")]
+    bad_path = str(tmp_path) if bad == "." else str(tmp_path / bad)
+    assert main([*argv, "--export", bad_path]) == 2
+    err = capsys.readouterr().err
+    assert message.format(tmp=tmp_path) in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_a_read_only_folder_is_refused(bundled_models, tmp_path, capsys):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    argv = ["partition", str(bundled_models[MODEL]), "--devices", "GPU"]
+    assert main([*argv, "--plan", str(tmp_path / "plan.json"), "--dot", str(locked / "g.dot")]) == 2
+    assert "not writable" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["locked"]
+
+
+def test_a_failure_after_staging_leaves_nothing(bundled_models, tmp_path, capsys, monkeypatch):
+    import tacopt.partitioner.export as export
+    from tacopt.fusion.errors import ModelFormatError
+
+    def broken(result, path):
+        raise ModelFormatError("cannot write this model")
+
+    monkeypatch.setattr(export, "export_tflite", broken)
+    argv = ["partition", str(bundled_models[MODEL]), "--devices", "GPU", *outputs(tmp_path)]
+    assert main(argv) == 2
+    assert "cannot write this model" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # p.json and plan.json were staged, then removed
+
+
+def test_the_text_report_names_the_cost_unit(bundled_models, capsys):
+    assert main(["partition", str(bundled_models[MODEL]), "--devices", "GPU"]) == 0
+    assert " TAC units (compute " in capsys.readouterr().out
+    assert main(["partition", str(bundled_models[MODEL]), "--devices", "GPU", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["unit"] == "tac"
+
+
+def test_help_lists_the_registries(capsys):
+    assert main(["partition", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "devices: CPU, GPU, NNAPI, NPU" in out and "pickers: brute, exact" in out
+    assert "cost models: roofline, tac" in out and "one unit per op" in out
+
+
+SLOW_PICKER = """
+import time
+from pathlib import Path
+from tacopt.partitioner.pickers import register_picker
+
+def started_then_waits(problem, **options):
+    Path({marker!r}).write_text("solving")
+    while True:
+        time.sleep(0.05)
+
+register_picker("waits", started_then_waits)
+"""
+
+
+def test_ctrl_c_mid_solve_exits_130_and_writes_nothing(bundled_models, tmp_path):
+    marker = tmp_path / "solving"
+    module = tmp_path / "waits.py"
+    module.write_text(SLOW_PICKER.format(marker=str(marker)))
+    work = tmp_path / "out"
+    work.mkdir()
+    argv = [sys.executable, "-m", "tacopt.partitioner.cli", "partition",
+            str(bundled_models[MODEL]), "--devices", "GPU", "--load", str(module),
+            "--picker", "waits", *outputs(work)]  # fmt: skip
+    assert interrupt_once_started(argv, marker) == (130, "tacopt partition: interrupted\n")
+    assert list(work.iterdir()) == []
+
+
+def interrupt_once_started(argv: list[str], marker) -> tuple[int, str]:
+    """Run ``argv``, send SIGINT once ``marker`` exists (the solve started): (exit code, stderr)."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not marker.exists() and proc.poll() is None:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    return proc.returncode, err

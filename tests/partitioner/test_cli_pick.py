@@ -12,6 +12,7 @@ import pytest
 from tacopt.benchmarks.synthetic import layered_dag_problem
 from tacopt.partitioner.cli import main
 from tacopt.partitioner.problem import save_problem
+from tests.partitioner.test_cli_partition import interrupt_once_started
 
 
 @pytest.fixture
@@ -33,7 +34,8 @@ def test_compare_prints_a_table(problem_file: Path, capsys) -> None:
     assert main(["pick", str(problem_file), "--compare", "exact,tac,greedy"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].split()[:3] == ["picker", "status", "objective"]
-    assert [line.split()[0] for line in lines[1:]] == ["exact", "tac", "greedy"]
+    assert [line.split()[0] for line in lines[1:-1]] == ["exact", "tac", "greedy"]
+    assert lines[-1] == "costs in the problem's own units"
 
 
 def test_plan_is_written(problem_file: Path, tmp_path: Path, capsys) -> None:
@@ -82,3 +84,119 @@ def test_a_broken_file_exits_2_through_the_installed_command(tmp_path: Path) -> 
     assert result.stderr.strip().splitlines() == [
         f"tacopt pick: error: {bad}: not valid JSON: Expecting value: line 1 column 12 (char 11)"
     ]
+
+
+# --------------------------------------------------------------------------------------------
+# options checked before any work; outputs all or nothing; custom pickers; Ctrl-C
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--compare", ""], "--compare: empty list"),
+        (["--compare", "exact,exact"], "--compare: 'exact' is listed twice in 'exact,exact'"),
+        (["--compare", "exact,,tac"], "--compare: empty name in 'exact,,tac'"),
+        (["--compare", "exact,bogus"], "unknown picker 'bogus'"),
+        (["--compare", "tac,greedy", "--time-limit", "5"], "--time-limit: none of the pickers"),
+        (["--time-limit", "-1"], "--time-limit: must be positive and finite (seconds), got -1"),
+        (["--time-limit", "0"], "--time-limit: must be positive"),
+        (["--time-limit", "inf"], "--time-limit: must be positive"),
+        (["--time-limit", "nan"], "--time-limit: must be positive"),
+        (["--picker", "tac", "--time-limit", "5"], "picker 'tac' takes no option 'time_limit_s'"),
+        (["--load", "no_such.py"], "--load no_such.py: no such file"),
+    ],
+)
+def test_bad_options_write_nothing(problem_file: Path, tmp_path: Path, capsys, argv, message):
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["pick", str(problem_file), *argv, "--plan", str(out / "plan.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "plan, message",
+    [("nodir/plan.json", "--plan: folder '{tmp}/nodir' does not exist"),
+     (".", "--plan: '{tmp}' is a folder, not a file")],
+)  # fmt: skip
+def test_a_bad_plan_path_is_refused_before_solving(
+    problem_file: Path, tmp_path: Path, capsys, plan, message
+) -> None:
+    target = str(tmp_path) if plan == "." else str(tmp_path / plan)
+    assert main(["pick", str(problem_file), "--plan", target]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message.format(tmp=tmp_path) in err
+
+
+def test_a_picker_out_of_scope_keeps_the_finished_rows(problem_file: Path, tmp_path: Path, capsys):
+    plan = tmp_path / "plan.json"
+    argv = ["pick", str(problem_file), "--compare", "exact,mincut,greedy", "--plan", str(plan)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    rows = {line.split()[0]: line.split()[1] for line in captured.out.splitlines()[1:4]}
+    assert rows == {"exact": "OPTIMAL", "mincut": "ERROR", "greedy": "HEURISTIC"}
+    assert captured.err.count("\n") == 1 and "mincut picker needs" in captured.err
+    assert not plan.exists()
+
+
+def test_text_output_says_which_units_costs_are_in(problem_file: Path, capsys) -> None:
+    assert main(["pick", str(problem_file), "--compare", "tac,greedy"]) == 0
+    assert "costs in the problem's own units" in capsys.readouterr().out
+
+
+def test_help_lists_the_pickers(capsys) -> None:
+    assert main(["pick", "--help"]) == 0
+    assert "pickers: brute, exact, first-fit, greedy, mincut, tac" in capsys.readouterr().out
+
+
+MY_PICKER = """
+from tacopt.partitioner.pickers import get_picker, register_picker
+
+def cheapest_first(problem):
+    plan = get_picker("first-fit")(problem)
+    return plan
+
+register_picker("mine", cheapest_first, replace=True)
+"""
+
+
+def test_load_registers_a_picker(problem_file: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    import tacopt.partitioner.pickers as pickers
+
+    monkeypatch.setattr(pickers, "_PICKERS", pickers._PICKERS.copy())  # 'mine' vanishes after
+    module = tmp_path / "my_picker.py"
+    module.write_text(MY_PICKER)
+    argv = ["pick", str(problem_file), "--load", str(module), "--compare", "mine,greedy", "--json"]
+    assert main(argv) == 0
+    assert [p["picker"] for p in json.loads(capsys.readouterr().out)["plans"]] == [
+        "first-fit",
+        "greedy",
+    ]
+
+
+WRAPPED_EXACT = """
+from pathlib import Path
+from tacopt.partitioner.pickers import get_picker, register_picker
+
+def exact_started(problem, **options):
+    Path({marker!r}).write_text("solving")
+    return get_picker("exact")(problem, **options)
+
+register_picker("exact-started", exact_started)
+"""
+
+
+def test_ctrl_c_mid_solve_exits_130_and_writes_nothing(tmp_path: Path) -> None:
+    problem = save_problem(layered_dag_problem(10_000, seed=0), tmp_path / "big.json")
+    marker = tmp_path / "solving"
+    module = tmp_path / "wrapped.py"
+    module.write_text(WRAPPED_EXACT.format(marker=str(marker)))
+    out = tmp_path / "out"
+    out.mkdir()
+    plan = str(out / "plan.json")
+    argv = [sys.executable, "-m", "tacopt.partitioner.cli", "pick", str(problem),
+            "--load", str(module), "--picker", "exact-started", "--plan", plan]  # fmt: skip
+    assert interrupt_once_started(argv, marker) == (130, "tacopt pick: interrupted\n")
+    assert list(out.iterdir()) == []

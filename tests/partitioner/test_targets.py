@@ -270,3 +270,44 @@ def test_every_registry_replaces_on_request() -> None:
     finally:
         for registry, copy in saved:
             registry._items = copy._items
+
+
+# --------------------------------------------------------------------------------------------
+# device lists: one checker for the string and the list form
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("devices", "message"),
+    [
+        ("GPU,,CPU", "empty device name in 'GPU,,CPU'"),
+        (" , ", "empty device name in ' , '"),
+        ("   ", "empty device list"),
+        ([], "empty device list"),
+        (["GPU", ""], "empty device name in 'GPU,'"),
+        (["GPU", GPU], "device 'GPU' is listed twice in 'GPU,GPU'"),
+        ([GPU, 3], "3 in the device list is neither a name nor a Target"),
+    ],
+)
+def test_bad_device_lists_in_either_form(devices, message):
+    with pytest.raises(TargetError) as err:
+        resolve_devices(devices)
+    assert str(err.value).startswith(message)
+
+
+def test_the_list_form_behaves_like_the_string_form():
+    as_string = [t.name for t in resolve_devices("npu,gpu")]
+    assert [t.name for t in resolve_devices(["npu", "gpu"])] == as_string
+    assert [t.name for t in resolve_devices([NPU, GPU])] == as_string == ["NPU", "GPU", "CPU"]
+    G = conv_net()
+    by_string = partition(G, "GPU", granularity="op")
+    by_targets = partition(G, [GPU], granularity="op")
+    assert by_targets.devices == by_string.devices == ("GPU", "CPU")
+    assert by_targets.plan.assignment == by_string.plan.assignment
+
+
+def test_an_unregistered_target_object_is_used_as_given():
+    dsp = SimpleTarget("DSP9", frozenset({"SOFTMAX"}), 3.0)
+    result = partition(conv_net(), [dsp], granularity="op")
+    assert result.devices == ("DSP9", "CPU")
+    assert result.graph.nodes["conv_2d_0"]["device"] == "DSP9"
