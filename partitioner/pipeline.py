@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import networkx as nx
@@ -127,6 +127,7 @@ def build_pick_problem(
     units = enumerate_views(G, part, targets)
     lap("views")
     problem, views = build_problem(G, units, targets, model)
+    problem = replace(problem, cost_unit=getattr(model, "unit", "cost"))
     lap("cost")
     return PickProposal(problem, part, annotations, views, tuple(targets), model, seconds)
 

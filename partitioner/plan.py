@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,13 +49,34 @@ class Breakdown:
         return math.fsum((self.compute, self.transfer, self.quant))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class Plan:
     """A picker's answer: one choice per unit, its cost, and how good it is known to be.
 
     ``status`` is OPTIMAL (``bound == objective``), FEASIBLE (a proven ``bound`` below, relative
     ``gap``), or HEURISTIC (no bound: ``bound`` and ``gap`` are None). ``params`` records every
-    knob that shaped the answer (seed, time limit, backend, versions).
+    knob that shaped the answer (seed, time limit, backend, versions). ``cost_unit`` is the
+    problem's (``"us"``, ``"tac"``, ...).
+
+    ``repr`` is one line and ``str`` (and a notebook's display) a short block: picker, status,
+    objective with its unit, bound and gap when known, the breakdown and the units per device.
+
+    Examples
+    --------
+    >>> from tacopt.partitioner.problem import Link, Unit
+    >>> gpu, cpu = Choice("GPU", "FLOAT", 40.0), Choice("CPU", "FLOAT", 200.0)
+    >>> p = PickProblem((Unit("a", (gpu, cpu)), Unit("b", (cpu,))), (), Link(5.0, 10.0), 0.0,
+    ...                 cost_unit="us")
+    >>> plan = plan_from_choices(p, index_problem(p), np.array([0, 2]), picker="manual",
+    ...                          status="HEURISTIC", started=time.perf_counter())
+    >>> plan  # doctest: +ELLIPSIS
+    <Plan manual HEURISTIC: 240 µs (compute 240, transfer 0, quant 0); units CPU 1, GPU 1; ... s>
+    >>> print(plan)  # doctest: +ELLIPSIS
+    manual: HEURISTIC, objective 240 µs (... s)
+      compute   240 µs
+      transfer    0 µs
+      quant       0 µs
+      units     CPU 1, GPU 1
     """
 
     picker: str
@@ -66,12 +88,49 @@ class Plan:
     breakdown: Breakdown
     seconds: float
     params: Mapping[str, Any] = field(default_factory=dict)
+    cost_unit: str = "cost"
+
+    def __repr__(self) -> str:
+        b = self.breakdown
+        head = [f"{_num(self.objective)} {unit_label(self.cost_unit)}", *self._bound_parts()]
+        return (
+            f"<Plan {self.picker} {self.status}: {', '.join(head)} (compute {_num(b.compute)},"
+            f" transfer {_num(b.transfer)}, quant {_num(b.quant)}); units"
+            f" {self._units_per_device()}; {self.seconds:.3g} s>"
+        )
+
+    def __str__(self) -> str:
+        b = self.breakdown
+        unit = unit_label(self.cost_unit)
+        head = [f"objective {_num(self.objective)} {unit}", *self._bound_parts()]
+        rows = [("compute", b.compute), ("transfer", b.transfer), ("quant", b.quant)]
+        width = max(len(_num(value)) for _, value in rows)
+        lines = [f"{self.picker}: {self.status}, {', '.join(head)} ({self.seconds:.3g} s)"]
+        lines += [f"  {name:<9} {_num(value):>{width}} {unit}" for name, value in rows]
+        lines.append(f"  {'units':<9} {self._units_per_device()}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """IPython and Jupyter show the block of ``str``."""
+        printer.text(str(self))
+
+    def _bound_parts(self) -> list[str]:
+        if self.bound is None:
+            return []
+        gap = "" if self.gap is None else f"gap {100 * self.gap:.3g}%"
+        return [f"bound {_num(self.bound)}", gap] if gap else [f"bound {_num(self.bound)}"]
+
+    def _units_per_device(self) -> str:
+        counts = Counter(c.device for c in self.assignment.values())
+        ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+        return ", ".join(f"{device} {n}" for device, n in ranked) or "none"
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form written by ``tacopt pick --json`` and ``--plan``."""
         return {
             "picker": self.picker,
             "status": self.status,
+            "cost_unit": self.cost_unit,
             "objective": self.objective,
             "bound": self.bound,
             "gap": self.gap,
@@ -233,7 +292,32 @@ def plan_from_choices(
         breakdown=breakdown,
         seconds=time.perf_counter() - started,
         params=dict(params or {}),
+        cost_unit=problem.cost_unit,
     )
+
+
+def _num(value: float) -> str:
+    """A cost for people: about 7 significant digits, thousands separated, no trailing zeros."""
+    size = abs(value)
+    if size == 0 or not 1e-3 <= size < 1e15:
+        return f"{value:.7g}"
+    decimals = min(max(6 - math.floor(math.log10(size)), 0), 6)
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if decimals else text
+
+
+_UNIT_LABELS = {"tac": "TAC units", "us": "µs"}
+
+
+def unit_label(cost_unit: str) -> str:
+    """How a cost unit reads after a number: ``"tac"`` is TAC units, ``"us"`` µs.
+
+    Examples
+    --------
+    >>> unit_label("tac"), unit_label("us"), unit_label("ms")
+    ('TAC units', 'µs', 'ms')
+    """
+    return _UNIT_LABELS.get(cost_unit, cost_unit)
 
 
 def relative_gap(objective: float, bound: float) -> float:

@@ -13,14 +13,17 @@ costs) that the pickers and ``evaluate`` share, so that 50,000-unit problems sta
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import numbers
 import os
-from collections.abc import Mapping
+import re
+import reprlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -45,6 +48,56 @@ _DTYPE_NBYTES = {
     "float64": 8, "int64": 8, "uint64": 8, "complex64": 8,
     "complex128": 16,
 }  # fmt: skip
+
+# Every total a plan can reach must stay below this. float64 holds far more, but the solvers do
+# not: HiGHS reads 1e20 as infinity and CP-SAT needs integer costs below 2**63. Costs in µs or
+# in TAC's units are many orders of magnitude smaller.
+MAX_TOTAL = 1e18
+# A tensor holds fewer bytes than this (the byte count of any real tensor fits an int64).
+MAX_NBYTES = 2**63
+
+# Names are printed in tables and one-line errors: no control characters, no lone surrogates
+# (which cannot be written as UTF-8).
+_BAD_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+# The fields of each object of the JSON form; anything else is a misspelling.
+_FIELDS = {
+    "problem": ("cost_unit", "transfer", "quant", "host", "boundaries", "links", "units",
+                "tensors"),
+    "transfer": ("per_byte", "fixed"),
+    "quant": ("per_element",),
+    "link": ("from", "to", "per_byte", "fixed"),
+    "unit": ("name", "initial", "choices"),
+    "choice": ("device", "type", "cost"),
+    "tensor": ("name", "producer", "consumers", "shape", "dtype", "output"),
+}  # fmt: skip
+_FIELD_SETS = {kind: frozenset(names) for kind, names in _FIELDS.items()}
+
+# Integer literals longer than this are read as floats (so 10**400 is inf and refused by
+# the range checks, naming its field), never as Python ints of unbounded size.
+_MAX_INT_CHARS = 20
+
+_short = reprlib.Repr()
+_short.maxlevel, _short.maxstring, _short.maxother = 2, 40, 40
+_short.maxlist = _short.maxdict = 4
+
+
+def _show(value: Any) -> str:
+    """A short one-line repr of any decoded JSON value, for error messages."""
+    if isinstance(value, float) and math.isinf(value):  # also how 10**400 and 1e400 are read
+        return f"{value} (beyond float64)"
+    return _short.repr(value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Named:
+    """``unit 'name'`` in an error message, formatted only when the message is."""
+
+    kind: str
+    name: Any
+
+    def __str__(self) -> str:
+        return f"{self.kind} {_show(self.name)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +161,9 @@ class PickProblem:
     """Units, tensors and the transfer and conversion prices of a pick problem.
 
     ``links`` overrides ``transfer`` for a (from device, to device) pair. With
-    ``boundaries=False`` graph inputs and outputs cost nothing, as in TAC.
+    ``boundaries=False`` graph inputs and outputs cost nothing, as in TAC. ``cost_unit`` names
+    the unit of every cost and price (``"us"``, ``"tac"`` for TAC's cost units, ...); plans
+    report their objective in it.
     """
 
     units: tuple[Unit, ...]
@@ -118,6 +173,7 @@ class PickProblem:
     host: str = "CPU"
     boundaries: bool = True
     links: Mapping[tuple[str, str], Link] = field(default_factory=dict)
+    cost_unit: str = "cost"
 
     def link(self, src: str, dst: str) -> Link:
         """The link used from device ``src`` to device ``dst``."""
@@ -166,6 +222,7 @@ class PickProblem:
         True
         """
         out: dict[str, Any] = {
+            "cost_unit": self.cost_unit,
             "transfer": {"per_byte": self.transfer.per_byte, "fixed": self.transfer.fixed},
             "quant": {"per_element": self.quant_per_element},
             "host": self.host,
@@ -250,13 +307,13 @@ def activation_format(inference_type: str) -> str:
 
 
 def load_problem(path: str | os.PathLike[str]) -> PickProblem:
-    """Read and validate a pick problem from a JSON file.
+    """Read and validate a pick problem from a UTF-8 JSON file.
 
     Raises
     ------
     ProblemError
-        If the file is missing, is not JSON, or describes an invalid problem (the message names
-        the file and the unit or tensor).
+        If the file is missing, is not UTF-8 JSON, or describes an invalid problem (the message
+        names the file and the field, unit or tensor).
 
     Examples
     --------
@@ -269,14 +326,10 @@ def load_problem(path: str | os.PathLike[str]) -> PickProblem:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ProblemError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ProblemError(f"{path}: not valid JSON: {exc}") from None
-    return PickProblem.from_dict(data, source=str(path))
+    return PickProblem.from_dict(_decode_json(raw, str(path)), source=str(path))
 
 
 def save_problem(problem: PickProblem, path: str | os.PathLike[str]) -> Path:
@@ -284,12 +337,46 @@ def save_problem(problem: PickProblem, path: str | os.PathLike[str]) -> Path:
     return atomic_write(path, json.dumps(problem.to_dict(), indent=1) + "\n")
 
 
+def _decode_json(raw: bytes, source: str) -> Any:
+    """The JSON value of a file's bytes, which must be UTF-8 (a leading BOM is allowed)."""
+
+    def fail(msg: str) -> NoReturn:
+        if raw[4:8] == b"TFL3":  # the flatbuffer file identifier of a .tflite model
+            msg = "a TFLite model, not a pick problem ('tacopt partition MODEL --problem OUT.json'"
+            msg += " writes one)"
+        raise ProblemError(f"{source}: {msg}")
+
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in raw:
+        # JSON never holds a raw NUL byte; UTF-16 and UTF-32 text always does.
+        fail("not UTF-8 text (UTF-16, UTF-32 or binary); a pick problem is a UTF-8 JSON file")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        fail(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+             "a pick problem is a UTF-8 JSON file")  # fmt: skip
+    try:
+        return json.loads(text, parse_int=_parse_int)
+    except RecursionError:
+        fail("not valid JSON: arrays or objects nested too deeply")
+    except ValueError as exc:  # JSONDecodeError, or a number the decoder cannot take
+        fail(f"not valid JSON: {' '.join(str(exc).split())}")
+
+
+def _parse_int(literal: str) -> int | float:
+    """An integer literal; a very long one as a float (inf beyond 1e308), never a huge int."""
+    return int(literal) if len(literal) <= _MAX_INT_CHARS else float(literal)
+
+
 def validate_problem(problem: PickProblem, *, source: str = "<problem>") -> None:
     """Check a problem; raise a one-line :class:`ProblemError` naming what is wrong.
 
-    Checks: unique unit and tensor names, at least one choice per unit, known inference types,
-    no duplicate (device, type) in a unit, finite non-negative costs and prices, known units
-    and dtypes in tensors, non-negative shapes, and no cycle among units.
+    Checks: names are strings without control characters, unique unit and tensor names, at
+    least one choice per unit, known inference types, no (device, type) twice in a unit, costs
+    and prices that are numbers from 0 to :data:`MAX_TOTAL`, a host that some unit can run on,
+    no link from a device to itself, known units and dtypes in tensors, shapes of non-negative
+    integers under :data:`MAX_NBYTES` bytes, no cycle among units, and no plan whose total
+    could exceed :data:`MAX_TOTAL` (so that every total is finite in float64 and within the
+    solvers' range).
 
     Examples
     --------
@@ -300,62 +387,229 @@ def validate_problem(problem: PickProblem, *, source: str = "<problem>") -> None
     tacopt.partitioner.errors.ProblemError: p.json: unit 'a': no choices
     """
 
-    def fail(msg: str) -> None:
+    def fail(msg: str) -> NoReturn:
         raise ProblemError(f"{source}: {msg}")
 
-    _check_price(problem.transfer.per_byte, "transfer.per_byte", fail)
-    _check_price(problem.transfer.fixed, "transfer.fixed", fail)
-    _check_price(problem.quant_per_element, "quant.per_element", fail)
-    if not isinstance(problem.host, str) or not problem.host:
-        fail("host must be a non-empty device name")
+    _check_text(problem.cost_unit, "cost_unit", fail)
+    _check_text(problem.host, "host", fail)
+    if not isinstance(problem.boundaries, bool):
+        fail(f"'boundaries' must be true or false, got {_show(problem.boundaries)}")
+    prices = [
+        (problem.transfer.per_byte, "transfer.per_byte"),
+        (problem.transfer.fixed, "transfer.fixed"),
+        (problem.quant_per_element, "quant.per_element"),
+    ]
     for (src, dst), link in problem.links.items():
-        _check_price(link.per_byte, f"link {src}->{dst} per_byte", fail)
-        _check_price(link.fixed, f"link {src}->{dst} fixed", fail)
-    names: set[str] = set()
-    for unit in problem.units:
-        if unit.name in names:
-            fail(f"duplicate unit name {unit.name!r}")
-        names.add(unit.name)
-        if not unit.choices:
-            fail(f"unit {unit.name!r}: no choices")
-        seen: set[tuple[str, str]] = set()
-        for c in unit.choices:
-            where = f"unit {unit.name!r} choice {c.label}"
-            if c.type not in _ACTIVATION_FORMAT:
-                fail(f"{where}: unknown inference type; known: {', '.join(INFERENCE_TYPES)}")
-            if (c.device, c.type) in seen:
-                fail(f"{where}: listed twice")
-            seen.add((c.device, c.type))
-            _check_price(c.cost, f"{where} cost", fail)
-        if not 0 <= unit.initial < len(unit.choices):
-            fail(f"unit {unit.name!r}: initial choice {unit.initial} out of range")
-    tensor_names: set[str] = set()
-    for t in problem.tensors:
-        if t.name in tensor_names:
-            fail(f"duplicate tensor name {t.name!r}")
-        tensor_names.add(t.name)
-        if t.producer is not None and t.producer not in names:
-            fail(f"tensor {t.name!r}: unknown producer unit {t.producer!r}")
-        for v in t.consumers:
-            if v not in names:
-                fail(f"tensor {t.name!r}: unknown consumer unit {v!r}")
-            if v == t.producer:
-                fail(f"tensor {t.name!r}: unit {v!r} consumes its own output (a cycle)")
-        if any(not isinstance(d, int) or isinstance(d, bool) or d < 0 for d in t.shape):
-            fail(f"tensor {t.name!r}: shape {list(t.shape)} must be non-negative integers")
-        if t.dtype not in _DTYPE_NBYTES:
-            fail(f"tensor {t.name!r}: unknown dtype {t.dtype!r}")
+        _check_text(src, "link 'from'", fail)
+        _check_text(dst, "link 'to'", fail)
+        if src == dst:
+            fail(f"link {src}->{dst}: a tensor never moves to the device it is on")
+        prices += [(link.per_byte, f"link {src}->{dst} per_byte"),
+                   (link.fixed, f"link {src}->{dst} fixed")]  # fmt: skip
+    for value, what in prices:
+        _check_price(value, what, fail)
+    max_costs = _check_units(problem.units, fail)
+    devices = {c.device for u in problem.units for c in u.choices}
+    if devices and problem.host not in devices:
+        known = ", ".join(sorted(devices))
+        fail(f"host {problem.host!r} is not a device of any unit (devices: {known})")
+    _check_tensors(problem.tensors, {u.name for u in problem.units}, fail)
     _topological_order(problem, fail)
+    _check_totals(problem, float(max_costs.sum()), fail)
 
 
-def _check_price(value: Any, what: str, fail: Any) -> None:
+def _check_text(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None:
+    if not isinstance(value, str) or not value:
+        fail(f"{what} must be a non-empty string, got {_show(value)}")
+    if _BAD_TEXT.search(value):
+        fail(f"{what} {_show(value)} holds a control character or a lone surrogate")
+
+
+def _check_price(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        fail(f"{what} must be a number, got {value!r}")
-    if not math.isfinite(value) or value < 0:
-        fail(f"{what} must be finite and non-negative, got {value!r}")
+        fail(f"{what} must be a number, got {_show(value)}")
+    if not 0 <= value <= MAX_TOTAL:  # False for NaN; exact for ints of any size
+        fail(f"{what} must be finite, >= 0 and <= {MAX_TOTAL:g}, got {_show(value)}")
 
 
-def _topological_order(problem: PickProblem, fail: Any) -> list[int]:
+def _check_units(units: Sequence[Unit], fail: Callable[[str], NoReturn]) -> np.ndarray:
+    """Check every unit; return each unit's largest cost.
+
+    A few whole-problem checks decide quickly that 50,000 units are fine; only when one of them
+    fails does :func:`_check_unit` go unit by unit, to name the first culprit.
+    """
+    names = [u.name for u in units]
+    flat = [c for u in units for c in u.choices]
+    devices = [c.device for c in flat]
+    types = [c.type for c in flat]
+    counts = [len(u.choices) for u in units]
+    costs = _float_array([c.cost for c in flat])
+    fine = (
+        costs is not None
+        and 0 not in counts
+        and set(map(type, names)) <= {str}
+        and len(set(names)) == len(names)
+        and set(map(type, devices)) <= {str}
+        and set(map(type, types)) <= {str}
+        and set(types) <= _ACTIVATION_FORMAT.keys()
+        and "" not in set(devices)
+        and not _BAD_TEXT.search("".join(names) + "".join(devices))
+        and set(map(type, (u.initial for u in units))) <= {int}
+        and all(0 <= u.initial < n for u, n in zip(units, counts))
+        and len(set(zip(np.repeat(np.arange(len(units)), counts).tolist(), devices, types)))
+        == len(flat)
+    )
+    if fine and costs is not None:
+        if not units:
+            return costs
+        return np.maximum.reduceat(costs, np.cumsum([0, *counts[:-1]]))
+    seen: set[str] = set()
+    for unit in units:
+        _check_unit(unit, seen, fail)
+    fail("invalid units")  # not reached: _check_unit names the first culprit
+
+
+def _float_array(values: list[Any]) -> np.ndarray | None:
+    """``values`` as float64 when they are all plain numbers from 0 to MAX_TOTAL, else None."""
+    if not set(map(type, values)) <= {float, int, np.float64}:
+        return None
+    try:
+        array = np.array(values, dtype=np.float64)
+    except OverflowError:  # an int beyond float64
+        return None
+    return array if np.all((array >= 0) & (array <= MAX_TOTAL)) else None  # NaN fails
+
+
+def _check_unit(unit: Unit, seen: set[str], fail: Callable[[str], NoReturn]) -> None:
+    if not isinstance(unit.name, str):
+        fail(f"unit names must be strings, got {_show(unit.name)}")
+    where = f"unit {_show(unit.name)}"
+    if _BAD_TEXT.search(unit.name):
+        fail(f"{where}: the name holds a control character or a lone surrogate")
+    if unit.name in seen:
+        fail(f"duplicate unit name {_show(unit.name)}")
+    seen.add(unit.name)
+    if not unit.choices:
+        fail(f"{where}: no choices")
+    pairs: set[tuple[str, str]] = set()
+    for k, c in enumerate(unit.choices):
+        if not isinstance(c.device, str) or not isinstance(c.type, str):
+            fail(f"{where} choices[{k}]: device and type must be strings")
+        _check_text(c.device, f"{where} choices[{k}] device", fail)
+        label = f"{where} choice {c.label}"
+        if c.type not in _ACTIVATION_FORMAT:
+            fail(f"{label}: unknown inference type; known: {', '.join(INFERENCE_TYPES)}")
+        if (c.device, c.type) in pairs:
+            fail(f"{label}: listed twice")
+        pairs.add((c.device, c.type))
+        _check_price(c.cost, f"{label} cost", fail)
+    if isinstance(unit.initial, bool) or not isinstance(unit.initial, int):
+        fail(f"{where}: initial choice must be an index, got {_show(unit.initial)}")
+    if not 0 <= unit.initial < len(unit.choices):
+        fail(f"{where}: initial choice {unit.initial} out of range")
+
+
+def _check_tensors(
+    tensors: Sequence[TensorEdge], units: set[str], fail: Callable[[str], NoReturn]
+) -> None:
+    names: set[str] = set()
+    for t in tensors:
+        if not isinstance(t.name, str):
+            fail(f"tensor names must be strings, got {_show(t.name)}")
+        where = _Named("tensor", t.name)
+        if t.name in names:
+            fail(f"duplicate tensor name {_show(t.name)}")
+        names.add(t.name)
+        if t.producer is not None and t.producer not in units:
+            fail(f"{where}: unknown producer unit {_show(t.producer)}")
+        if not units.issuperset(t.consumers):
+            unknown = next(v for v in t.consumers if v not in units)
+            fail(f"{where}: unknown consumer unit {_show(unknown)}")
+        if t.producer in t.consumers:
+            fail(f"{where}: unit {t.producer!r} consumes its own output (a cycle)")
+        if t.dtype not in _DTYPE_NBYTES:
+            fail(f"{where}: unknown dtype {_show(t.dtype)}; known: {', '.join(_DTYPE_NBYTES)}")
+        if not isinstance(t.output, bool):
+            fail(f"{where}: output must be true or false, got {_show(t.output)}")
+        if not all(type(d) is int and 0 <= d < MAX_NBYTES for d in t.shape) and not all(
+            _is_count(d) for d in t.shape
+        ):
+            fail(f"{where}: shape {_show(list(t.shape))} must be integers from 0 to 2**63 - 1")
+        if 0 not in t.shape:
+            nbytes = _DTYPE_NBYTES[t.dtype]
+            for d in t.shape:
+                nbytes *= d
+                if nbytes >= MAX_NBYTES:
+                    fail(f"{where}: shape {_show(list(t.shape))} holds 2**63 bytes or more")
+    if _BAD_TEXT.search("".join(names)):
+        bad = next(n for n in names if _BAD_TEXT.search(n))
+        fail(f"tensor {_show(bad)}: the name holds a control character or a lone surrogate")
+
+
+def _is_count(value: Any) -> bool:
+    """A non-negative integer below MAX_NBYTES (numpy integers too, but not booleans)."""
+    return (
+        isinstance(value, numbers.Integral)
+        and not isinstance(value, bool)
+        and (0 <= value < MAX_NBYTES)
+    )
+
+
+def _check_totals(problem: PickProblem, compute: float, fail: Callable[[str], NoReturn]) -> None:
+    """Refuse a problem where some plan could cost more than :data:`MAX_TOTAL`.
+
+    The bound adds each unit's dearest choice, and for each tensor the dearest transfer and
+    conversion once per destination it could need (distinct consumers plus the host for a
+    graph output, at most one per other device or format). Prices are already each at most
+    ``MAX_TOTAL`` and byte counts below ``MAX_NBYTES``, so every product here is finite.
+    """
+    devices = sorted({c.device for u in problem.units for c in u.choices} | {problem.host})
+    per_byte, per_byte_field, fixed = 0.0, "transfer.per_byte", 0.0
+    for src in devices:
+        for dst in devices:
+            link = problem.link(src, dst)
+            if src != dst and link.per_byte > per_byte:
+                per_byte = link.per_byte
+                if (src, dst) in problem.links:
+                    per_byte_field = f"link {src}->{dst} per_byte"
+            if src != dst:
+                fixed = max(fixed, link.fixed)
+    kept = [t for t in problem.tensors if t.producer is not None or problem.boundaries]
+    formats = {activation_format(c.type) for u in problem.units for c in u.choices}
+    formats |= {activation_format(type_of_dtype(t.dtype)) for t in kept}
+    quant = problem.quant_per_element
+    transfer_total = quant_total = 0.0
+    for t in kept:
+        destinations = len(set(t.consumers)) + (t.output and problem.boundaries)
+        if not destinations:
+            continue
+        where = _Named("tensor", t.name)
+        elements = t.elements
+        if len(devices) > 1:
+            nbytes = elements * _DTYPE_NBYTES[t.dtype]
+            one = per_byte * nbytes + fixed
+            if one > MAX_TOTAL:
+                fail(f"{where}: one transfer of its {nbytes} bytes may cost {one:.3g} "
+                     f"({per_byte_field} = {per_byte:g}), more than the {MAX_TOTAL:g} any "
+                     "total may reach")  # fmt: skip
+            transfer_total += min(destinations, len(devices) - 1) * one
+        if len(formats) > 1:
+            one = quant * elements
+            if one > MAX_TOTAL:
+                fail(f"{where}: one conversion of its {elements} elements costs {one:.3g} "
+                     f"(quant.per_element = {quant:g}), more than the {MAX_TOTAL:g} any total "
+                     "may reach")  # fmt: skip
+            quant_total += min(destinations, len(formats) - 1) * one
+    total = compute + transfer_total + quant_total
+    if total > MAX_TOTAL:
+        parts = {"the units' costs": compute, "the transfer prices": transfer_total,
+                 "quant.per_element": quant_total}  # fmt: skip
+        fail(f"a plan may cost up to {total:.3g} (compute {compute:.3g}, transfer "
+             f"{transfer_total:.3g}, quant {quant_total:.3g}), more than the {MAX_TOTAL:g} "
+             f"any total may reach; scale down {max(parts, key=parts.__getitem__)}")  # fmt: skip
+
+
+def _topological_order(problem: PickProblem, fail: Callable[[str], NoReturn]) -> list[int]:
     """Unit indices in an order where producers come first (Kahn's algorithm, LIFO ready list).
 
     Deterministic: the order depends only on the order of units and tensors in the problem.
@@ -382,7 +636,7 @@ def _topological_order(problem: PickProblem, fail: Any) -> list[int]:
                 ready.append(j)
     if len(order) < len(problem.units):
         stuck = min(i for i in range(len(indegree)) if indegree[i] > 0)
-        fail(f"cycle among units through unit {problem.units[stuck].name!r}")
+        fail(f"cycle among units through unit {_show(problem.units[stuck].name)}")
     return order
 
 
@@ -392,37 +646,38 @@ def _unit_order(problem: PickProblem, tail: np.ndarray, head: np.ndarray) -> np.
     if np.all(tail[produced] < head[produced]):
         return np.arange(len(problem.units), dtype=np.int64)
 
-    def fail(msg: str) -> None:
+    def fail(msg: str) -> NoReturn:
         raise ProblemError(msg)
 
     return np.array(_topological_order(problem, fail), dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------------
-# JSON form
+# JSON form: structure and types here, meaning in validate_problem
 
 
 def _problem_from_dict(data: Any, source: str) -> PickProblem:
-    def fail(msg: str) -> Any:
+    def fail(msg: str) -> NoReturn:
         raise ProblemError(f"{source}: {msg}")
 
-    if not isinstance(data, dict):
-        fail("top level must be a JSON object")
+    _object(data, "problem", "top level", fail)
     for field_name in ("transfer", "units", "tensors"):
         if field_name not in data:
             fail(f"missing field {field_name!r}")
-    transfer = _link_from(data["transfer"], "transfer", fail)
+    transfer = _link_from(data["transfer"], "transfer", "transfer", fail)
     quant = data.get("quant", {"per_element": 0.0})
-    if not isinstance(quant, dict) or "per_element" not in quant:
-        fail("'quant' must be an object with 'per_element'")
+    _object(quant, "quant", "quant", fail)
+    if "per_element" not in quant:
+        fail("quant: missing field 'per_element'")
     links: dict[tuple[str, str], Link] = {}
     for i, item in enumerate(_list_of(data.get("links", []), "links", fail)):
-        if not isinstance(item, dict) or not {"from", "to"} <= item.keys():
-            fail(f"links[{i}] must be an object with 'from', 'to', 'per_byte', 'fixed'")
-        key = (str(item["from"]), str(item["to"]))
-        if key in links:
-            fail(f"link {key[0]}->{key[1]} listed twice")
-        links[key] = _link_from(item, f"link {key[0]}->{key[1]}", fail)
+        _object(item, "link", f"links[{i}]", fail)
+        src, dst = item.get("from"), item.get("to")
+        if not isinstance(src, str) or not isinstance(dst, str):
+            fail(f"links[{i}]: 'from' and 'to' must be device names")
+        if (src, dst) in links:
+            fail(f"link {src}->{dst} listed twice")
+        links[(src, dst)] = _link_from(item, "link", f"link {src}->{dst}", fail)
     units = tuple(
         _unit_from(item, i, fail) for i, item in enumerate(_list_of(data["units"], "units", fail))
     )
@@ -430,66 +685,96 @@ def _problem_from_dict(data: Any, source: str) -> PickProblem:
         _tensor_from(item, i, fail)
         for i, item in enumerate(_list_of(data["tensors"], "tensors", fail))
     )
-    host = data.get("host", "CPU")
-    boundaries = data.get("boundaries", True)
-    if not isinstance(boundaries, bool):
-        fail(f"'boundaries' must be true or false, got {boundaries!r}")
-    return PickProblem(units, tensors, transfer, quant["per_element"], host, boundaries, links)
+    return PickProblem(
+        units,
+        tensors,
+        transfer,
+        quant["per_element"],
+        data.get("host", "CPU"),
+        data.get("boundaries", True),
+        links,
+        data.get("cost_unit", "cost"),
+    )
 
 
-def _list_of(value: Any, what: str, fail: Any) -> list[Any]:
+def _object(value: Any, kind: str, where: str, fail: Callable[[str], NoReturn]) -> None:
+    """Check that ``value`` is a JSON object with no field outside those of ``kind``."""
+    if not isinstance(value, dict):
+        fail(f"{where} must be a JSON object, got {_show(value)}")
+    if not value.keys() <= _FIELD_SETS[kind]:
+        unknown = sorted(map(str, value.keys() - _FIELD_SETS[kind]))[0]
+        fail(f"{where}: unknown field {_show(unknown)}; known: {', '.join(_FIELDS[kind])}")
+
+
+def _list_of(value: Any, what: str, fail: Callable[[str], NoReturn]) -> list[Any]:
     if not isinstance(value, list):
-        fail(f"{what!r} must be a list")
+        fail(f"{what!r} must be a list, got {_show(value)}")
     return value
 
 
-def _link_from(item: Any, what: str, fail: Any) -> Link:
-    if not isinstance(item, dict) or not {"per_byte", "fixed"} <= item.keys():
-        fail(f"{what} must be an object with 'per_byte' and 'fixed'")
+def _link_from(item: Any, kind: str, where: str, fail: Callable[[str], NoReturn]) -> Link:
+    _object(item, kind, where, fail)
+    if not {"per_byte", "fixed"} <= item.keys():
+        fail(f"{where} must have 'per_byte' and 'fixed'")
     return Link(item["per_byte"], item["fixed"])
 
 
-def _unit_from(item: Any, i: int, fail: Any) -> Unit:
+def _unit_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> Unit:
     if not isinstance(item, dict) or not isinstance(item.get("name"), str):
         fail(f"units[{i}] must be an object with a string 'name'")
     name = item["name"]
+    where = _Named("unit", name)
+    if not item.keys() <= _FIELD_SETS["unit"]:
+        _object(item, "unit", where, fail)
     raw = item.get("choices")
-    if not isinstance(raw, list) or not raw:
-        fail(f"unit {name!r}: no choices")
+    if not isinstance(raw, list):
+        fail(f"{where}: 'choices' must be a list of {{device, type, cost}}, got {_show(raw)}")
+    if not raw:
+        fail(f"{where}: no choices")
     choices = []
-    for c in raw:
-        if not isinstance(c, dict) or not {"device", "type", "cost"} <= c.keys():
-            fail(f"unit {name!r}: each choice needs 'device', 'type' and 'cost'")
-        choices.append(Choice(str(c["device"]), str(c["type"]), c["cost"]))
+    for k, c in enumerate(raw):
+        # The common case in one comparison: an object with exactly the three fields.
+        if not isinstance(c, dict) or c.keys() != _FIELD_SETS["choice"]:
+            _object(c, "choice", f"{where} choices[{k}]", fail)
+            fail(f"{where} choices[{k}]: needs 'device', 'type' and 'cost'")
+        device, kind = c["device"], c["type"]
+        if type(device) is not str or type(kind) is not str:
+            fail(f"{where} choices[{k}]: 'device' and 'type' must be strings")
+        choices.append(Choice(device, kind, c["cost"]))
     initial = item.get("initial")
     if initial is None:
         return Unit(name, tuple(choices))
     labels = [c.label for c in choices]
     if initial not in labels:
-        fail(f"unit {name!r}: initial {initial!r} is not one of its choices {labels}")
+        fail(f"{where}: initial {_show(initial)} is not one of its choices {_show(labels)}")
     return Unit(name, tuple(choices), labels.index(initial))
 
 
-def _tensor_from(item: Any, i: int, fail: Any) -> TensorEdge:
+def _tensor_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> TensorEdge:
     if not isinstance(item, dict) or not isinstance(item.get("name"), str):
         fail(f"tensors[{i}] must be an object with a string 'name'")
     name = item["name"]
+    where = _Named("tensor", name)
+    if not item.keys() <= _FIELD_SETS["tensor"]:
+        _object(item, "tensor", where, fail)
     for key in ("consumers", "shape", "dtype"):
         if key not in item:
-            fail(f"tensor {name!r}: missing field {key!r}")
+            fail(f"{where}: missing field {key!r}")
     producer = item.get("producer")
     if producer is not None and not isinstance(producer, str):
-        fail(f"tensor {name!r}: producer must be a unit name or null")
+        fail(f"{where}: producer must be a unit name or null, got {_show(producer)}")
     consumers = item["consumers"]
-    if not isinstance(consumers, list) or not all(isinstance(v, str) for v in consumers):
-        fail(f"tensor {name!r}: consumers must be a list of unit names")
+    if not isinstance(consumers, list) or not all(type(v) is str for v in consumers):
+        fail(f"{where}: consumers must be a list of unit names, got {_show(consumers)}")
     shape = item["shape"]
     if not isinstance(shape, list):
-        fail(f"tensor {name!r}: shape must be a list of integers")
-    output = item.get("output", False)
-    if not isinstance(output, bool):
-        fail(f"tensor {name!r}: output must be true or false")
-    return TensorEdge(name, producer, tuple(consumers), tuple(shape), str(item["dtype"]), output)
+        fail(f"{where}: shape must be a list of integers, got {_show(shape)}")
+    dtype = item["dtype"]
+    if not isinstance(dtype, str):
+        fail(f"{where}: dtype must be a string, got {_show(dtype)}")
+    return TensorEdge(
+        name, producer, tuple(consumers), tuple(shape), dtype, item.get("output", False)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -590,6 +875,9 @@ def index_problem(problem: PickProblem) -> ProblemIndex:
         if src in dev_of and dst in dev_of:
             per_byte[dev_of[src], dev_of[dst]] = link.per_byte
             fixed[dev_of[src], dev_of[dst]] = link.fixed
+    # Staying on a device is free; zeros here keep even unvalidated self-links out of products.
+    np.fill_diagonal(per_byte, 0.0)
+    np.fill_diagonal(fixed, 0.0)
 
     return ProblemIndex(
         unit_names=tuple(u.name for u in units),

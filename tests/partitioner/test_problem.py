@@ -110,7 +110,7 @@ BAD = {
     ),
     "negative cost": (
         _set(["units", 0, "choices", 0, "cost"], -1.0),
-        "must be finite and non-negative",
+        "must be finite, >= 0 and <= 1e+18",
     ),
     "duplicate unit": (_set(["units", 1, "name"], "a"), "duplicate unit name 'a'"),
     "duplicate tensor": (_set(["tensors", 1, "name"], "x"), "duplicate tensor name 'x'"),
