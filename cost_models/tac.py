@@ -212,9 +212,10 @@ def cpu_op_cost(G: nx.MultiDiGraph, node: str, inference_type: str) -> float:
         return float(DEFAULT_FIXED_VALUED_COST)
     count = _COUNTS[cls](G, node)
     unit = CPU_COPY_UNIT_COST if cls == "copy" else CPU_ARITHMETIC_UNIT_COST
-    cost = CPU_DEFAULT_FIXED_VALUED_COST if count is None else F32(count) * unit
     eff = QUANTIZED_INFERENCE_EFFICIENCY if inference_type in QUANTIZED_TYPES else F32(1.0)
-    return float(F32(cost * eff))
+    with np.errstate(over="ignore"):  # an overflow gives inf, which the costing layer refuses
+        cost = CPU_DEFAULT_FIXED_VALUED_COST if count is None else _f32(count) * unit
+        return float(F32(cost * eff))
 
 
 def gpu_op_cost(G: nx.MultiDiGraph, node: str, inference_type: str) -> float | None:
@@ -229,7 +230,13 @@ def gpu_op_cost(G: nx.MultiDiGraph, node: str, inference_type: str) -> float | N
     if count is None:
         return float(GPU_DEFAULT_FIXED_VALUED_COST)
     unit = GPU_COPY_UNIT_COST if cls == "copy" else GPU_ARITHMETIC_UNIT_COST
-    return float(F32(F32(count) * unit))
+    with np.errstate(over="ignore"):  # as in cpu_op_cost
+        return float(F32(_f32(count) * unit))
+
+
+def _f32(count: int) -> np.float32:
+    """``count`` as float32, inf beyond float32's range (numpy would warn or raise)."""
+    return F32(count) if count < 3.4e38 else F32(np.inf)
 
 
 def nnapi_op_cost(G: nx.MultiDiGraph, node: str, inference_type: str) -> float:

@@ -2,8 +2,10 @@
 
 ``tacopt inspect MODEL [--json]`` prints subgraph / op / tensor counts and the op histogram (each
 summed over all subgraphs, custom ops as ``CUSTOM:<code>``), the main graph's inputs and outputs
-with shapes and dtypes, and the constant bytes per dtype. ``tacopt rehydrate IN OUT --seed S``
-fills the dropped weights of a structure-only model with seeded random values.
+with shapes and dtypes, and the constant bytes per dtype; for a model that breaks the IR's
+invariants it prints what it could read, then the problem as one error line, and exits 2.
+``tacopt rehydrate IN OUT --seed S [--max-weight-bytes N]`` fills the dropped weights of a
+structure-only model with seeded random values (at most N bytes in total, default 2 GiB).
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ from typing import Any
 
 import networkx as nx
 
-from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.errors import OutputError
 
-
-class OutputError(TacoptError):
-    """An output file that cannot be written (missing folder, no permission, ...)."""
+#: ``tacopt.fusion.rehydrate.MAX_WEIGHT_BYTES``, repeated so registering the command stays light.
+_MAX_WEIGHT_BYTES = 1 << 31
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +36,7 @@ class RehydrateOptions:
     source: Path
     target: Path
     seed: int
+    max_weight_bytes: int
 
 
 def register_inspect(subparsers: Any) -> None:
@@ -60,6 +62,14 @@ def register_rehydrate(subparsers: Any) -> None:
     p.add_argument("source", type=Path, metavar="IN", help="structure-only .tflite model")
     p.add_argument("target", type=Path, metavar="OUT", help="where to write the runnable model")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument(
+        "--max-weight-bytes",
+        type=int,
+        default=_MAX_WEIGHT_BYTES,
+        metavar="N",
+        help="refuse a model whose dropped weights total more than N bytes "
+        f"(default {_MAX_WEIGHT_BYTES:,} = 2 GiB)",
+    )
     p.set_defaults(run=_run_rehydrate)
 
 
@@ -150,28 +160,44 @@ def format_summary(summary: dict[str, Any], path: Path) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
+    from tacopt.fusion.errors import GraphError
+    from tacopt.fusion.ir import validate_graph
     from tacopt.fusion.reader import read_tflite
 
     opts = InspectOptions(model=args.model, json=args.json)
-    summary = summarize(read_tflite(opts.model))
+    G = read_tflite(opts.model, validate=False)  # show what could be read, then judge it
+    try:
+        validate_graph(G)
+        problem = None
+    except GraphError as exc:
+        problem = exc
+    summary = summarize(G)
     if opts.json:
-        print(json.dumps({"file": str(opts.model), **summary}, indent=1))
+        valid = {"valid": problem is None, "problem": None if problem is None else str(problem)}
+        print(json.dumps({"file": str(opts.model), **summary, **valid}, indent=1))
     else:
         print(format_summary(summary, opts.model))
+    if problem is not None:
+        raise GraphError(f"{opts.model}: invalid model: {problem}")
     return 0
 
 
 def _run_rehydrate(args: argparse.Namespace) -> int:
+    from tacopt.fusion.io import check_output_path
     from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.rehydrate import rehydrate
+    from tacopt.fusion.rehydrate import check_rehydrate_size, rehydrate
     from tacopt.fusion.writer import write_tflite
 
-    opts = RehydrateOptions(source=args.source, target=args.target, seed=args.seed)
+    opts = RehydrateOptions(
+        source=args.source,
+        target=args.target,
+        seed=args.seed,
+        max_weight_bytes=args.max_weight_bytes,
+    )
+    check_output_path(opts.target, what="OUT")
     G = read_tflite(opts.source)
-    filled = sum(summarize(G)["dropped_weight_bytes"].values())
-    H = rehydrate(G, seed=opts.seed)
-    if opts.target.is_dir():
-        raise OutputError(f"{opts.target}: is a directory; give the output file's path")
+    filled = check_rehydrate_size(G, opts.max_weight_bytes)
+    H = rehydrate(G, seed=opts.seed, max_bytes=opts.max_weight_bytes)
     try:
         write_tflite(H, opts.target)
     except OSError as exc:

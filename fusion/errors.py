@@ -30,3 +30,7 @@ class ExecutionError(TacoptError):
 
 class OutputError(TacoptError):
     """An output path that cannot be written: a folder, a missing parent, no permission."""
+
+
+class ResourceLimitError(TacoptError):
+    """An input that would need more memory than a documented, overridable cap allows."""

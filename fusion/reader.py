@@ -24,7 +24,7 @@ import ai_edge_litert.schema_py_generated as fb
 import networkx as nx
 
 from tacopt.fusion import schema
-from tacopt.fusion.errors import ModelFormatError
+from tacopt.fusion.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import (
     TFLITE_DTYPES,
     Buffer,
@@ -34,6 +34,7 @@ from tacopt.fusion.ir import (
     SignatureDef,
     Tensor,
     make_graph,
+    validate_graph,
 )
 
 FILE_IDENTIFIER = b"TFL3"
@@ -43,8 +44,16 @@ MMAP_THRESHOLD_BYTES = 64 << 20
 _SANITISE = re.compile(r"[^0-9a-z]+")
 
 
-def read_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview) -> nx.MultiDiGraph:
-    """Read a .tflite model (a path or its bytes) into the graph IR.
+def read_tflite(
+    source: str | os.PathLike[str] | bytes | bytearray | memoryview, *, validate: bool = True
+) -> nx.MultiDiGraph:
+    """Read a .tflite model (a path or its bytes) into the graph IR, checked by the one checker.
+
+    Every model that enters tacopt from a file goes through here, so this is where
+    :func:`~tacopt.fusion.ir.validate_graph` runs, once, before any pass (fuse, partition,
+    rehydrate, export, inspect, measure): a pass never sees two producers of a tensor, a cycle, an
+    op without its inputs, constant bytes that disagree with their shape, a placeholder claiming
+    more bytes than its tensor needs, bad quantization or sparsity parameters, or a recursive call.
 
     The main subgraph (index 0) is the returned graph; the others are in
     ``G.graph["subgraphs"]`` by name, and ops that call them (WHILE, IF, CALL_ONCE, ...) name them
@@ -55,6 +64,10 @@ def read_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview)
     ----------
     source
         Path of a .tflite file, or the flatbuffer itself as bytes / bytearray / memoryview.
+    validate
+        Run :func:`~tacopt.fusion.ir.validate_graph` on the result (default). ``False`` only for
+        tools that show what they could read of a broken model (``tacopt inspect``); they must
+        validate before acting on it.
 
     Returns
     -------
@@ -65,6 +78,8 @@ def read_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview)
     ------
     ModelFormatError
         If the file is missing, empty, not a TFLite flatbuffer, truncated or structurally corrupt.
+    GraphError
+        If the model breaks an invariant of the IR (the message starts with the file's name).
 
     Examples
     --------
@@ -82,7 +97,7 @@ def read_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview)
             f"{where}: not a TFLite model (file identifier {bytes(buf[4:8])!r}, expected b'TFL3')"
         )
     try:
-        return _Reader(buf, where).read()
+        G = _Reader(buf, where).read()
     except ModelFormatError:
         raise
     except (IndexError, KeyError, ValueError, TypeError, OverflowError, struct.error) as exc:
@@ -91,6 +106,12 @@ def read_tflite(source: str | os.PathLike[str] | bytes | bytearray | memoryview)
         raise ModelFormatError(f"{where}: corrupt or truncated flatbuffer ({detail})") from None
     except RecursionError:
         raise ModelFormatError(f"{where}: corrupt flatbuffer (cyclic offsets)") from None
+    if validate:
+        try:
+            validate_graph(G)
+        except GraphError as exc:
+            raise GraphError(f"{where}: invalid model: {exc}") from None
+    return G
 
 
 def _load(source: Any) -> tuple[Any, str]:
@@ -321,19 +342,19 @@ class _Reader:
             if n > 0:
                 if start + 4 + n > self.nbytes:
                     raise self.fail(f"buffer {index}: data runs past the end of the file")
-                result = Buffer(self.buf, start + 4, n)
+                result = Buffer(self.buf, start + 4, n, index)
             else:
                 offset = _U64(self.buf, f[1])[0] if f[1] else 0
                 size = _U64(self.buf, f[2])[0] if f[2] else 0
                 if offset == 1 and size > 0:
-                    result = Buffer.placeholder(size)  # structure-only model: bytes dropped
+                    result = Buffer.placeholder(size, index)  # structure-only model: bytes dropped
                 elif offset > 1 and size > 0:
                     if offset + size > self.nbytes:
                         raise self.fail(
                             f"buffer {index}: offset {offset} + size {size} is past the end of "
                             f"the file ({self.nbytes} bytes)"
                         )
-                    result = Buffer(self.buf, offset, size)
+                    result = Buffer(self.buf, offset, size, index)
         self._buffers[index] = result
         return result
 

@@ -7,6 +7,11 @@ activations finite: weights of rank >= 2 are uniform with variance ``1 / fan_in`
 vectors (biases, scales) uniform in [-0.1, 0.1], int8 weights in [-127, 127], int32 / int64
 values (biases) in [-64, 64]. INT32 / INT64 / BOOL shape-like buffers are never dropped by the
 convention, so they keep their real values.
+
+Memory is bounded: every placeholder must claim exactly the bytes its tensor's shape and dtype
+need (:func:`~tacopt.fusion.ir.tensor_problem`), and the bytes created in total may not exceed
+``max_bytes`` (default :data:`MAX_WEIGHT_BYTES`, 2 GiB; ``tacopt rehydrate --max-weight-bytes``).
+Both are checked before anything is allocated.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 
+from tacopt.fusion.errors import GraphError, ResourceLimitError
 from tacopt.fusion.ir import (
     FLOAT_DTYPES,
     Buffer,
@@ -26,7 +32,12 @@ from tacopt.fusion.ir import (
     make_graph,
     numpy_dtype,
     ops_of,
+    tensor_problem,
 )
+
+#: Default cap on the weight bytes :func:`rehydrate` creates: 2 GiB, ten times the largest model of
+#: the shared zoo and the most a .tflite flatbuffer holds inline. Override with ``max_bytes=``.
+MAX_WEIGHT_BYTES = 1 << 31
 
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-127, 127),
@@ -40,7 +51,9 @@ _INT_RANGES: dict[str, tuple[int, int]] = {
 }
 
 
-def rehydrate(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
+def rehydrate(
+    G: nx.MultiDiGraph, *, seed: int, max_bytes: int = MAX_WEIGHT_BYTES
+) -> nx.MultiDiGraph:
     """A new graph whose dropped (placeholder) constants hold random values of their dtype.
 
     Parameters
@@ -49,12 +62,21 @@ def rehydrate(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
         A graph read from a structure-only model (or any graph; constants with data are kept).
     seed
         Seed of the random generator; equal seeds give byte-identical constants.
+    max_bytes
+        The most weight bytes to create in total (distinct placeholders, shared ones once).
 
     Returns
     -------
     networkx.MultiDiGraph
         A new graph (``G`` is not modified); a placeholder shared by several tensors becomes one
         shared buffer of random values.
+
+    Raises
+    ------
+    GraphError
+        A placeholder whose size disagrees with its tensor's shape and dtype.
+    ResourceLimitError
+        The placeholders need more than ``max_bytes`` in total (names the buffer that crosses it).
 
     Examples
     --------
@@ -66,6 +88,7 @@ def rehydrate(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
     >>> H.graph["tensors"]["w"].data().shape, G.graph["tensors"]["w"].buffer.is_placeholder
     ((4, 8), True)
     """
+    check_rehydrate_size(G, max_bytes)
     rng = np.random.default_rng(seed)
     filled: dict[int, Buffer] = {}
 
@@ -78,6 +101,45 @@ def rehydrate(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
         return dataclasses.replace(t, buffer=filled[key])
 
     return _map_tensors(G, fill)
+
+
+def check_rehydrate_size(G: nx.MultiDiGraph, max_bytes: int = MAX_WEIGHT_BYTES) -> int:
+    """The weight bytes :func:`rehydrate` would create; raise before allocating anything if a
+    placeholder contradicts its tensor or the total passes ``max_bytes``.
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Buffer, Tensor, make_graph
+    >>> w = Tensor("w", (4, 8), "float32", buffer=Buffer.placeholder(128, index=2))
+    >>> G = make_graph("main", [w], [], [], ["w"])
+    >>> check_rehydrate_size(G)
+    128
+    >>> check_rehydrate_size(G, max_bytes=100)
+    Traceback (most recent call last):
+    ...
+    tacopt.fusion.errors.ResourceLimitError: rehydrate: ... (buffer 2): ... over the cap of 100 ...
+    """
+    total = 0
+    seen: set[int] = set()
+    for g in all_graphs(G):
+        for t in g.graph["tensors"].values():
+            b = t.buffer
+            if b is None or not b.is_placeholder or id(b) in seen:
+                continue
+            seen.add(id(b))
+            where = f"graph '{g.graph.get('name')}' tensor '{t.name}'"
+            if b.index is not None:
+                where += f" (buffer {b.index})"
+            problem = tensor_problem(t)
+            if problem is not None:
+                raise GraphError(f"rehydrate: graph '{g.graph.get('name')}': {problem}")
+            total += b.nbytes
+            if total > max_bytes:
+                raise ResourceLimitError(
+                    f"rehydrate: {where}: its {b.nbytes:,} dropped bytes bring the weights to "
+                    f"{total:,} bytes, over the cap of {max_bytes:,} (--max-weight-bytes)"
+                )
+    return total
 
 
 def random_bytes(t: Tensor, rng: np.random.Generator) -> bytes:

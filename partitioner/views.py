@@ -105,7 +105,10 @@ def float_view(S: nx.MultiDiGraph) -> nx.MultiDiGraph | None:
         if is_quantized_activation(t):
             renamed[name] = Tensor(float_name(name), t.shape, "float32", t.shape_signature)
         elif t.is_constant and t.is_quantized:
-            renamed[name] = _dequantized_constant(t)
+            dequantized = _dequantized_constant(t)
+            if dequantized is None:
+                return None  # packed (int4) weights: no element-wise float counterpart
+            renamed[name] = dequantized
     ops = []
     for op in (data["op"] for _, data in S.nodes(data=True)):
         if op.kind in _FORMAT_OPS:
@@ -130,19 +133,23 @@ def float_view(S: nx.MultiDiGraph) -> nx.MultiDiGraph | None:
     )
 
 
-def _dequantized_constant(t: Tensor) -> Tensor:
+def _dequantized_constant(t: Tensor) -> Tensor | None:
+    """The float32 counterpart of a quantized constant (its parameters passed validate_graph)."""
     name = float_name(t.name)
     if t.buffer is None or t.buffer.is_placeholder:
         buffer = Buffer.placeholder(4 * t.num_elements)
     else:
         q = t.quantization
         assert q is not None, "only quantized constants are dequantized"
+        values = t.data()
+        if values.shape != tuple(t.shape):
+            return None  # packed or sparse storage: values are not one per element
         shape = [1] * len(t.shape)
         if shape and q.per_channel:
             shape[q.axis] = -1
         scale = np.asarray(q.scale, np.float64).reshape(shape or ())
         zero = np.asarray(q.zero_point, np.float64).reshape(shape or ())
-        real = (np.asarray(t.data(), np.float64) - zero) * scale
+        real = (np.asarray(values, np.float64) - zero) * scale
         buffer = Buffer.from_bytes(real.astype(np.float32))
     return Tensor(name, t.shape, "float32", t.shape_signature, buffer=buffer)
 

@@ -137,7 +137,7 @@ def test_rehydrate_to_missing_folder_fails_cleanly(
 ) -> None:
     target = tmp_path / "no" / "such" / "dir.tflite"
     assert main(["rehydrate", str(bundled_models[LSTM]), str(target)]) == 2
-    assert "cannot write" in capsys.readouterr().err
+    assert "does not exist" in capsys.readouterr().err
     assert not target.parent.exists()
 
 

@@ -39,5 +39,5 @@ def test_validate_graph_rejects_a_binary_op_without_output() -> None:
     #  x, y -> [MUL] -> (nothing): found by fuzzing a bundled model
     ts = [Tensor("x", (4,), "float32"), Tensor("y", (4,), "float32")]
     G = make_graph("g", ts, [Op("mul_0", "MUL", ("x", "y"), ())], ["x", "y"], ["x"])
-    with pytest.raises(GraphError, match="mul_0.*has 0 outputs, expected 1"):
+    with pytest.raises(GraphError, match="mul_0.*has no outputs"):
         validate_graph(G)
