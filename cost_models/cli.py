@@ -1,13 +1,24 @@
-"""``tacopt measure`` and ``tacopt fit``: measure op latencies, fit and evaluate a learned model."""
+"""``tacopt measure`` and ``tacopt fit``: measure op latencies, fit and evaluate a learned model.
+
+Both check their inputs and outputs before working: ``measure`` takes models or folders of
+models (every ``.tflite`` in a folder, sorted) and an ``--out`` records file it can append to;
+``fit`` takes records files that are JSON lines and writes ``-o`` only when everything,
+evaluation included, succeeded.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tacopt.fusion.io import check_output_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,8 +43,12 @@ def register_measure(subparsers: Any) -> None:
         "types (--types), time the whole model, append one JSON record per op configuration to "
         "--out (resumable).",
     )
-    p.add_argument("models", nargs="+", type=Path, metavar="MODEL")
-    p.add_argument("--out", type=Path, required=True, help="records file (JSON lines)")
+    p.add_argument(
+        "models", nargs="+", type=Path, metavar="MODEL", help="a .tflite model, or a folder of them"
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="records file (JSON lines; appended to, resumable)"
+    )
     p.add_argument(
         "--repeats",
         type=int,
@@ -63,12 +78,17 @@ def run_measure(args: argparse.Namespace) -> int:
     for name in names:
         if name not in TYPE_NAMES:
             raise MeasureError(f"--types: unknown type '{name}' (known: {', '.join(TYPE_NAMES)})")
+    for flag, value, least in (("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0),
+                               ("--threads", args.threads, 1)):  # fmt: skip
+        if value < least:
+            raise MeasureError(f"{flag}: must be at least {least}, got {value}")
+    check_output_path(args.out, what="--out")
+    if args.out.exists():
+        check_records_file(args.out, what="--out")
     opts = MeasureArgs(
-        tuple(args.models), args.out, args.repeats, args.warmup, args.threads, args.quiet, names
-    )
-    for m in opts.models:
-        if not m.is_file():
-            raise MeasureError(f"model '{m}' does not exist")
+        model_files(args.models), args.out, args.repeats, args.warmup, args.threads, args.quiet,
+        names,
+    )  # fmt: skip
     samples = max(opts.repeats, 1)
     cfg = MeasureConfig(
         threads=opts.threads, warmup=opts.warmup, samples=samples, min_samples=min(3, samples)
@@ -87,6 +107,7 @@ def run_measure(args: argparse.Namespace) -> int:
 
     try:
         types = [TYPE_NAMES[t] for t in opts.types]
+        silence_xnnpack_banner()
         stats = measure_models(opts.models, opts.out, cfg, types=types, progress=progress)
     finally:
         if bar is not None:
@@ -95,10 +116,110 @@ def run_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+def model_files(paths: Sequence[Path]) -> tuple[Path, ...]:
+    """The models to measure: each file as given, each folder's ``.tflite`` files, sorted.
+
+    Raises
+    ------
+    MeasureError
+        A path that does not exist, or a folder without a ``.tflite`` file.
+    """
+    from tacopt.cost_models.records import MeasureError
+
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(p for p in path.glob("*.tflite") if p.is_file())
+            if not found:
+                raise MeasureError(f"model folder '{path}' holds no .tflite file")
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise MeasureError(f"model '{path}' does not exist")
+    return tuple(dict.fromkeys(files))
+
+
+def check_records_file(path: Path, *, what: str) -> Path:
+    """``path`` if it is a readable records file whose first line is a JSON object.
+
+    Only the first line is read: this catches a model or a text file given by mistake, which
+    :func:`tacopt.cost_models.records.read_records` would take for a torn last line.
+
+    Raises
+    ------
+    MeasureError
+        A missing file, a folder, or a file that is not JSON lines.
+    """
+    from tacopt.cost_models.records import MeasureError
+
+    if path.is_dir():
+        raise MeasureError(f"{what}: '{path}' is a folder, not a records file")
+    if not path.is_file():
+        raise MeasureError(f"{what}: '{path}' does not exist")
+    with path.open("rb") as f:
+        first = next((line for line in f if line.strip()), b"")
+    if not first:
+        return path  # empty: no records yet
+    try:
+        record = json.loads(first.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        record = None
+    if not isinstance(record, dict):
+        raise MeasureError(
+            f"{what}: '{path}' is not JSON lines (its first line is not a JSON object); "
+            "records come from `tacopt measure`"
+        )
+    return path
+
+
+@contextmanager
+def _stderr_to_devnull() -> Iterator[None]:
+    """Point file descriptor 2 at /dev/null (C++ libraries write there directly)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def silence_xnnpack_banner() -> None:
+    """Swallow LiteRT's "INFO: Created TensorFlow Lite XNNPACK delegate for CPU." line.
+
+    ai_edge_litert has no log-level setting, and the line is written to stderr from C++ once per
+    process, by the first interpreter that applies the XNNPACK delegate. So one interpreter on
+    a one-op model is created here with stderr pointed at /dev/null; the measurements after it
+    run unchanged, and errors they report still reach stderr.
+    """
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tacopt.fusion.ir import Op, Tensor, make_graph
+    from tacopt.fusion.writer import serialize_tflite
+
+    G = make_graph(
+        "banner", [Tensor(n, (1, 4), "float32") for n in "xy"],
+        [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"],
+    )  # fmt: skip
+    with _stderr_to_devnull():
+        try:
+            Interpreter(model_content=bytes(serialize_tflite(G))).allocate_tensors()
+        except Exception:  # the measurements report interpreter failures themselves
+            pass
+
+
 def register_fit(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "fit",
         help="fit a learned latency model on measured records (JSON, loadable as a cost model)",
+        description="Fit a learned per-op latency model (µs) on records from `tacopt measure` "
+        "and write it as a JSON file that --cost-model accepts; with --eval, also report its "
+        "accuracy on held-out records (share of ops within ±10 %, MAPE, whole-model error). "
+        "-o is written only when everything succeeded.",
     )
     p.add_argument("records", type=Path, help="records from `tacopt measure`")
     p.add_argument("-o", "--out", type=Path, required=True, help="model file (.json)")
@@ -111,20 +232,27 @@ def run_fit(args: argparse.Namespace) -> int:
     from tacopt.cost_models.accuracy import evaluate
     from tacopt.cost_models.learned import LearnedCostModel, fit
     from tacopt.cost_models.records import read_records
-    from tacopt.fusion.io import atomic_write
+    from tacopt.fusion.io import all_or_nothing
 
-    train = read_records(args.records)
-    doc = fit(train)
-    atomic_write(args.out, json.dumps(doc, indent=1, sort_keys=True) + "\n")
-    if args.eval is None:
+    with all_or_nothing([("-o", args.out)]) as out:
+        check_records_file(args.records, what="records file")
+        if args.eval is not None:
+            check_records_file(args.eval, what="--eval")
+        train = read_records(args.records)
+        doc = fit(train)
+        result = None
+        if args.eval is not None:
+            train_keys = {r["key"] for r in train if r.get("type") == "op"}
+            held_out = read_records(args.eval)
+            result = evaluate(LearnedCostModel(doc), held_out, train_keys=train_keys)
+        out.write(args.out, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    if result is None:
         if not args.json:
             print(
                 f"wrote {args.out}: {doc['trained_on']['configs']} configurations, "
                 f"{len(doc['fits'])} fits"
             )
         return 0
-    train_keys = {r["key"] for r in train if r.get("type") == "op"}
-    result = evaluate(LearnedCostModel(doc), read_records(args.eval), train_keys=train_keys)
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:

@@ -201,8 +201,9 @@ def _human(result: Any, summary: dict[str, Any]) -> str:
         counts[data["device"]] = counts.get(data["device"], 0) + 1
     b = summary["breakdown"]
     unit = UNIT_LABELS.get(summary["unit"], summary["unit"])
+    n_units = len(result.partition.subgraphs)
     lines = [
-        f"{summary['model']}: {len(result.partition.subgraphs)} units "
+        f"{summary['model']}: {n_units} unit{'' if n_units == 1 else 's'} "
         f"({result.granularity}), picker {summary['picker']} {summary['status']}, "
         f"objective {summary['objective']:.6g} {unit} "
         f"(compute {b['compute']:.6g}, transfer {b['transfer']:.6g}, quant {b['quant']:.6g}; "

@@ -252,3 +252,17 @@ def interrupt_once_started(argv: list[str], marker) -> tuple[int, str]:
     finally:
         proc.kill()
     return proc.returncode, err
+
+
+def test_a_picker_spec_works_without_load(bundled_models, tmp_path, capsys, monkeypatch):
+    (tmp_path / "spec_picker_partition.py").write_text(
+        "from tacopt.partitioner.pickers import get_picker\n"
+        "def cheapest(problem):\n"
+        "    return get_picker('greedy')(problem)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["partition", str(bundled_models[MODEL]), "--devices", "GPU", "--json"]
+    assert main([*argv, "--picker", "spec_picker_partition:cheapest"]) == 0
+    assert json.loads(capsys.readouterr().out)["picker"] == "greedy"
+    assert main([*argv, "--picker", "no_such_module_x:mine"]) == 2
+    assert "cannot import 'no_such_module_x'" in capsys.readouterr().err

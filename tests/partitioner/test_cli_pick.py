@@ -200,3 +200,17 @@ def test_ctrl_c_mid_solve_exits_130_and_writes_nothing(tmp_path: Path) -> None:
             "--load", str(module), "--picker", "exact-started", "--plan", plan]  # fmt: skip
     assert interrupt_once_started(argv, marker) == (130, "tacopt pick: interrupted\n")
     assert list(out.iterdir()) == []
+
+
+def test_a_picker_spec_works_without_load(problem_file: Path, tmp_path: Path, capsys, monkeypatch):
+    (tmp_path / "spec_picker_pick.py").write_text(
+        "from tacopt.partitioner.pickers import get_picker\n"
+        "def cheapest(problem):\n"
+        "    return get_picker('greedy')(problem)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    argv = ["pick", str(problem_file), "--compare", "tac,spec_picker_pick:cheapest", "--json"]
+    assert main(argv) == 0
+    assert len(json.loads(capsys.readouterr().out)["plans"]) == 2
+    assert main(["pick", str(problem_file), "--picker", "spec_picker_pick:nothing"]) == 2
+    assert "has no 'nothing'" in capsys.readouterr().err
