@@ -130,12 +130,12 @@ def run_pick(options: PickOptions) -> int:
         records: list[dict[str, Any]] = []
         failed: list[TacoptError] = []
         for name in options.pickers:
-            if not options.compare:
-                records.append(pick(problem, name, **per_picker[name]).to_dict())
-                continue
-            try:  # a picker out of its scope must not throw the finished rows away
+            try:
                 records.append(pick(problem, name, **per_picker[name]).to_dict())
             except TacoptError as exc:
+                if not options.compare:
+                    raise
+                # A picker out of its scope must not throw the finished rows away.
                 records.append({"picker": name, "error": str(exc)})
                 failed.append(exc)
 
