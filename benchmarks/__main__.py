@@ -1,4 +1,4 @@
-"""``python -m benchmarks``: the same command as ``tacopt bench``."""
+"""``python -m tacopt.benchmarks``: the same command as ``tacopt bench``."""
 
 from __future__ import annotations
 

@@ -3,34 +3,71 @@
 With no arguments, ``tacopt bench`` runs the bundled models on the device sets GPU,CPU /
 NNAPI,CPU / GPU,NNAPI,CPU with the pickers exact, tac, greedy and first-fit, writes
 ``tacopt-bench/results.jsonl`` (resumable: run it again to finish an interrupted study) and the
-report beside it, and prints the per-picker table. ``python -m benchmarks`` is the same command.
+report beside it, and prints the per-picker table. ``python -m tacopt.benchmarks`` is the same
+command.
+
+Every option is checked before any work and before anything is written: a bad one is one line
+on stderr and exit code 2. Ctrl-C stops the study at once, keeps every finished record, says
+how to resume and exits with 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = Path("tacopt-bench") / "results.jsonl"
+EXIT_INTERRUPTED = 130
+EXIT_ALL_FAILED = 1
 
 _EPILOG = """\
 zoos: bundled, shared (../shared/zoo), folder:PATH, transformer[:N,...] (layers),
 resnet[:N,...] / resnet-int8[:N,...] (blocks), layered[:N,...] (units; synthetic pick problems).
-
+{registered}
 examples:
-  tacopt bench                                   # bundled models, 3 device sets, ~1 min
+  tacopt bench                                   # bundled models, 3 device sets, {main_job}
   tacopt bench --zoo shared --granularity subgraph,op --out shared.jsonl
   tacopt bench --zoo layered:100,1000,10000 --pickers exact,greedy --jobs 1
+  tacopt bench --pickers exact,mymod:MyPicker    # a picker of your own (pkg.mod:Name)
   tacopt bench --scheduler tcp://10.0.0.5:8786 --zoo shared
   tacopt bench report shared.jsonl -o shared-report/
 """
+#: How long the main job (``tacopt bench``, no arguments) takes; see docs/benchmarks.md.
+MAIN_JOB = "~5 s on 2 cores"
+
+
+def _registered() -> str:
+    """The registered names, listed in ``--help`` (computed when help is shown)."""
+    from tacopt.benchmarks.zoos import known_zoos
+    from tacopt.cost_models.base import registered_cost_models
+    from tacopt.partitioner.pickers import picker_names
+    from tacopt.partitioner.targets import target_names
+
+    return (
+        f"registered: devices {', '.join(target_names())}; pickers {', '.join(picker_names())}; "
+        f"cost models {', '.join(registered_cost_models())}; zoos {', '.join(known_zoos())}.\n"
+    )
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Fills the registered names into the epilog only when help is printed."""
+
+    def add_text(self, text: str | None) -> None:
+        if text is not None and "{registered}" in text:
+            import textwrap
+
+            listed = textwrap.fill(_registered(), width=100, break_on_hyphens=False)
+            text = text.format(registered=listed + "\n", main_job=MAIN_JOB)
+        super().add_text(text)
 
 
 def _list(text: str) -> tuple[str, ...]:
-    return tuple(s.strip() for s in text.split(",") if s.strip())
+    """A comma list; empty elements are kept, so that the study refuses them by name."""
+    return tuple(s.strip() for s in text.split(","))
 
 
 def _devices(text: str) -> tuple[str, ...]:
@@ -45,7 +82,7 @@ def register(subparsers: Any) -> None:
         description="Run a benchmark study: zoos x device sets x granularities x cost models x "
         "pickers, one JSONL record per picker run. Resumable; parallel by default.",
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     p.add_argument("--zoo", nargs="+", action="extend", metavar="NAME",
                    help="zoos to run (default: bundled)")  # fmt: skip
@@ -53,7 +90,8 @@ def register(subparsers: Any) -> None:
                    help="device sets, each a comma list (default: GPU,CPU NNAPI,CPU "
                    "GPU,NNAPI,CPU)")  # fmt: skip
     p.add_argument("--granularity", type=_list, default=("subgraph", "op"), metavar="G1,G2",
-                   help="granularities: subgraph, op (default: subgraph,op)")  # fmt: skip
+                   help="units of the pick problem: subgraph (TAC's raised subgraphs) and/or op "
+                   "(one unit per op) (default: subgraph,op)")  # fmt: skip
     p.add_argument(
         "--cost-model",
         type=_list,
@@ -66,14 +104,14 @@ def register(subparsers: Any) -> None:
         type=_list,
         default=("exact", "tac", "greedy", "first-fit"),
         metavar="P1,P2",
-        help="pickers (default: exact,tac,greedy,first-fit)",
+        help="registered pickers or pkg.mod:Name (default: exact,tac,greedy,first-fit)",
     )
     p.add_argument(
         "--jobs",
         type=int,
         default=None,
         metavar="N",
-        help="worker processes (default: number of cores; 1 = in this process)",
+        help="worker processes (default: number of cores)",
     )
     p.add_argument(
         "--scheduler",
@@ -85,7 +123,15 @@ def register(subparsers: Any) -> None:
         type=float,
         default=60.0,
         metavar="S",
-        help="time limit of the exact picker per problem (default: 60)",
+        help="time limit of the exact picker per problem, seconds > 0 (default: 60)",
+    )
+    p.add_argument(
+        "--load",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import a module or .py file that registers pickers, cost models or devices "
+        "first, here and in every worker (repeatable)",
     )
     p.add_argument("--backend", default=None, help="exact picker backend (default: its own)")
     p.add_argument("--seed", type=int, default=0, help="seed of generators and pickers")
@@ -122,9 +168,12 @@ def register(subparsers: Any) -> None:
         "--out-dir",
         type=Path,
         default=None,
-        help="output folder (default: the results file's folder)",
+        help="output folder; an existing report there is replaced (default: the results "
+        "file's folder, which must not hold a report yet)",
     )
-    r.add_argument("--title", default=None, help="report heading")
+    r.add_argument(
+        "--title", default=None, help="report heading (default: the replaced report's, or the zoos)"
+    )
     r.add_argument("--no-plots", action="store_true", help="Markdown only")
     r.set_defaults(run=run_report)
 
@@ -133,9 +182,33 @@ def run_bench(args: argparse.Namespace) -> int:
     """Run the study described by ``args``, write the report and print the per-picker table."""
     if getattr(args, "bench_mode", None) == "report":
         return run_report(args)
-    from tacopt.benchmarks.harness import DEFAULT_DEVICE_SETS, Study, run_study
-    from tacopt.benchmarks.report import summary_table, write_report
+    from tacopt.benchmarks.harness import StudyInterrupted
 
+    try:
+        return _run_bench(args)
+    except StudyInterrupted as stop:
+        return _interrupted(f"{stop.done} of {stop.total} cases done")
+    except KeyboardInterrupt:
+        return _interrupted("no results lost")
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from tacopt.benchmarks.harness import (
+        DEFAULT_DEVICE_SETS,
+        FAILED,
+        Study,
+        run_study,
+    )
+    from tacopt.benchmarks.report import default_title, write_report
+    from tacopt.benchmarks.zoos import BenchmarkError
+    from tacopt.partitioner.cli_partition import load_module
+
+    report_dir = None if args.no_report else (args.report or args.out.parent)
+    _check_outputs(args.out, report_dir)
+    if args.jobs is not None and args.jobs < 1:
+        raise BenchmarkError(f"--jobs must be at least 1, got {args.jobs}")
+    for spec in args.load:
+        load_module(spec)
     study = Study(
         zoos=tuple(args.zoo or ("bundled",)),
         device_sets=tuple(args.devices or DEFAULT_DEVICE_SETS),
@@ -153,13 +226,44 @@ def run_bench(args: argparse.Namespace) -> int:
         scheduler=args.scheduler,
         progress=not args.no_progress,
         retry_failed=args.retry_failed,
+        in_process=False,  # so that Ctrl-C never waits for a solve
+        load=tuple(args.load),
     )
+    from tacopt.benchmarks.report import summary_table
+
     print(summary_table(records))
     print(f"results: {args.out}")
-    if not args.no_report:
-        md = write_report(records, args.report or args.out.parent, title=_title(study))
+    if report_dir is not None:
+        md = write_report(records, report_dir, title=default_title(records))
         print(f"report:  {md}")
+    failed = sum(1 for r in records if r.get("status") in FAILED)
+    if failed:
+        where = "the Failures section of the report" if report_dir else str(args.out)
+        print(f"tacopt bench: warning: {failed} of {len(records)} records failed "
+              f"(ERROR / CRASH); see {where}", file=sys.stderr)  # fmt: skip
+        if failed == len(records):
+            return EXIT_ALL_FAILED
     return 0
+
+
+def _check_outputs(out: Path, report_dir: Path | None) -> None:
+    """Refuse an output that cannot be written, before any work (missing folders are made)."""
+    from tacopt.fusion.io import check_output_folder, check_output_path
+
+    if check_output_folder(out.parent, what="--out").exists():
+        check_output_path(out, what="--out")
+    if report_dir is not None:
+        check_output_folder(report_dir, what="--report")
+        if report_dir.is_dir():
+            check_output_path(report_dir / "report.md", what="--report")
+
+
+def _interrupted(done: str) -> int:
+    """Ctrl-C: one line, exit 130; a further Ctrl-C while exiting is ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    print(f"tacopt bench: interrupted: {done}; run the same command again to resume",
+          file=sys.stderr)  # fmt: skip
+    return EXIT_INTERRUPTED
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -167,23 +271,18 @@ def run_report(args: argparse.Namespace) -> int:
     from tacopt.benchmarks.harness import read_records
     from tacopt.benchmarks.report import report_file, summary_table
 
-    md = report_file(args.results, args.out_dir, title=args.title or f"tacopt benchmark: "
-                     f"{args.results.name}", plots=not args.no_plots)  # fmt: skip
+    md = report_file(args.results, args.out_dir, title=args.title, plots=not args.no_plots)
     print(summary_table(read_records(args.results)))
     print(f"report:  {md}")
     return 0
 
 
-def _title(study: Any) -> str:
-    return f"tacopt benchmark: {', '.join(study.zoos)}"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m benchmarks [ARGS]``: the same as ``tacopt bench [ARGS]``."""
+    """``python -m tacopt.benchmarks [ARGS]``: the same as ``tacopt bench [ARGS]``."""
     from tacopt.fusion.errors import TacoptError
     from tacopt.partitioner.cli import EXIT_BAD_INPUT
 
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", add_help=False)
+    parser = argparse.ArgumentParser(prog="python -m tacopt.benchmarks", add_help=False)
     register(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
     try:
@@ -192,5 +291,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tacopt bench: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
-        print("tacopt bench: interrupted (run the same command again to resume)", file=sys.stderr)
-        return 130
+        return _interrupted("no results lost")

@@ -436,13 +436,16 @@ def _drop_torn_tail(path: Path) -> None:
 
 class _Appender:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        _drop_torn_tail(path)
-        self._f = path.open("a", encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _drop_torn_tail(path)
+            self._f = path.open("a", encoding="utf-8")
+        except OSError as exc:
+            raise BenchmarkError(f"results file '{path}': {exc.strerror or exc}") from None
 
     def write(self, records: Iterable[dict]) -> None:
-        for record in records:
-            self._f.write(json.dumps(record, sort_keys=False, allow_nan=True) + "\n")
+        # one write per case, so Ctrl-C between records cannot leave half a line
+        self._f.write("".join(json.dumps(r, allow_nan=True) + "\n" for r in records))
         self._f.flush()
         os.fsync(self._f.fileno())
 
@@ -454,6 +457,19 @@ class _Appender:
 # the study
 
 
+class StudyInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a study; the records of ``done`` of its ``total`` cases are in the file.
+
+    A :class:`KeyboardInterrupt`, so code that stops on Ctrl-C still stops; running the same
+    study again resumes it.
+    """
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"{done} of {total} cases done")
+        self.done = done
+        self.total = total
+
+
 def run_study(
     study: Study,
     out: str | os.PathLike[str],
@@ -463,8 +479,15 @@ def run_study(
     progress: bool = False,
     retry_failed: bool = False,
     on_case: Callable[[Case], None] | None = None,
+    in_process: bool | None = None,
+    load: Sequence[str] = (),
 ) -> list[dict]:
     """Run every case of ``study`` not yet in ``out`` and return all of the study's records.
+
+    Everything that can be checked is checked before any work, and before ``out`` is touched
+    (:func:`check_study`, and every model the run will read). Ctrl-C stops the run at once:
+    worker processes are killed without waiting for their solves, the records of every
+    finished case stay in ``out``, and :class:`StudyInterrupted` is raised.
 
     Parameters
     ----------
@@ -472,7 +495,8 @@ def run_study(
     out : path
         The JSONL results file; created if absent, resumed if present.
     jobs : int, optional
-        Worker processes (default: the number of cores); 1 runs in this process.
+        Worker processes (default: the number of cores, or 1 in this process when the study
+        uses a picker or cost model defined in ``__main__``, which workers cannot import).
     scheduler : str or dask.distributed.Client, optional
         Run on a Dask cluster (``"tcp://HOST:PORT"``) instead of local processes.
     progress : bool
@@ -481,6 +505,12 @@ def run_study(
         Run again the records that failed (ERROR / CRASH) instead of keeping them.
     on_case : callable, optional
         Called with each case as its records are written (tests use it to count work).
+    in_process : bool, optional
+        Run the cases in this process (default: when ``jobs`` is 1). Ctrl-C then waits for the
+        solver call in progress; the command line always uses worker processes.
+    load : sequence of str
+        Modules or ``.py`` files (``--load``) that each worker process imports first; this
+        process must have imported them already.
 
     Returns
     -------
@@ -491,10 +521,16 @@ def run_study(
     Raises
     ------
     BenchmarkError
-        For a bad study, an unreadable results file or a missing Dask installation.
+        For a bad study, a model that cannot be read, an unreadable results file, an extension
+        that worker processes do not know, or a missing Dask installation.
+    StudyInterrupted
+        On Ctrl-C.
     """
     out = Path(out)
+    check_study(study)
     cases = expand_cases(study)
+    if jobs is not None and jobs < 1:
+        raise BenchmarkError(f"jobs must be at least 1, got {jobs}")
     existing = read_records(out)
     by_key = {r["key"]: r for r in existing if not (retry_failed and r.get("status") in FAILED)}
     todo: list[tuple[Case, dict[str, dict]]] = []
@@ -502,11 +538,17 @@ def run_study(
         done = {p: by_key[case.record_key(p)] for p in case.pickers if case.record_key(p) in by_key}
         if len(done) < len(case.pickers):
             todo.append((case, done))
+    check_models(case for case, _ in todo)
 
-    bar = _progress_bar(len(cases), len(cases) - len(todo)) if progress else None
-    appender = _Appender(out)
+    results = _execute(todo, study, jobs, scheduler, in_process, load)
+    bar = appender = None
     try:
-        for case, records in _execute(todo, jobs, scheduler):
+        next(results)  # workers started and checked: nothing is written before this
+        appender = _Appender(out)
+        bar = _progress_bar(len(cases), len(cases) - len(todo)) if progress and todo else None
+        for result in results:
+            assert result is not None  # only the first item is None
+            case, records = result
             appender.write(records)
             by_key.update((r["key"], r) for r in records)
             if on_case is not None:
@@ -514,8 +556,14 @@ def run_study(
             if bar is not None:
                 bar.set_postfix_str(case.item.name[:30], refresh=False)
                 bar.update(1)
+    except KeyboardInterrupt:
+        written = {r["key"] for r in read_records(out)} if appender is not None else set()
+        n_done = sum(all(c.record_key(p) in written for p in c.pickers) for c in cases)
+        raise StudyInterrupted(n_done, len(cases)) from None
     finally:
-        appender.close()
+        results.close()
+        if appender is not None:
+            appender.close()
         if bar is not None:
             bar.close()
 
@@ -528,65 +576,244 @@ def run_study(
     return ordered
 
 
+def check_study(study: Study) -> None:
+    """Refuse a study that cannot run, before any work: one line naming the option and value.
+
+    Checks every device set (no empty name, known devices, none twice), granularity, cost model
+    (it builds), picker (it resolves; none twice) and the time limit (positive and finite).
+    Zoos are checked by :func:`expand_cases`.
+
+    Raises
+    ------
+    BenchmarkError
+
+    Examples
+    --------
+    >>> check_study(Study(device_sets=(("GPU", "", "CPU"),)))
+    Traceback (most recent call last):
+    ...
+    tacopt.benchmarks.zoos.BenchmarkError: devices 'GPU,,CPU': empty device name
+    >>> check_study(Study(pickers=("exact", "exact")))
+    Traceback (most recent call last):
+    ...
+    tacopt.benchmarks.zoos.BenchmarkError: pickers: 'exact' is listed twice
+    """
+    from tacopt.cost_models.base import get_cost_model
+    from tacopt.partitioner.pickers import get_picker
+    from tacopt.partitioner.pipeline import GRANULARITIES
+    from tacopt.partitioner.targets import get_target
+
+    for devices in study.device_sets:
+        where = f"devices {','.join(devices)!r}"
+        if not devices or devices == ("",):
+            raise BenchmarkError(f"{where}: empty device list")
+        if any(not d.strip() for d in devices):
+            raise BenchmarkError(f"{where}: empty device name")
+        for d in devices:
+            try:
+                get_target(d)
+            except TacoptError as exc:
+                raise BenchmarkError(f"{where}: {exc}") from None
+        _no_twice(where, [d.strip().upper() for d in devices])
+    for option, values in (("pickers", study.pickers), ("cost models", study.cost_models),
+                           ("granularities", study.granularities)):  # fmt: skip
+        _no_twice(option, values)
+    for granularity in study.granularities:
+        if granularity not in GRANULARITIES:
+            raise BenchmarkError(
+                f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}"
+            )
+    for spec in study.cost_models:
+        get_cost_model(spec)  # a CostModelError names the spec
+    for picker in study.pickers:
+        get_picker(picker)  # a PickerError names the picker
+    limit = study.time_limit_s
+    if limit is not None and not (math.isfinite(limit) and limit > 0):
+        raise BenchmarkError(f"time limit must be a positive number of seconds, got {limit}")
+
+
+def _no_twice(where: str, values: Sequence[str]) -> None:
+    twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
+    if twice is not None:
+        raise BenchmarkError(f"{where}: {twice!r} is listed twice")
+
+
+def check_models(cases: Iterable[Case]) -> None:
+    """Read every ``.tflite`` model of ``cases`` once; a broken one raises, naming its file."""
+    from tacopt.fusion.reader import read_tflite
+
+    seen = set()
+    for case in cases:
+        if case.item.kind == "tflite" and case.item.source not in seen:
+            seen.add(case.item.source)
+            try:
+                read_tflite(case.item.source)
+            except TacoptError as exc:
+                raise BenchmarkError(f"zoo {case.item.zoo!r}: {exc}") from None
+
+
+def warm_up(pickers: Iterable[str]) -> None:
+    """Solve a small problem with each of ``pickers`` so that the first timed solve of a process
+    does not include solver start-up (imports, OR-Tools / HiGHS initialisation). Failures are
+    ignored: the real cases report them."""
+    from tacopt.benchmarks.synthetic import layered_dag_problem
+    from tacopt.partitioner.pickers import pick
+
+    for picker in pickers:
+        for size in (1, 12):
+            try:
+                pick(layered_dag_problem(size, seed=size), picker)
+            except Exception:  # noqa: BLE001, S112 - warming up only
+                continue
+
+
 def _execute(
-    todo: Sequence[tuple[Case, dict[str, dict]]], jobs: int | None, scheduler: str | Any | None
-) -> Iterable[tuple[Case, list[dict]]]:
-    """Yield (case, new records) as cases finish."""
+    todo: Sequence[tuple[Case, dict[str, dict]]],
+    study: Study,
+    jobs: int | None,
+    scheduler: str | Any | None,
+    in_process: bool | None,
+    load: Sequence[str],
+) -> Generator[tuple[Case, list[dict]] | None, None, None]:
+    """Yield None once everything has started and been checked, then (case, new records) as
+    cases finish. Closing the generator stops the work at once."""
     if not todo:
+        yield None
         return
     if scheduler is not None:
+        yield None
         yield from _execute_dask(todo, scheduler)
         return
-    jobs = jobs or os.cpu_count() or 1
-    if jobs < 1:
-        raise BenchmarkError(f"--jobs must be at least 1, got {jobs}")
-    if jobs == 1 or len(todo) == 1:
+    setup = _worker_setup(study, load)
+    from_main = _defined_in_main(study)
+    if from_main and jobs is None and in_process is None:
+        in_process = True
+    if in_process is None:
+        in_process = jobs == 1
+    if in_process:
+        yield None
+        warm_up(setup.warm_up)
         for case, done in todo:
             yield case, run_case(case, done)
         return
-    lost = yield from _execute_pool(todo, min(jobs, len(todo)))
-    # A worker died (a segfault in native code): the pool is gone with every case in flight.
-    # Run those again one per process, so the one that kills its worker is pinned down.
-    for case, done in lost:
-        if (yield from _execute_pool([(case, done)], 1)):
-            message = "worker process died while running this case (native crash?)"
-            crash = RuntimeError(message)
-            yield (
-                case,
-                [
-                    _failed(_for_picker(_base_record(case), case, p), crash)
-                    for p in case.pickers
-                    if p not in done
-                ],
-            )
+    if from_main:
+        raise BenchmarkError(
+            f"{from_main[0]} is defined in __main__ (a notebook or a script), which worker "
+            "processes cannot import: define it in a module (or pass pkg.mod:Name), or use jobs=1"
+        )
+    yield from _execute_processes(todo, study, min(jobs or os.cpu_count() or 1, len(todo)), setup)
 
 
-def _execute_pool(
-    todo: Sequence[tuple[Case, dict[str, dict]]], jobs: int
-) -> Generator[tuple[Case, list[dict]], None, list[tuple[Case, dict[str, dict]]]]:
-    """Run ``todo`` on ``jobs`` spawned processes; return the cases lost to a dead worker."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from concurrent.futures.process import BrokenProcessPool
+def _execute_processes(
+    todo: Sequence[tuple[Case, dict[str, dict]]], study: Study, jobs: int, setup: Any
+) -> Generator[tuple[Case, list[dict]] | None, None, None]:
+    from tacopt.benchmarks.workers import Worker, receive, started
 
-    # spawn: workers start clean (no copy of a parent's solver threads or progress-bar thread).
-    context = multiprocessing.get_context("spawn")
-    lost = []
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {pool.submit(run_case, case, done): (case, done) for case, done in todo}
-        try:
-            for future in as_completed(futures):
-                try:
-                    records = future.result()
-                except BrokenProcessPool:
-                    lost.append(futures[future])
+    queue = list(range(len(todo)))[::-1]  # case indices, next one last
+    running = 0
+    with started(jobs, setup) as workers:
+        first = True
+        while queue or running:
+            for worker, message in receive(workers):
+                if message is None:  # the worker died
+                    if not worker.ready:
+                        code = worker.process.wait()
+                        raise BenchmarkError(f"a worker process exited on start (code {code})")
+                    workers.remove(worker)
+                    worker.kill()
+                    index, worker.case = worker.case, None
+                    if index is not None:
+                        running -= 1
+                        yield _crashed(*todo[index])
+                    if queue:
+                        workers.append(Worker(setup))
                     continue
-                yield futures[future][0], records
-        except BaseException:
-            for future in futures:
-                future.cancel()
-            raise
-    return lost
+                if message[0] == "error":
+                    raise BenchmarkError(message[1])
+                if message[0] == "hello":
+                    worker.ready = True
+                    if first:
+                        _check_workers_know(study, message[1])
+                        first = False
+                        yield None
+                else:
+                    _, index, records = message
+                    worker.case = None
+                    running -= 1
+                    yield todo[index][0], records
+                if queue:
+                    worker.case = queue.pop()
+                    worker.conn.send((worker.case, *todo[worker.case]))
+                    running += 1
+
+
+def _crashed(case: Case, done: Mapping[str, Any]) -> tuple[Case, list[dict]]:
+    crash = RuntimeError("worker process died while running this case (native crash?)")
+    base = _base_record(case)
+    return case, [_failed(_for_picker(base, case, p), crash) for p in case.pickers if p not in done]
+
+
+def _worker_setup(study: Study, load: Sequence[str]) -> Any:
+    """What workers import first: ``load``, and the user modules that registered the study's
+    pickers, cost models and devices in this process; which pickers they warm up."""
+    from tacopt.benchmarks.workers import WorkerSetup
+
+    modules = {}
+    for _, obj in _extensions(study):
+        name = _module_of(obj)
+        if name and name != "__main__" and not name.startswith("tacopt."):
+            modules[name] = getattr(sys.modules.get(name), "__file__", None)
+    warm = tuple(p for p in study.pickers if _module_of(_picker(p)).startswith("tacopt."))
+    return WorkerSetup(tuple(load), tuple(sorted(modules.items())), warm)
+
+
+def _defined_in_main(study: Study) -> list[str]:
+    return [what for what, obj in _extensions(study) if _module_of(obj) == "__main__"]
+
+
+def _extensions(study: Study) -> list[tuple[str, Any]]:
+    """(what, object) of each registered picker, cost model and device the study names."""
+    from tacopt.cost_models.base import get_cost_model
+    from tacopt.partitioner.pickers import is_picker_spec
+    from tacopt.partitioner.targets import get_target
+
+    out: list[tuple[str, Any]] = [
+        (f"picker {p!r}", _picker(p)) for p in study.pickers if not is_picker_spec(p)
+    ]
+    out += [(f"cost model {m!r}", get_cost_model(m, checked=False)) for m in study.cost_models]
+    devices = sorted({d for ds in study.device_sets for d in ds})
+    out += [(f"device {d!r}", get_target(d)) for d in devices]
+    return out
+
+
+def _picker(name: str) -> Any:
+    from tacopt.partitioner.pickers import get_picker
+
+    return get_picker(name)
+
+
+def _module_of(obj: Any) -> str:
+    name = getattr(obj, "__module__", None) or type(obj).__module__
+    return str(name)
+
+
+def _check_workers_know(study: Study, known: Mapping[str, Sequence[str]]) -> None:
+    """Refuse a study naming a picker, device or cost model that worker processes lack."""
+    from tacopt.cost_models.base import registered_cost_models
+    from tacopt.partitioner.pickers import is_picker_spec
+
+    wanted = {
+        "picker": [p for p in study.pickers if not is_picker_spec(p)],
+        "device": sorted({d.strip().upper() for ds in study.device_sets for d in ds}),
+        "cost model": [m for m in study.cost_models if m in registered_cost_models()],
+    }
+    for kind, names in wanted.items():
+        missing = [n for n in names if n not in known[kind]]
+        if missing:
+            raise BenchmarkError(
+                f"{kind} {missing[0]!r} is registered here but not in worker processes: "
+                "register it in a module (or pass --load FILE.py), or use jobs=1"
+            )
 
 
 def _execute_dask(

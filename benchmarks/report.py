@@ -27,20 +27,23 @@ Examples
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from tacopt.benchmarks.harness import FAILED, read_records
 from tacopt.benchmarks.zoos import BenchmarkError
-from tacopt.fusion.io import atomic_write
+from tacopt.fusion.io import all_or_nothing, check_output_folder
 
 #: Relative tolerance under which a picker counts as equal to exact.
 RATIO_TOL = 1e-6
+#: Where a plot goes: a file path or a binary stream.
+_Target = Path | BinaryIO
 _COMPONENTS = ("compute", "transfer", "quant")
 _COMPONENT_LABELS = {"compute": "compute", "transfer": "transfer", "quant": "conversion"}
 _CASE_FIELDS = ("model", "devices", "granularity", "cost_model")
@@ -301,7 +304,7 @@ def _colors(pickers: Sequence[str]) -> dict[str, Any]:
     return {p: cmap(i % 10) for i, p in enumerate(pickers)}
 
 
-def plot_ratio(records: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
+def plot_ratio(records: Sequence[Mapping[str, Any]], path: _Target) -> _Target | None:
     """Per model, each non-exact picker's geometric-mean ratio to exact (horizontal bars)."""
     pickers = [p for p in _pickers(records) if p != "exact"]
     ratios: dict[str, dict[str, list[float]]] = {}
@@ -335,12 +338,12 @@ def plot_ratio(records: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
     ax.set_title("Cost of each picker's plan relative to the exact optimum (1 = optimal)")
     ax.legend(loc="lower right", frameon=True, framealpha=0.9, edgecolor="none")
     ax.grid(axis="x", alpha=0.3)
-    fig.savefig(path)
+    fig.savefig(path, format="png")
     plt.close(fig)
     return path
 
 
-def plot_time(records: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
+def plot_time(records: Sequence[Mapping[str, Any]], path: _Target) -> _Target | None:
     """Solve time against units, log-log: points per case, a line through per-size medians."""
     rows = [r for r in records if _ok(r) and r.get("seconds") and r.get("units")]
     if not rows:
@@ -379,12 +382,12 @@ def plot_time(records: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
     ax.set_title("Solve time against problem size (median per size)")
     ax.grid(which="major", alpha=0.3)
     ax.legend(frameon=False)
-    fig.savefig(path)
+    fig.savefig(path, format="png")
     plt.close(fig)
     return path
 
 
-def plot_breakdown(records: Sequence[Mapping[str, Any]], path: Path) -> Path | None:
+def plot_breakdown(records: Sequence[Mapping[str, Any]], path: _Target) -> _Target | None:
     """Mean compute / transfer / conversion cost per picker, each case scaled by its optimum."""
     exact_of = {
         c: by["exact"]["objective"]
@@ -418,7 +421,7 @@ def plot_breakdown(records: Sequence[Mapping[str, Any]], path: Path) -> Path | N
     ax.set_title(f"Cost breakdown per picker ({len(exact_of)} problems)")
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
-    fig.savefig(path)
+    fig.savefig(path, format="png")
     plt.close(fig)
     return path
 
@@ -461,26 +464,77 @@ def write_report(
     """
     if not records:
         raise BenchmarkError("no records to report")
-    out = Path(out_dir)
+    out = check_output_folder(out_dir, what="report folder")
+    names = ("ratio_to_exact.png", "time_vs_units.png", "breakdown.png") if plots else ()
     out.mkdir(parents=True, exist_ok=True)
-    drawn: list[str] = []
-    if plots:
-        for name, draw in (
-            ("ratio_to_exact.png", plot_ratio),
-            ("time_vs_units.png", plot_time),
-            ("breakdown.png", plot_breakdown),
-        ):
-            if draw(records, out / name) is not None:
+    with all_or_nothing([("report", out / n) for n in ("report.md", *names)]) as staging:
+        drawn: list[str] = []
+        for name, draw in zip(names, (plot_ratio, plot_time, plot_breakdown)):
+            png = io.BytesIO()
+            if draw(records, png) is not None:
+                staging.write(out / name, png.getvalue())
                 drawn.append(name)
-    text = markdown(records, title=title, plots=drawn, extra=extra)
-    return atomic_write(out / "report.md", text)
+        staging.write(out / "report.md", markdown(records, title=title, plots=drawn, extra=extra))
+    return out / "report.md"
+
+
+def default_title(records: Sequence[Mapping[str, Any]]) -> str:
+    """``tacopt benchmark: ZOO, ...``: the heading ``tacopt bench`` gives a study's report.
+
+    >>> default_title([{"zoo": "shared"}, {"zoo": "layered"}, {"zoo": "shared"}])
+    'tacopt benchmark: shared, layered'
+    """
+    zoos = dict.fromkeys(str(r.get("zoo")) for r in records if r.get("zoo"))
+    return "tacopt benchmark: " + (", ".join(zoos) or "results")
+
+
+def title_of(report: str | os.PathLike[str]) -> str | None:
+    """The heading of an existing ``report.md`` (its first ``# `` line), or None."""
+    path = Path(report)
+    if not path.is_file():
+        return None
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return None
 
 
 def report_file(
-    results: str | os.PathLike[str], out_dir: str | os.PathLike[str] | None = None, **kw: Any
+    results: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    title: str | None = None,
+    plots: bool = True,
 ) -> Path:
-    """:func:`write_report` on the records of a results file (``out_dir``: beside it)."""
+    """:func:`write_report` on the records of a results file.
+
+    Parameters
+    ----------
+    results : path
+        A results JSONL file.
+    out_dir : path, optional
+        Where the report goes. Default: beside ``results``, which must not hold a report yet
+        (an existing report is replaced only when its folder is given here).
+    title : str, optional
+        Default: the title of the report being replaced, else :func:`default_title`.
+    plots : bool
+        Draw the PNGs.
+
+    Raises
+    ------
+    BenchmarkError
+        If ``results`` is missing or not a results file, holds no record, or the default folder
+        already holds a report.
+    """
     path = Path(results)
     if not path.is_file():
         raise BenchmarkError(f"results file {str(path)!r} does not exist")
-    return write_report(read_records(path), out_dir or path.parent, **kw)
+    folder = Path(out_dir) if out_dir is not None else path.parent
+    if out_dir is None and (folder / "report.md").exists():
+        raise BenchmarkError(
+            f"{folder / 'report.md'} exists; give -o {folder} to replace it, or another folder"
+        )
+    check_output_folder(folder, what="-o")
+    records = read_records(path)
+    title = title or title_of(folder / "report.md") or default_title(records)
+    return write_report(records, folder, title=title, plots=plots)

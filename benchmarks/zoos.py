@@ -182,6 +182,8 @@ def folder_zoo(path: str | Path, *, zoo: str | None = None) -> list[ZooItem]:
         If ``path`` is not a folder or holds no .tflite file.
     """
     folder = Path(path)
+    if folder.exists() and not folder.is_dir():
+        raise BenchmarkError(f"zoo folder {str(folder)!r} is a file, not a folder")
     if not folder.is_dir():
         raise BenchmarkError(f"zoo folder {str(folder)!r} does not exist")
     files = sorted(folder.glob("*.tflite"))
