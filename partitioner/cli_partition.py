@@ -20,9 +20,6 @@ from tacopt.partitioner.cli import add_load_option, check_seconds, load_module
 
 __all__ = ["PartitionOptions", "load_module", "options_from", "register", "run"]
 
-#: How each cost unit is printed.
-UNIT_LABELS = {"tac": "TAC units", "us": "µs"}
-
 
 @dataclass(frozen=True, slots=True)
 class PartitionOptions:
@@ -200,7 +197,9 @@ def _human(result: Any, summary: dict[str, Any]) -> str:
     for _, data in result.graph.nodes(data=True):
         counts[data["device"]] = counts.get(data["device"], 0) + 1
     b = summary["breakdown"]
-    unit = UNIT_LABELS.get(summary["unit"], summary["unit"])
+    from tacopt.partitioner.plan import unit_label
+
+    unit = unit_label(summary["unit"])
     n_units = len(result.partition.subgraphs)
     lines = [
         f"{summary['model']}: {n_units} unit{'' if n_units == 1 else 's'} "

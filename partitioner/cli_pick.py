@@ -146,7 +146,7 @@ def run_pick(options: PickOptions) -> int:
             print(_table(records))
             if not options.compare:
                 print(_assignment(records[0]))
-            print("costs in the problem's own units")
+            print(_units_line(problem.cost_unit))
         if failed:
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
             raise PickerError(f"{failed[0]}{more}; nothing written")
@@ -195,6 +195,14 @@ def _table(records: Sequence[dict[str, Any]]) -> str:
                   enumerate(zip(row, widths)))
         for row in rows
     )  # fmt: skip
+
+
+def _units_line(cost_unit: str) -> str:
+    from tacopt.partitioner.plan import unit_label
+
+    if cost_unit == "cost":  # the problem file does not say (the default)
+        return "costs in the problem's own units"
+    return f"costs in {unit_label(cost_unit)}"
 
 
 def _assignment(record: dict[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -141,9 +142,14 @@ def test_a_picker_out_of_scope_keeps_the_finished_rows(problem_file: Path, tmp_p
     assert not plan.exists()
 
 
-def test_text_output_says_which_units_costs_are_in(problem_file: Path, capsys) -> None:
+def test_text_output_says_which_units_costs_are_in(problem_file: Path, tmp_path, capsys):
     assert main(["pick", str(problem_file), "--compare", "tac,greedy"]) == 0
-    assert "costs in the problem's own units" in capsys.readouterr().out
+    assert capsys.readouterr().out.splitlines()[-1] == "costs in the problem's own units"
+    tac = save_problem(
+        dataclasses.replace(layered_dag_problem(5, seed=0), cost_unit="tac"), tmp_path / "t.json"
+    )
+    assert main(["pick", str(tac), "--picker", "greedy"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "costs in TAC units"
 
 
 def test_help_lists_the_pickers(capsys) -> None:
