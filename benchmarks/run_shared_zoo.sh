@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
-# The acceptance study of issue #7: the 48 models of ../shared/zoo x GPU,CPU / NNAPI,CPU /
+# The README headline, from scratch: the 48 models of ../shared/zoo x GPU,CPU / NNAPI,CPU /
 # GPU,NNAPI,CPU x subgraph and op granularity x pickers exact, tac, greedy, first-fit.
-# Resumable: run it again after an interruption. Extra arguments go to `tacopt bench`
-# (e.g. --jobs 1 for timings without two studies sharing the cores).
+#
+# It runs into a NEW folder (default tacopt-bench/shared-DATE-TIME; OUT=DIR to choose one, which
+# must not exist), never into the committed benchmarks/results/shared/, then prints each
+# picker's geometric-mean ratio to exact next to the committed one. Extra arguments go to
+# `tacopt bench` (e.g. --jobs 1 for timings without two cases sharing the cores).
+# To resume an interrupted run, run `tacopt bench` with the --out it printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=benchmarks/results/shared
+committed=benchmarks/results/shared/results.jsonl
+out="${OUT:-tacopt-bench/shared-$(date +%Y%m%d-%H%M%S)}"
+if [ -e "$out" ]; then
+  echo "run_shared_zoo.sh: $out exists; give OUT=DIR a new folder" >&2
+  exit 2
+fi
 mkdir -p "$out"
-exec python -m benchmarks \
+start=$(date +%s.%N)
+python -m tacopt.benchmarks \
   --zoo shared \
   --devices GPU,CPU NNAPI,CPU GPU,NNAPI,CPU \
   --granularity subgraph,op \
@@ -17,3 +27,8 @@ exec python -m benchmarks \
   --out "$out/results.jsonl" \
   --report "$out" \
   "$@"
+end=$(date +%s.%N)
+echo
+echo "study took $(python -c "print(f'{$end - $start:.1f}')") s (load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime))"
+echo "committed ($committed) versus this run ($out/results.jsonl):"
+python -m tacopt.benchmarks.compare "$committed" "$out/results.jsonl"
