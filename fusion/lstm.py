@@ -5,19 +5,28 @@ Keras 3 lowers ``LSTM(units)`` to a WHILE loop whose body computes one cell step
     x_t = GATHER(X, t)                       z = FC(x_t, Wx) + FC(h, Wh) + b     (4H wide)
     i, f, g, o = SPLIT(z, 4)                 c' = LOGISTIC(f) * c + LOGISTIC(i) * TANH(g)
     h' = LOGISTIC(o) * TANH(c')              out = RESHAPE(h', (1, B, H))        (last step)
+                                             out = CONCAT(out[:t], h', out[t+1:]) (every step)
 
 and TFLite's converter no longer fuses it. :func:`fuse_lstm_loop` proves that a WHILE op is
 exactly this loop (roles found from the data flow, not from positions: the SPLIT's gate order is
 read off the cell), then proposes one UNIDIRECTIONAL_SEQUENCE_LSTM (time-major, over the whole
-sequence) plus a STRIDED_SLICE that yields the loop's output, the last step. Weights are split per
-gate in TFLite's input, forget, cell, output order; the FC weights are already stored
+sequence) whose output is the loop's sequence (``return_sequences=True``, the TensorList write
+lowered to SLICE / CONCATENATION) or, through a STRIDED_SLICE, its last step. Weights are split
+per gate in TFLite's input, forget, cell, output order; the FC weights are already stored
 ``(out, in)``, i.e. transposed from Keras' kernels. A backward (``go_backwards``) layer is the
-same loop over a REVERSE_V2'd input, which stays in front of the fused op.
+same loop over a REVERSE_V2'd input, which stays in front of the fused op; batch-major models
+keep the TRANSPOSE (or RESHAPE, batch 1) that Keras puts around the loop.
 
-Guards (anything else keeps the WHILE): float32 without quantization; zero initial states
-(constants whose bytes were dropped count as zero, which Keras always emits); the trip count
-equals the sequence length; the loop's only output read outside is the last-step output (or the
-final ``h``); ``return_sequences=True`` loops (which write every step) are not fused yet.
+Initial states: zero constants (and dropped ones, which Keras always emits as zeros) become the
+fused op's variable state tensors; any other initial state (a graph input, an activation, a
+non-zero constant, e.g. after ``tacopt rehydrate``) is copied into a fresh variable tensor by an
+``ADD(state, 0)`` in front of the op (LiteRT's kernel takes its states only from variable tensors,
+and a variable tensor may not hold a constant buffer). The final ``h`` may be read (it is the
+last output); the final ``c`` may not (the fused op does not return it), and such loops stay.
+
+Guards (anything else keeps the WHILE): float32 without quantization; the trip count equals the
+sequence length; counters start at 0 and step by 1; only the output (or the final ``h``) is read
+outside.
 """
 
 from __future__ import annotations
@@ -122,15 +131,12 @@ def _analyse_body(body: Editor) -> dict | None:
     k_x, k_t = bin_.index(gather.inputs[0]), bin_.index(gather.inputs[1])
     if bout[k_x] != bin_[k_x]:
         return None
-    # the output slot: RESHAPE(h) into (1, B, H), replacing the carried value every step
+    # the output slot: RESHAPE(h) into (1, B, H), replacing the carried value every step (last
+    # step), or h written at step t of the carried sequence (every step)
     rest = [k for k in range(6) if k not in (k_h, k_c, k_x, k_t)]
-    k_out = [
-        k
-        for k in rest
-        if (p := body.producer_of(bout[k])) is not None
-        and p.kind == "RESHAPE"
-        and p.inputs[0] == bout[k_h]
-    ]
+    last = [k for k in rest if _is_step_reshape(body, bout[k], bout[k_h])]
+    every = [k for k in rest if _is_sequence_write(body, k, k_t, bout[k_h])]
+    k_out = last + every
     if len(k_out) != 1:
         return None
     (k_i,) = [k for k in rest if k != k_out[0]]
@@ -150,12 +156,64 @@ def _analyse_body(body: Editor) -> dict | None:
         "k_t": k_t,
         "k_i": k_i,
         "k_out": k_out[0],
+        "sequence": bool(every),
         "order": order,
         "wx": weights[0],
         "wh": weights[1],
         "biases": biases + extra_bias,
         "tensors": [z, *weights, *biases, *extra_bias, bout[k_h], bout[k_c]],
     }
+
+
+def _is_step_reshape(body: Editor, t: str, h: str) -> bool:
+    p = body.producer_of(t)
+    return p is not None and p.kind == "RESHAPE" and p.inputs[0] == h
+
+
+def _index_vector(body: Editor, t: str | None, first: str) -> list[int] | None:
+    """``rest`` when ``t`` is CONCATENATION(RESHAPE(first, [1]), rest) along axis 0, else None."""
+    cat = body.producer_of(t)
+    if cat is None or cat.kind != "CONCATENATION" or len(cat.inputs) != 2:
+        return None
+    if cat.options.get("axis") != 0:
+        return None
+    head = body.producer_of(cat.inputs[0])
+    if head is None or head.kind != "RESHAPE" or head.inputs[0] != first:
+        return None
+    rest = body.value(cat.inputs[1])
+    if rest is None or rest.dtype.kind != "i":
+        return None
+    return [int(v) for v in rest.reshape(-1)]
+
+
+def _is_sequence_write(body: Editor, k: int, k_t: int, h: str) -> bool:
+    """Whether output ``k`` is the carried sequence with step ``t`` replaced by ``h``.
+
+    Keras' TensorList write, lowered: CONCAT(SLICE(seq, 0, [t, -1, -1]), RESHAPE(h, (1, B, H)),
+    SLICE(seq, [t + 1, 0, 0], [-1, -1, -1])) along axis 0.
+    """
+    seq, t, t_next = body.inputs[k], body.inputs[k_t], body.outputs[k_t]
+    cat = body.producer_of(body.outputs[k])
+    if cat is None or cat.kind != "CONCATENATION" or len(cat.inputs) != 3:
+        return False
+    if cat.options.get("axis") != 0 or cat.options.get("fused_activation_function") != "NONE":
+        return False
+    head, tail = body.producer_of(cat.inputs[0]), body.producer_of(cat.inputs[2])
+    if head is None or tail is None or not _is_step_reshape(body, cat.input(1), h):
+        return False
+    if head.kind != "SLICE" or tail.kind != "SLICE" or not head.inputs[0] == tail.inputs[0] == seq:
+        return False
+    zeros, ones = body.value(head.inputs[1]), body.value(tail.inputs[2])
+    if zeros is None or ones is None or np.any(zeros) or not np.all(ones == -1):
+        return False
+    head_size = _index_vector(body, head.inputs[2], t)
+    tail_begin = _index_vector(body, tail.inputs[1], t_next)
+    rank = len(body.tensor(seq).shape)
+    return (
+        head_size == [-1] * (rank - 1)
+        and tail_begin == [0] * (rank - 1)
+        and zeros.size == ones.size == rank
+    )
 
 
 def _trip_count(cond: Editor, k_t: int, k_i: int) -> int | None:
@@ -179,8 +237,121 @@ def _trip_count(cond: Editor, k_t: int, k_i: int) -> int | None:
     return min(bounds.values())
 
 
+#: Options of the fused ops: Keras' activation, no clipping.
+LSTM_OPTIONS = {
+    "fused_activation_function": "TANH",
+    "cell_clip": 0.0,
+    "proj_clip": 0.0,
+    "time_major": True,
+    "asymmetric_quantize_inputs": False,
+    "diagonal_recurrent_tensors": False,
+}
+
+
+def state_input(
+    ed: Editor, anchor: Op, role: str, init: str | None, shape: tuple[int, ...]
+) -> tuple[str, list[Op], list[Tensor]]:
+    """The variable tensor that a fused LSTM op takes as state ``role`` (``output_state`` or
+    ``cell_state``), and the ops and tensors that set it.
+
+    ``init`` None, a zero constant or a dropped one: a bare variable tensor (zero when the model is
+    loaded). Anything else is copied into a fresh variable by ``ADD(init, 0)``: LiteRT's kernels
+    take states only from variable tensors, which may not hold a constant buffer.
+    """
+    var = Tensor(ed.fresh(f"{anchor.name}/{role}"), shape, "float32", is_variable=True)
+    if init is None or _zero_or_dropped(ed, init):
+        return var.name, [], [var]
+    zero = ed.const(f"{anchor.name}/{role}_zero", np.zeros((), np.float32), (), "float32")
+    copy = Op(
+        op_name(ed, f"ADD_{role}", anchor),
+        "ADD",
+        (init, zero.name),
+        (var.name,),
+        {"fused_activation_function": "NONE"},
+    )
+    return var.name, [copy], [var, zero]
+
+
+def split_gates(
+    ed: Editor, anchor: Op, base: str, value: np.ndarray | None, shape: tuple[int, ...], order
+) -> list[Tensor]:
+    """Per-gate constants (TFLite's i, f, c, o) of a gate-stacked ``(4H, ...)`` weight or bias.
+
+    ``order[k]`` is the block of gate ``GATES[k]`` in the stacked tensor; a dropped ``value``
+    gives dropped blocks of the right size.
+    """
+    units = shape[0] // 4
+    out = []
+    for gate, k in zip(GATES, order):
+        block = None if value is None else value[k * units : (k + 1) * units]
+        out.append(ed.const(f"{anchor.name}/{base}_{gate}", block, (units, *shape[1:]), "float32"))
+    return out
+
+
+def unidirectional_lstm(
+    ed: Editor,
+    anchor: Op,
+    x: str,
+    weights: tuple[list[Tensor], list[Tensor], list[Tensor]],
+    states: tuple[str, str],
+    out: str,
+    **options,
+) -> Op:
+    """An UNIDIRECTIONAL_SEQUENCE_LSTM op (no peepholes, projection or layer norm)."""
+    w_in, w_rec, bias = weights
+    inputs = (
+        x,
+        *(t.name for t in w_in),
+        *(t.name for t in w_rec),
+        None,
+        None,
+        None,
+        *(t.name for t in bias),
+        None,
+        None,
+        *states,
+        None,
+        None,
+        None,
+        None,
+    )
+    kind = "UNIDIRECTIONAL_SEQUENCE_LSTM"
+    return Op(op_name(ed, kind, anchor), kind, inputs, (out,), {**LSTM_OPTIONS, **options})
+
+
+def slice_step(
+    ed: Editor, anchor: Op, seq: str, shape: tuple[int, ...], step: int, axis: int, out: str
+) -> tuple[Op, list[Tensor]]:
+    """STRIDED_SLICE keeping step ``step`` of ``seq`` (``shape``) along ``axis`` (kept, size 1)."""
+    begin = np.zeros(len(shape), np.int32)
+    begin[axis] = step
+    end = np.array(shape, np.int32)
+    end[axis] = step + 1
+    n = len(shape)
+    consts = [
+        ed.const(f"{anchor.name}/step_begin", begin, (n,), "int32"),
+        ed.const(f"{anchor.name}/step_end", end, (n,), "int32"),
+        ed.const(f"{anchor.name}/step_strides", np.ones(n, np.int32), (n,), "int32"),
+    ]
+    op = Op(
+        op_name(ed, "STRIDED_SLICE", anchor),
+        "STRIDED_SLICE",
+        (seq, *(t.name for t in consts)),
+        (out,),
+        {
+            "begin_mask": 0,
+            "end_mask": 0,
+            "ellipsis_mask": 0,
+            "new_axis_mask": 0,
+            "shrink_axis_mask": 0,
+            "offset": False,
+        },
+    )
+    return op, consts
+
+
 def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
-    """Propose UNIDIRECTIONAL_SEQUENCE_LSTM (+ STRIDED_SLICE) for a Keras-3 LSTM WHILE loop."""
+    """Propose UNIDIRECTIONAL_SEQUENCE_LSTM (+ slices, state copies) for a Keras-3 LSTM loop."""
     body_name, cond_name = op.options.get("body_subgraph"), op.options.get("cond_subgraph")
     if body_name is None or cond_name is None or len(op.inputs) != 6:
         return None
@@ -202,106 +373,70 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
         return None
     if any(ed.scalar(op.inputs[k]) != 0 for k in (roles["k_t"], roles["k_i"])):
         return None
-    if not all(_zero_or_dropped(ed, op.input(roles[k])) for k in ("k_h", "k_c")):
-        return None
     wx, wh = body.tensor(roles["wx"]), body.tensor(roles["wh"])
     four_h = wx.shape[0]
     units = four_h // 4
     if four_h % 4 or wx.shape != (four_h, n_in) or wh.shape != (four_h, units):
         return None
+    for k in ("k_h", "k_c"):
+        init = ed.tensor(op.input(roles[k]))
+        if init.shape != (batch, units) or init.dtype != "float32" or init.is_quantized:
+            return None
     out_t = op.outputs[roles["k_out"]]
-    if ed.tensor(out_t).shape != (1, batch, units):
+    want = (steps, batch, units) if roles["sequence"] else (1, batch, units)
+    if ed.tensor(out_t).shape != want:
         return None
     read = [k for k, t in enumerate(op.outputs) if ed.readers.get(t) or ed.is_output(t)]
     if not set(read) <= {roles["k_out"], roles["k_h"]}:
         return None
 
-    # weights per gate, in TFLite's order
-    def gate_blocks(v: np.ndarray | None, shape: tuple[int, ...], base: str) -> list[Tensor]:
-        out = []
-        for gate, k in zip(GATES, roles["order"]):
-            block = None if v is None else v[k * units : (k + 1) * units]
-            out.append(ed.const(f"{op.name}/{base}_{gate}", block, (units, *shape[1:]), "float32"))
-        return out
-
-    w_in = gate_blocks(body.value(wx.name), wx.shape, "input_weights")
-    w_rec = gate_blocks(body.value(wh.name), wh.shape, "recurrent_weights")
+    order = roles["order"]
+    w_in = split_gates(ed, op, "input_weights", body.value(wx.name), wx.shape, order)
+    w_rec = split_gates(ed, op, "recurrent_weights", body.value(wh.name), wh.shape, order)
     bias_vals = [v for v in map(body.value, roles["biases"]) if v is not None]
     total = None
     if len(bias_vals) == len(roles["biases"]):
         total = np.zeros(four_h, np.float32)
         for v in bias_vals:
             total = total + np.broadcast_to(v.reshape(-1), (four_h,))
-    b_gate = gate_blocks(total, (four_h,), "bias")
-    h_state = Tensor(
-        ed.fresh(f"{op.name}/output_state"), (batch, units), "float32", is_variable=True
+    b_gate = split_gates(ed, op, "bias", total, (four_h,), order)
+    new_ops: list[Op] = []
+    new_tensors: list[Tensor] = [*w_in, *w_rec, *b_gate]
+    states = []
+    for role, k in (("output_state", "k_h"), ("cell_state", "k_c")):
+        name, ops, tensors = state_input(ed, op, role, op.input(roles[k]), (batch, units))
+        states.append(name)
+        new_ops += ops
+        new_tensors += tensors
+    seq = out_t
+    if not roles["sequence"]:
+        seq = ed.fresh(f"{op.name}/sequence")
+        new_tensors.append(Tensor(seq, (steps, batch, units), "float32"))
+    new_ops.append(
+        unidirectional_lstm(ed, op, x, (w_in, w_rec, b_gate), (states[0], states[1]), seq)
     )
-    c_state = Tensor(ed.fresh(f"{op.name}/cell_state"), (batch, units), "float32", is_variable=True)
-    seq = Tensor(ed.fresh(f"{op.name}/sequence"), (steps, batch, units), "float32")
-    begin = ed.const(f"{op.name}/last_begin", np.array([steps - 1, 0, 0], np.int32), (3,), "int32")
-    end = ed.const(f"{op.name}/last_end", np.array([steps, batch, units], np.int32), (3,), "int32")
-    strides = ed.const(f"{op.name}/last_strides", np.ones(3, np.int32), (3,), "int32")
-    new_tensors = [*w_in, *w_rec, *b_gate, h_state, c_state, seq, begin, end, strides]
-
-    lstm_inputs = (
-        x,
-        *(t.name for t in w_in),
-        *(t.name for t in w_rec),
-        None,
-        None,
-        None,
-        *(t.name for t in b_gate),
-        None,
-        None,
-        h_state.name,
-        c_state.name,
-        None,
-        None,
-        None,
-        None,
-    )
-    options = {
-        "fused_activation_function": "TANH",
-        "cell_clip": 0.0,
-        "proj_clip": 0.0,
-        "time_major": True,
-        "asymmetric_quantize_inputs": False,
-        "diagonal_recurrent_tensors": False,
-    }
-    lstm = Op(
-        op_name(ed, "UNIDIRECTIONAL_SEQUENCE_LSTM", op),
-        "UNIDIRECTIONAL_SEQUENCE_LSTM",
-        lstm_inputs,
-        (seq.name,),
-        options,
-    )
-    last = Op(
-        op_name(ed, "STRIDED_SLICE", op),
-        "STRIDED_SLICE",
-        (seq.name, begin.name, end.name, strides.name),
-        (out_t,),
-        {
-            "begin_mask": 0,
-            "end_mask": 0,
-            "ellipsis_mask": 0,
-            "new_axis_mask": 0,
-            "shrink_axis_mask": 0,
-            "offset": False,
-        },
-    )
-    new_ops = [lstm, last]
-    if roles["k_h"] in read:
-        shape = ed.const(f"{op.name}/h_shape", np.array([batch, units], np.int32), (2,), "int32")
-        new_tensors.append(shape)
-        new_ops.append(
-            Op(
-                op_name(ed, "RESHAPE", op),
-                "RESHAPE",
-                (out_t, shape.name),
-                (op.outputs[roles["k_h"]],),
-                {},
+    if roles["k_h"] in read or not roles["sequence"]:
+        last = out_t
+        if roles["sequence"]:
+            last = ed.fresh(f"{op.name}/last")
+            new_tensors.append(Tensor(last, (1, batch, units), "float32"))
+        slice_op, consts = slice_step(ed, op, seq, (steps, batch, units), steps - 1, 0, last)
+        new_ops.append(slice_op)
+        new_tensors += consts
+        if roles["k_h"] in read:
+            shape = ed.const(
+                f"{op.name}/h_shape", np.array([batch, units], np.int32), (2,), "int32"
             )
-        )
+            new_tensors.append(shape)
+            new_ops.append(
+                Op(
+                    op_name(ed, "RESHAPE", op),
+                    "RESHAPE",
+                    (last, shape.name),
+                    (op.outputs[roles["k_h"]],),
+                    {},
+                )
+            )
     return Rewrite((op.name,), tuple(new_ops), tuple(new_tensors))
 
 
