@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tacopt.fusion.bilstm import RULES as BILSTM_RULES
 from tacopt.fusion.ir import Op, Tensor
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name
 from tacopt.fusion.rules.pattern import P, match
@@ -440,4 +441,5 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
     return Rewrite((op.name,), tuple(new_ops), tuple(new_tensors))
 
 
-RULES: list[Rule] = [Rule("lstm", frozenset({"WHILE"}), fuse_lstm_loop)]
+#: The LSTM rules: loops first, then forward / backward pairs of fused LSTMs (tf-keras' or ours).
+RULES: list[Rule] = [Rule("lstm", frozenset({"WHILE"}), fuse_lstm_loop), *BILSTM_RULES]

@@ -12,6 +12,9 @@ GELU (approximate)                         0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044
 GELU (exact)                               0.5 x (1 + CUSTOM:Erf(x / sqrt 2))
 CUSTOM:Swish                               LOGISTIC -> MUL(x, .)
 CUSTOM:LayerNorm                           Keras' MEAN / SQUARED_DIFFERENCE / RSQRT lowering
+BIDIRECTIONAL_SEQUENCE_LSTM (float)        UNIDIRECTIONAL_SEQUENCE_LSTM over x, and one over
+                                           REVERSE_V2(x) reversed back (CONCATENATION when
+                                           ``merge_outputs``): tf-keras' form
 =========================================  ==================================================
 
 Nested graphs are expanded too. The result is a new graph; ``fuse(unfuse(G))`` gives back the op
@@ -27,6 +30,7 @@ import networkx as nx
 import numpy as np
 from flatbuffers import flexbuffers
 
+from tacopt.fusion.bilstm import BIDI, N_WEIGHTS
 from tacopt.fusion.ir import Op, Tensor, ops_of
 from tacopt.fusion.rules import custom as _custom  # noqa: F401  (registers the custom kernels)
 from tacopt.fusion.rules.base import Editor, Rewrite
@@ -68,7 +72,42 @@ class _Expander:
         return Rewrite((self.op.name,), tuple(self.ops), tuple(self.tensors))
 
 
+def _unfuse_bidirectional(ed: Editor, op: Op) -> Rewrite | None:
+    """The forward and backward UNIDIRECTIONAL_SEQUENCE_LSTM of a float bidirectional LSTM."""
+    if len(op.inputs) != 48 or any(op.inputs[39:]):
+        return None  # auxiliary inputs
+    if any(ed.tensor(t).dtype != "float32" for t in (*op.inputs, *op.outputs) if t is not None):
+        return None
+    x = op.input(0)
+    seq = ed.tensor(x).shape
+    axis = 0 if op.options.get("time_major", True) else 1
+    e = _Expander(ed, op)
+    axes = ed.const(f"{op.name}/time_axis", np.array([axis], np.int32), (1,), "int32")
+    e.tensors.append(axes)
+    lstm = {k: op.options[k] for k in ("fused_activation_function", "cell_clip", "proj_clip")}
+    lstm |= {"time_major": axis == 0, "asymmetric_quantize_inputs": False}
+    lstm["diagonal_recurrent_tensors"] = False
+    merged = bool(op.options.get("merge_outputs", False))
+    outs: list[str] = []
+    for start, states in ((1, (35, 36)), (1 + N_WEIGHTS, (37, 38))):
+        backward = start != 1
+        source = e.emit("REVERSE_V2", x, axes.name, shape=seq) if backward else x
+        shape = (*seq[:-1], ed.tensor(op.input(states[0])).shape[-1])
+        target = None if merged or backward else op.outputs[len(outs)]
+        inputs = (source, *op.inputs[start : start + N_WEIGHTS], *(op.inputs[k] for k in states))
+        y = e.emit("UNIDIRECTIONAL_SEQUENCE_LSTM", *inputs, out=target, shape=shape, **lstm)
+        if backward:
+            target = None if merged else op.outputs[1]
+            y = e.emit("REVERSE_V2", y, axes.name, out=target, shape=shape)
+        outs.append(y)
+    if merged:
+        e.emit("CONCATENATION", *outs, out=op.outputs[0], axis=-1, fused_activation_function="NONE")
+    return e.rewrite()
+
+
 def _unfuse_op(ed: Editor, op: Op) -> Rewrite | None:
+    if op.kind == BIDI:
+        return _unfuse_bidirectional(ed, op)
     x, y = (op.inputs[0] if op.inputs else None), op.outputs[0] if op.outputs else None
     e = _Expander(ed, op)
     float_out = y is not None and ed.tensor(y).dtype == "float32" and not ed.tensor(y).is_quantized

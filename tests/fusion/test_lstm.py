@@ -19,6 +19,7 @@ from tacopt.fusion.fuse import FuseResult, fuse, op_histogram
 from tacopt.fusion.ir import Buffer, ops_of, validate_graph
 from tacopt.fusion.reader import read_tflite
 from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.unfuse import unfuse
 from tacopt.fusion.writer import write_tflite
 
 MODELS_DIR = Path(__file__).parent / "models"
@@ -141,6 +142,80 @@ def test_rehydrated_text_lstm_fuses_to_one_unidirectional_lstm_equal_to_while(zo
         "WHILE": 0,
     }
     assert r.graph.graph["subgraphs"] == {}
+
+
+#: model -> (merge_outputs, ops left besides the fused op). Keras 3: the two loops fuse first.
+#: Keras' concat merge folds into merge_outputs (behind Keras 3's RESHAPE / TRANSPOSE to batch
+#: major); the last-step variants slice the first step of the backward output.
+BIDIRECTIONAL = {
+    "k3_bilstm_concat_seq": (True, {"RESHAPE": 2}),
+    "k3_bilstm_batch2": (True, {"TRANSPOSE": 2}),
+    "k3_bilstm_separate_seq": (False, {"RESHAPE": 3}),
+    "k3_bilstm_concat_last": (False, {"RESHAPE": 1, "STRIDED_SLICE": 4, "CONCATENATION": 1}),
+    "tfkeras_bilstm_concat_seq": (True, {}),
+    "tfkeras_bilstm_separate_seq": (False, {}),
+    "tfkeras_bilstm_concat_last": (False, {"STRIDED_SLICE": 2, "CONCATENATION": 1}),
+    "tfkeras_bilstm_time_major": (True, {"RESHAPE": 1}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BIDIRECTIONAL))
+def test_forward_backward_pair_fuses_to_one_bidirectional_lstm(name, tmp_path):
+    r = fuse_and_compare(load_model(name), tmp_path)
+    merged, rest = BIDIRECTIONAL[name]
+    hist = op_histogram(r.graph)
+    assert hist == {"BIDIRECTIONAL_SEQUENCE_LSTM": 1, **rest}
+    (bidi,) = [op for _, op in ops_of(r.graph) if op.kind == "BIDIRECTIONAL_SEQUENCE_LSTM"]
+    assert len(bidi.inputs) == 48 and len(bidi.outputs) == (1 if merged else 2)
+    assert bidi.options["merge_outputs"] is merged
+    assert bidi.options["time_major"] is name.startswith("k3_") or name.endswith("time_major")
+    assert fuse(r.graph).counts == {}  # a fixed point
+
+
+@pytest.mark.parametrize("name", ["k3_bilstm_concat_seq", "tfkeras_bilstm_separate_seq"])
+def test_unfuse_lowers_a_bidirectional_lstm_to_two_unidirectional_ones(name, tmp_path):
+    fused = fuse(load_model(name)).graph
+    G = unfuse(fused)
+    validate_graph(G)
+    assert kinds(fuse_and_compare(G, tmp_path), "BIDIRECTIONAL_SEQUENCE_LSTM") == {
+        "BIDIRECTIONAL_SEQUENCE_LSTM": 1
+    }
+    assert op_histogram(G)["UNIDIRECTIONAL_SEQUENCE_LSTM"] == 2
+    assert op_histogram(fuse(G).graph) == op_histogram(fused)
+
+
+def test_pair_with_different_options_stays_two_lstms():
+    G = load_model("tfkeras_bilstm_separate_seq")
+    n = next(n for n, op in ops_of(G) if op.kind == "UNIDIRECTIONAL_SEQUENCE_LSTM")
+    op = G.nodes[n]["op"]
+    G.nodes[n]["op"] = dataclasses.replace(op, options={**op.options, "cell_clip": 3.0})
+    r = fuse(G)
+    assert "bidirectional_lstm" not in r.counts
+    assert op_histogram(r.graph)["UNIDIRECTIONAL_SEQUENCE_LSTM"] == 2
+
+
+def test_bilstm_zoo_model_fuses_to_two_bidirectional_lstms(zoo_dir, tmp_path):
+    # acceptance: no WHILE is left; Keras 3, two layers (sequence, then last step)
+    G = rehydrate(read_tflite(zoo_dir / "keras__text_bilstm_float32.tflite"), seed=0)
+    r = fuse_and_compare(G, tmp_path)
+    assert kinds(r, "WHILE", "BIDIRECTIONAL_SEQUENCE_LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM") == {
+        "WHILE": 0,
+        "BIDIRECTIONAL_SEQUENCE_LSTM": 2,
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": 0,
+    }
+    assert r.graph.graph["subgraphs"] == {}
+
+
+def test_tfkeras_bilstm_zoo_model_fuses_to_two_bidirectional_lstms(zoo_dir, tmp_path):
+    G = rehydrate(read_tflite(zoo_dir / "keras__text_bilstm_tfkeras_float32.tflite"), seed=0)
+    r = fuse_and_compare(G, tmp_path)
+    assert kinds(
+        r, "BIDIRECTIONAL_SEQUENCE_LSTM", "UNIDIRECTIONAL_SEQUENCE_LSTM", "REVERSE_V2"
+    ) == {
+        "BIDIRECTIONAL_SEQUENCE_LSTM": 2,
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": 0,
+        "REVERSE_V2": 0,
+    }
 
 
 def test_gru_loop_is_not_mistaken_for_an_lstm(zoo_dir):
