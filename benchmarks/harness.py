@@ -10,7 +10,9 @@ that every other picker's ratio to the optimum is known (:func:`run_case`).
 interrupted run loses at most the cases in flight; a torn last line is dropped on restart, and
 records already in the file are skipped. When the run ends the file is rewritten (atomically) in
 case order, so the output does not depend on how many workers ran it or in which order they
-finished.
+finished. Before any of that, :func:`check_study` and :func:`check_models` refuse a study that
+cannot run, and Ctrl-C stops worker processes (:mod:`tacopt.benchmarks.workers`) at once,
+raising :class:`StudyInterrupted`.
 
 A record (one JSON object per line)::
 
@@ -49,13 +51,16 @@ from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tacopt.benchmarks.zoos import BenchmarkError, ZooItem, load_item, resolve_zoo
 from tacopt.fusion.errors import TacoptError
 from tacopt.fusion.io import atomic_write
+
+if TYPE_CHECKING:  # workers imports this module
+    from tacopt.benchmarks.workers import WorkerSetup
 
 #: Device sets of the default study (TAC's examples).
 DEFAULT_DEVICE_SETS: tuple[tuple[str, ...], ...] = (
@@ -495,8 +500,9 @@ def run_study(
     out : path
         The JSONL results file; created if absent, resumed if present.
     jobs : int, optional
-        Worker processes (default: the number of cores, or 1 in this process when the study
-        uses a picker or cost model defined in ``__main__``, which workers cannot import).
+        Worker processes (default: the number of cores, or none, running in this process, when
+        the study names a picker, cost model or device that workers cannot import, such as one
+        defined in ``__main__``).
     scheduler : str or dask.distributed.Client, optional
         Run on a Dask cluster (``"tcp://HOST:PORT"``) instead of local processes.
     progress : bool
@@ -686,27 +692,45 @@ def _execute(
         return
     setup = _worker_setup(study, load)
     from_main = _defined_in_main(study)
-    if from_main and jobs is None and in_process is None:
-        in_process = True
-    if in_process is None:
-        in_process = jobs == 1
-    if in_process:
-        yield None
-        warm_up(setup.warm_up)
-        for case, done in todo:
-            yield case, run_case(case, done)
+    automatic = jobs is None and in_process is None
+    if in_process or (in_process is None and jobs == 1) or (from_main and automatic):
+        yield from _execute_here(todo, setup)
         return
     if from_main:
         raise BenchmarkError(
             f"{from_main[0]} is defined in __main__ (a notebook or a script), which worker "
             "processes cannot import: define it in a module (or pass pkg.mod:Name), or use jobs=1"
         )
-    yield from _execute_processes(todo, study, min(jobs or os.cpu_count() or 1, len(todo)), setup)
+    results = _execute_processes(todo, study, min(jobs or os.cpu_count() or 1, len(todo)), setup)
+    try:
+        next(results)
+    except _WorkersLack:
+        if not automatic:
+            raise
+        results = _execute_here(todo, setup)  # e.g. a device registered in a notebook
+        next(results)
+    yield None
+    yield from results
+
+
+class _WorkersLack(BenchmarkError):
+    """Worker processes do not know a picker, device or cost model that the study names."""
+
+
+def _execute_here(
+    todo: Sequence[tuple[Case, dict[str, dict]]], setup: WorkerSetup
+) -> Generator[tuple[Case, list[dict]] | None, None, None]:
+    yield None
+    warm_up(setup.warm_up)
+    for case, done in todo:
+        yield case, run_case(case, done)
 
 
 def _execute_processes(
-    todo: Sequence[tuple[Case, dict[str, dict]]], study: Study, jobs: int, setup: Any
+    todo: Sequence[tuple[Case, dict[str, dict]]], study: Study, jobs: int, setup: WorkerSetup
 ) -> Generator[tuple[Case, list[dict]] | None, None, None]:
+    """Run ``todo`` on ``jobs`` worker processes, one case each at a time; a worker that dies
+    gives CRASH records for its case and is replaced."""
     from tacopt.benchmarks.workers import Worker, receive, started
 
     queue = list(range(len(todo)))[::-1]  # case indices, next one last
@@ -753,7 +777,7 @@ def _crashed(case: Case, done: Mapping[str, Any]) -> tuple[Case, list[dict]]:
     return case, [_failed(_for_picker(base, case, p), crash) for p in case.pickers if p not in done]
 
 
-def _worker_setup(study: Study, load: Sequence[str]) -> Any:
+def _worker_setup(study: Study, load: Sequence[str]) -> WorkerSetup:
     """What workers import first: ``load``, and the user modules that registered the study's
     pickers, cost models and devices in this process; which pickers they warm up."""
     from tacopt.benchmarks.workers import WorkerSetup
@@ -810,7 +834,7 @@ def _check_workers_know(study: Study, known: Mapping[str, Sequence[str]]) -> Non
     for kind, names in wanted.items():
         missing = [n for n in names if n not in known[kind]]
         if missing:
-            raise BenchmarkError(
+            raise _WorkersLack(
                 f"{kind} {missing[0]!r} is registered here but not in worker processes: "
                 "register it in a module (or pass --load FILE.py), or use jobs=1"
             )

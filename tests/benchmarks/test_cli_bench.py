@@ -314,3 +314,30 @@ def test_a_resumed_study_with_nothing_to_do_shows_no_progress_bar(tmp_path: Path
     assert first.returncode == 0 and "1/1" in first.stderr
     again = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and again.stderr == ""
+
+
+DEVICE_NOTEBOOK = """
+from tacopt.benchmarks.harness import Study, run_study
+from tacopt.partitioner.targets import SimpleTarget, register_target
+
+register_target(SimpleTarget("DSP", frozenset(), 2.0))
+study = Study(zoos=("resnet:2,3",), device_sets=(("DSP", "CPU"),), pickers=("exact", "greedy"))
+records = run_study(study, OUT, jobs=JOBS)
+print(sorted({(r["devices"], r["status"]) for r in records}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("jobs", "expected"),
+    [
+        (None, "[('DSP,CPU', 'HEURISTIC'), ('DSP,CPU', 'OPTIMAL')]"),  # runs in this process
+        (2, "device 'DSP' is registered here but not in worker processes"),
+    ],
+)
+def test_a_device_registered_in_a_notebook(tmp_path: Path, jobs: int | None, expected: str) -> None:
+    code = DEVICE_NOTEBOOK.replace("OUT", repr(str(tmp_path / "r.jsonl")))
+    code = code.replace("JOBS", repr(jobs))
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)  # fmt: skip
+    assert expected in result.stdout + result.stderr, result.stderr
+    assert (tmp_path / "r.jsonl").exists() == (jobs is None)  # refused: nothing written
