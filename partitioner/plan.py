@@ -125,6 +125,41 @@ class Plan:
         ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
         return ", ".join(f"{device} {n}" for device, n in ranked) or "none"
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Plan:
+        """The plan of its JSON form (``tacopt pick --json`` and ``--plan`` write it).
+
+        Raises
+        ------
+        PlanError
+            When a field is missing or of the wrong kind.
+
+        Examples
+        --------
+        >>> plan = Plan("manual", "HEURISTIC", 3.0, None, None,
+        ...             {"a": Choice("CPU", "FLOAT", 3.0)}, Breakdown(3.0, 0.0, 0.0), 0.1)
+        >>> Plan.from_dict(plan.to_dict()) == plan
+        True
+        """
+        try:
+            return cls(
+                picker=str(data["picker"]),
+                status=str(data["status"]),
+                objective=float(data["objective"]),
+                bound=None if data["bound"] is None else float(data["bound"]),
+                gap=None if data["gap"] is None else float(data["gap"]),
+                assignment={
+                    name: Choice(str(c["device"]), str(c["type"]), float(c["cost"]))
+                    for name, c in data["assignment"].items()
+                },
+                breakdown=Breakdown(**{k: float(v) for k, v in data["breakdown"].items()}),
+                seconds=float(data["seconds"]),
+                params=dict(data.get("params", {})),
+                cost_unit=str(data.get("cost_unit", "cost")),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PlanError(f"not a plan: {type(exc).__name__}: {exc}") from None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON form written by ``tacopt pick --json`` and ``--plan``."""
         return {

@@ -496,9 +496,10 @@ def _check_unit(unit: Unit, seen: set[str], fail: Callable[[str], NoReturn]) -> 
         if not isinstance(c.device, str) or not isinstance(c.type, str):
             fail(f"{where} choices[{k}]: device and type must be strings")
         _check_text(c.device, f"{where} choices[{k}] device", fail)
-        label = f"{where} choice {c.label}"
         if c.type not in _ACTIVATION_FORMAT:
-            fail(f"{label}: unknown inference type; known: {', '.join(INFERENCE_TYPES)}")
+            known = ", ".join(INFERENCE_TYPES)
+            fail(f"{where} choices[{k}]: unknown inference type {_show(c.type)}; known: {known}")
+        label = f"{where} choice {c.label}"
         if (c.device, c.type) in pairs:
             fail(f"{label}: listed twice")
         pairs.add((c.device, c.type))
@@ -673,8 +674,8 @@ def _problem_from_dict(data: Any, source: str) -> PickProblem:
     for i, item in enumerate(_list_of(data.get("links", []), "links", fail)):
         _object(item, "link", f"links[{i}]", fail)
         src, dst = item.get("from"), item.get("to")
-        if not isinstance(src, str) or not isinstance(dst, str):
-            fail(f"links[{i}]: 'from' and 'to' must be device names")
+        if not isinstance(src, str) or not isinstance(dst, str) or _BAD_TEXT.search(src + dst):
+            fail(f"links[{i}]: 'from' and 'to' must be device names, got {_show([src, dst])}")
         if (src, dst) in links:
             fail(f"link {src}->{dst} listed twice")
         links[(src, dst)] = _link_from(item, "link", f"link {src}->{dst}", fail)

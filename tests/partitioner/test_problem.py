@@ -6,12 +6,14 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tacopt.benchmarks.synthetic import layered_dag_problem
 from tacopt.fusion.errors import TacoptError
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem import (
+    MAX_TOTAL,
     Choice,
     Link,
     PickProblem,
@@ -21,9 +23,11 @@ from tacopt.partitioner.problem import (
     load_problem,
     save_problem,
     type_of_dtype,
+    validate_problem,
 )
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "pick-problem.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "pick-problem.md"
 
 
 def small_problem() -> dict:
@@ -52,8 +56,18 @@ def small_problem() -> dict:
 
 def write(tmp_path: Path, data: object) -> Path:
     path = tmp_path / "problem.json"
-    path.write_text(data if isinstance(data, str) else json.dumps(data))
+    if isinstance(data, bytes):
+        path.write_bytes(data)
+    else:
+        path.write_text(data if isinstance(data, str) else json.dumps(data))
     return path
+
+
+def _text(data: dict, old: str, new: str) -> str:
+    """The JSON text of ``data`` with one literal replaced (for what json.dumps cannot write)."""
+    text = json.dumps(data)
+    assert old in text
+    return text.replace(old, new, 1)
 
 
 def test_round_trip_through_a_file(tmp_path: Path) -> None:
@@ -119,6 +133,79 @@ BAD = {
     "unknown dtype": (_set(["tensors", 1, "dtype"], "float8"), "unknown dtype 'float8'"),
     "missing field": ({"units": [], "tensors": []}, "missing field 'transfer'"),
     "negative price": (_set(["transfer", "fixed"], -3), "transfer.fixed"),
+    # Issue 12 D: hostile files get one line too.
+    "UTF-16": (json.dumps(small_problem()).encode("utf-16"), "not UTF-8 text (UTF-16"),
+    "invalid UTF-8": (
+        json.dumps(small_problem()).replace('"a"', '"\u00e9"').encode("latin-1"),
+        "not UTF-8 text (byte 0xe9 at offset",
+    ),
+    "a TFLite model": (
+        (ROOT / "benchmarks/models/keras__mobilenet_v2_int8.tflite").read_bytes()[:4096],
+        "a TFLite model, not a pick problem",
+    ),
+    "1,000 nested arrays": (
+        _text(small_problem(), "true", "[" * 1000 + "]" * 1000),
+        "nested too deeply",
+    ),
+    "5,000-digit integer": (
+        _text(small_problem(), "40.0", "1" + "0" * 5000),
+        "unit 'a' choice GPU/FLOAT cost must be finite, >= 0 and <= 1e+18, got inf",
+    ),
+    "10**400 cost": (
+        _text(small_problem(), "40.0", str(10**400)),
+        "unit 'a' choice GPU/FLOAT cost must be",
+    ),
+    "10**400 shape": (
+        _text(small_problem(), "[2]", f"[{10**400}]"),
+        "tensor 'y': shape [inf] must be integers from 0 to 2**63 - 1",
+    ),
+    "2**63 bytes": (
+        _set(["tensors", 1, "shape"], [2**31, 2**31]),
+        "tensor 't': shape [2147483648, 2147483648] holds 2**63 bytes or more",
+    ),
+    "per_byte 1e308": (_set(["transfer", "per_byte"], 1e308), "transfer.per_byte must be"),
+    "quant 1e308": (_set(["quant", "per_element"], 1e308), "quant.per_element must be"),
+    "fixed 1e308": (_set(["transfer", "fixed"], 1e308), "transfer.fixed must be"),
+    "one transfer past the limit": (
+        _set(["transfer", "per_byte"], 1e17),
+        "tensor 'x': one transfer of its 40 bytes may cost 4e+18 (transfer.per_byte = 1e+17)",
+    ),
+    "a self-link": (
+        small_problem()
+        | {"links": [{"from": "GPU", "to": "GPU", "per_byte": 1e308, "fixed": 1e308}]},
+        "link GPU->GPU: a tensor never moves to the device it is on",
+    ),
+    "costs adding up past the limit": (
+        _set(
+            ["units"],
+            [
+                dict(u, choices=[c | {"cost": 6e17} for c in u["choices"]])
+                for u in small_problem()["units"]
+            ],
+        ),
+        "a plan may cost up to 1.2e+18 (compute 1.2e+18, transfer 470, quant 0), more than the"
+        " 1e+18 any total may reach; scale down the units' costs",
+    ),
+    # Issue 11: a misspelled field or a host no unit runs on.
+    "misspelled field": (small_problem() | {"tranfser": {}}, "top level: unknown field 'tranfser'"),
+    "misspelled tensor field": (
+        _set(["tensors", 2, "outptu"], True),
+        "tensor 'y': unknown field 'outptu'",
+    ),
+    "misspelled choice field": (
+        _set(["units", 0, "choices", 1, "cots"], 1.0),
+        "unit 'a' choices[1]: unknown field 'cots'",
+    ),
+    "unknown host": (small_problem() | {"host": "TPU"}, "host 'TPU' is not a device of any unit"),
+    "a newline in a name": (_set(["tensors", 1, "name"], "t\n"), "holds a control character"),
+    "a lone surrogate": (
+        _text(small_problem(), '"GPU"', '"\\ud800"'),
+        "unit 'a' choices[0] device '\\ud800' holds a control character or a lone surrogate",
+    ),
+    "a number as a device": (_set(["units", 0, "choices", 0, "device"], 5), "must be strings"),
+    "a string cost": (_set(["units", 1, "choices", 0, "cost"], "1"), "must be a number"),
+    "boolean cost": (_set(["units", 1, "choices", 0, "cost"], True), "must be a number"),
+    "empty cost unit": (small_problem() | {"cost_unit": ""}, "cost_unit must be a non-empty"),
 }
 
 
@@ -172,3 +259,49 @@ def test_units_out_of_order_get_a_topological_order() -> None:
         0.0,
     )
     assert index_problem(problem).order.tolist() == [1, 0]
+
+
+def test_a_utf8_bom_is_accepted(tmp_path: Path) -> None:
+    path = write(tmp_path, b"\xef\xbb\xbf" + json.dumps(small_problem()).encode())
+    assert load_problem(path) == PickProblem.from_dict(small_problem())
+
+
+def test_the_cost_unit_round_trips(tmp_path: Path) -> None:
+    assert PickProblem.from_dict(small_problem()).cost_unit == "cost"
+    problem = PickProblem.from_dict(small_problem() | {"cost_unit": "us"})
+    assert problem.cost_unit == "us"
+    assert load_problem(save_problem(problem, tmp_path / "p.json")) == problem
+
+
+def test_totals_up_to_the_limit_are_accepted() -> None:
+    data = _set(["units", 1, "choices", 0, "cost"], MAX_TOTAL / 2)
+    data["units"][0]["choices"][1]["cost"] = MAX_TOTAL / 4
+    assert PickProblem.from_dict(data).units[1].choices[0].cost == MAX_TOTAL / 2
+
+
+def test_huge_python_numbers_are_refused_not_overflowed() -> None:
+    problem = PickProblem.from_dict(small_problem())
+    unit = problem.units[1]
+    big = Unit(unit.name, (Choice("CPU", "FLOAT", 10**400),))
+    with pytest.raises(ProblemError, match="cost must be finite"):
+        validate_problem(PickProblem(problem.units[:1] + (big,), problem.tensors, *_rest(problem)))
+    shape = TensorEdge("t", "a", ("b",), (10**400,), "float32")
+    with pytest.raises(ProblemError, match="shape"):
+        validate_problem(PickProblem(problem.units, (shape,), *_rest(problem)))
+
+
+def test_numpy_integers_in_shapes_are_fine() -> None:
+    problem = PickProblem.from_dict(small_problem())
+    edge = TensorEdge("t", "a", ("b",), (np.int64(10), np.int32(2)), "float32")
+    validate_problem(PickProblem(problem.units, (edge,), *_rest(problem)))
+
+
+def _rest(problem: PickProblem) -> tuple:
+    return (problem.transfer, problem.quant_per_element, problem.host, problem.boundaries)
+
+
+def test_links_to_devices_without_units_are_ignored() -> None:
+    """The partitioner writes a link for every pair of targets, used or not."""
+    links = [{"from": "NPU", "to": "CPU", "per_byte": 1e18, "fixed": 0}]
+    problem = PickProblem.from_dict(small_problem() | {"links": links})
+    assert index_problem(problem).devices == ("CPU", "GPU")

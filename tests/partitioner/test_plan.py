@@ -1,0 +1,137 @@
+"""Plans: how they print, their JSON form, and an objective that never overflows or warns."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from tacopt.benchmarks.synthetic import layered_dag_problem
+from tacopt.partitioner.errors import PlanError
+from tacopt.partitioner.pickers import pick, picker_names
+from tacopt.partitioner.plan import Breakdown, Plan, evaluate, unit_label, validate_plan
+from tacopt.partitioner.problem import (
+    MAX_TOTAL,
+    Choice,
+    Link,
+    PickProblem,
+    TensorEdge,
+    Unit,
+    validate_problem,
+)
+
+
+def gpu_cpu_problem(cost_unit: str = "us") -> PickProblem:
+    """x -> a -> t -> b -> y, ``a`` on GPU or CPU, ``b`` on CPU only."""
+    gpu, cpu = Choice("GPU", "FLOAT", 40.0), Choice("CPU", "FLOAT", 200.0)
+    return PickProblem(
+        (Unit("a", (gpu, cpu)), Unit("b", (Choice("CPU", "FLOAT", 1.0),))),
+        (
+            TensorEdge("x", None, ("a",), (10,), "float32"),
+            TensorEdge("t", "a", ("b",), (10,), "float32"),
+            TensorEdge("y", "b", (), (2,), "float32", output=True),
+        ),
+        Link(5.0, 10.0),
+        2.0,
+        cost_unit=cost_unit,
+    )
+
+
+def test_an_optimal_plan_prints_its_bound_breakdown_and_devices() -> None:
+    plan = pick(gpu_cpu_problem(), "exact")
+    text = str(plan)
+    lines = text.splitlines()
+    assert lines[0].startswith("exact: OPTIMAL, objective 201 µs, bound 201, gap 0% (")
+    assert [line.split()[0] for line in lines[1:]] == ["compute", "transfer", "quant", "units"]
+    assert lines[-1].split() == ["units", "CPU", "2"]
+    assert all(line.endswith("µs") for line in lines[1:4])
+    assert repr(plan).startswith("<Plan exact OPTIMAL: 201 µs, bound 201, gap 0% (compute 201,")
+    assert "\n" not in repr(plan)
+
+
+def test_a_heuristic_plan_has_no_bound_and_counts_units_per_device() -> None:
+    plan = pick(gpu_cpu_problem("tac"), "first-fit")
+    assert "bound" not in str(plan) and "gap" not in repr(plan)
+    assert "units CPU 1, GPU 1;" in repr(plan)  # ties by name
+    assert "TAC units" in str(plan).splitlines()[0]
+
+
+def test_a_feasible_plan_shows_its_gap() -> None:
+    plan = dataclasses.replace(pick(gpu_cpu_problem(), "greedy"), status="FEASIBLE",
+                               bound=150.0, gap=0.25)  # fmt: skip
+    assert "bound 150, gap 25%" in str(plan).splitlines()[0]
+
+
+def test_notebooks_show_the_block() -> None:
+    plan = pick(gpu_cpu_problem(), "greedy")
+    shown: list[str] = []
+
+    class Printer:
+        def text(self, value: str) -> None:
+            shown.append(value)
+
+    plan._repr_pretty_(Printer(), cycle=False)
+    assert shown == [str(plan)]
+
+
+def test_large_costs_print_with_separators() -> None:
+    problem = dataclasses.replace(layered_dag_problem(30, seed=0), cost_unit="ms")
+    plan = pick(problem, "greedy")
+    assert f"{plan.objective:,.0f}"[:5] in str(plan)
+    assert unit_label("ms") == "ms"
+
+
+def test_the_json_form_round_trips_with_the_cost_unit() -> None:
+    plan = pick(gpu_cpu_problem(), "exact")
+    record = json.loads(json.dumps(plan.to_dict()))
+    assert record["cost_unit"] == "us"
+    again = Plan.from_dict(record)
+    assert dataclasses.replace(again, params=plan.params) == plan
+    validate_plan(gpu_cpu_problem(), again)
+
+
+@pytest.mark.parametrize("record", [{}, {"picker": "x"}, {"assignment": 5}, []])
+def test_from_dict_refuses_what_is_not_a_plan(record) -> None:
+    with pytest.raises(PlanError, match="not a plan"):
+        Plan.from_dict(record)
+
+
+def near_the_limit() -> PickProblem:
+    """Every price as high as validation lets it be: totals just under MAX_TOTAL."""
+    base = layered_dag_problem(10, seed=5)
+    scale = MAX_TOTAL / 4 / sum(max(c.cost for c in u.choices) for u in base.units)
+    units = tuple(
+        Unit(u.name, tuple(Choice(c.device, c.type, c.cost * scale) for c in u.choices),
+             u.initial)
+        for u in base.units
+    )  # fmt: skip
+    transfers = sum(len(set(t.consumers)) + t.output for t in base.tensors)
+    biggest = max(t.elements for t in base.tensors)
+    per_byte = MAX_TOTAL / 4 / (2 * transfers * biggest * 4)
+    return dataclasses.replace(
+        base,
+        units=units,
+        transfer=Link(per_byte, MAX_TOTAL / 8 / (2 * transfers)),
+        quant_per_element=MAX_TOTAL / 8 / (2 * transfers * biggest),
+        links={("GPU", "CPU"): Link(per_byte / 2, 0.0)},
+    )
+
+
+@pytest.mark.parametrize("picker", [p for p in picker_names() if p != "mincut"])
+def test_totals_at_the_limit_stay_finite_and_quiet(picker: str) -> None:
+    problem = near_the_limit()
+    validate_problem(problem)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plan = pick(problem, picker)
+        validate_plan(problem, plan)
+        worst = {u.name: max(u.choices, key=lambda c: c.cost) for u in problem.units}
+        total = evaluate(problem, worst).total
+    assert np.isfinite(plan.objective) and plan.objective <= total <= MAX_TOTAL
+
+
+def test_breakdown_total_is_exact() -> None:
+    assert Breakdown(0.1, 0.2, 0.3).total == 0.6
