@@ -459,6 +459,16 @@ _UNARY = frozenset(
     }
 )  # fmt: skip
 
+#: Kinds with one input whose output has the input's shape.
+_ELEMENTWISE_UNARY = frozenset(
+    {
+        "ABS", "CAST", "CEIL", "COS", "DEQUANTIZE", "ELU", "EXP", "FLOOR", "GELU", "HARD_SWISH",
+        "L2_NORMALIZATION", "LEAKY_RELU", "LOG", "LOG_SOFTMAX", "LOGICAL_NOT", "LOGISTIC", "NEG",
+        "QUANTIZE", "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "ROUND", "RSQRT", "SIGN",
+        "SIN", "SOFTMAX", "SQRT", "SQUARE", "TANH", "ZEROS_LIKE", "ONES_LIKE",
+    }
+)  # fmt: skip
+
 #: Required (non-omitted) leading inputs of kinds whose kernels and rewrite rules index them by
 #: slot (optional trailing inputs, such as a convolution's bias, are not counted).
 _REQUIRED_INPUTS: dict[str, int] = {
@@ -764,6 +774,13 @@ def _check_arity(op: Op, fail: Any) -> None:
 
 
 def _check_shapes(G: nx.MultiDiGraph, op: Op, tensors: dict[str, Tensor], fail: Any) -> None:
+    if op.kind in _ELEMENTWISE_UNARY:
+        if len(op.inputs) != 1:
+            fail(f"op '{op.name}' ({op.kind}) has {len(op.inputs)} inputs, expected 1")
+        x, y = tensors[op.inputs[0]], tensors[op.outputs[0]]  # type: ignore[index]
+        if x.shape != y.shape and not any(-1 in (t.shape_signature or ()) for t in (x, y)):
+            fail(f"op '{op.name}' ({op.kind}): output shape {y.shape}, input shape {x.shape}")
+        return
     if op.kind in _ELEMENTWISE_BINARY and len(op.inputs) == 2 and all(op.inputs):
         a, b = (tensors[t] for t in op.inputs if t is not None)
         out = tensors[op.outputs[0]]

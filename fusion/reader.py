@@ -457,7 +457,7 @@ class _Reader:
                     kind=kind,
                     inputs=tensor_names(inputs, f"op {i} input", True),
                     outputs=tensor_names(outputs, f"op {i} output", False),
-                    options=self._options(f, where),
+                    options=self._options(f, where, kind),
                     version=version,
                     custom_options=custom,
                     intermediates=tensor_names(intermediates, f"op {i} intermediate", False),
@@ -468,8 +468,9 @@ class _Reader:
         outputs = tensor_names(_vector(buf, sf[2], "i", 4, nbytes), "outputs", False)
         return make_graph(gname, tensors, ops, inputs, outputs)
 
-    def _options(self, f: list[int], where: str) -> dict[str, Any]:
-        """Decoded builtin options (both unions) of the operator with fields ``f``."""
+    def _options(self, f: list[int], where: str, kind: str) -> dict[str, Any]:
+        """Decoded builtin options (both unions) of the operator with fields ``f``; they must be
+        the table of the op's ``kind`` (the writer can only write that one back)."""
         buf = self.buf
         out: dict[str, Any] = {}
         for type_field, table_field, classes in (
@@ -482,6 +483,10 @@ class _Reader:
             cls = classes.get(value)
             if cls is None:
                 raise self.fail(f"{where}: unknown builtin options type {value}")
+            expected = schema.OPTIONS_FOR_KIND.get(kind)
+            if expected is None or expected[1] is not cls:
+                want = expected[1].__name__[:-1] if expected else "none"
+                raise self.fail(f"{where} ({kind}): has {cls.__name__[:-1]}, expected {want}")
             pos = _table(buf, table_field)
             key = self._options_key(cls, pos)
             decoded = self._options_cache.get(key) if key is not None else None

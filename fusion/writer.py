@@ -189,7 +189,7 @@ class _Writer:
         if signatures:
             fb.ModelAddSignatureDefs(builder, signatures_vec)
         builder.Finish(fb.ModelEnd(builder), file_identifier=b"TFL3")
-        return bytes(builder.Output())
+        return bytes(memoryview(builder.Bytes)[builder.Head() :])  # one copy (Output() makes two)
 
     def _buffer(self, builder: Any, i: int, layout: dict[int, tuple[int, int]] | None) -> int:
         b = self.buffers[i]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -197,3 +198,152 @@ def test_real_subprocess_reports_bad_file(bad_files: dict[str, tuple[Path, str]]
     assert proc.returncode == 2
     assert proc.stdout == "" and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and message in proc.stderr
+
+
+# -- issue 12: hostile models, every reproducer through every command -------------------------
+
+
+def _tensor_of_op(m: fb.ModelT, op: int, slot: int) -> fb.TensorT:
+    sg = m.subgraphs[0]
+    return sg.tensors[sg.operators[op].inputs[slot]]
+
+
+def _valid_conv_without_inputs(m: fb.ModelT) -> None:
+    op = m.subgraphs[0].operators[0]
+    op.builtinOptions.padding = fb.Padding.VALID
+    op.inputs = []
+
+
+def _while_in_its_own_body(m: fb.ModelT) -> None:
+    outer = _first_while(m)
+    body = m.subgraphs[outer.builtinOptions.bodySubgraphIndex]
+    inner = fb.OperatorT()
+    inner.opcodeIndex, inner.builtinOptionsType = outer.opcodeIndex, outer.builtinOptionsType
+    inner.builtinOptions = outer.builtinOptions
+    inner.inputs = list(body.inputs)
+    inner.outputs = []
+    for k in body.inputs:
+        copy = fb.TensorT()
+        copy.shape, copy.type, copy.name = body.tensors[k].shape, body.tensors[k].type, b"again"
+        body.tensors.append(copy)
+        inner.outputs.append(len(body.tensors) - 1)
+    body.operators.append(inner)
+
+
+def _scale(value: float) -> Callable[[fb.ModelT], None]:
+    def edit(m: fb.ModelT) -> None:
+        q = m.subgraphs[0].tensors[62].quantization
+        q.scale = [*list(q.scale)[:3], value, *list(q.scale)[4:]]
+
+    return edit
+
+
+def _data(tensor: Callable[[fb.ModelT], fb.TensorT], nbytes: int) -> Callable[[fb.ModelT], None]:
+    def edit(m: fb.ModelT) -> None:
+        m.buffers[tensor(m).buffer].data = np.zeros(nbytes, np.uint8)
+
+    return edit
+
+
+MOBILENET = "keras__mobilenet_v2_float32.tflite"
+MOBILENET_INT8 = "keras__mobilenet_v2_int8.tflite"
+TRANSFORMER = "keras__text_transformer_float32.tflite"
+LSTM_INT8 = "keras__text_lstm_tfkeras_int8.tflite"
+
+#: The reproducers of issue 12: (model, edit, message fragment).
+HOSTILE: dict[str, tuple[str, Callable[[fb.ModelT], None], str]] = {
+    **{
+        f"A placeholder 2**{e}": (MOBILENET, lambda m, e=e: _set(m.buffers[2], "size", 2**e),
+                                  f"(buffer 2): constant holds {2**e} bytes")
+        for e in (30, 33, 52)
+    },
+    "B fold_pad": (MOBILENET, _valid_conv_without_inputs, "needs its first 2 inputs"),
+    "B layer norm": (TRANSFORMER, lambda m: _set(m.subgraphs[0].operators[1], "outputs", []),
+                     "has no outputs"),
+    "B lstm split": (LSTM, lambda m: _set(m.subgraphs[2].operators[8], "inputs", []),
+                     "(SPLIT) needs its first 2 inputs"),
+    "B two producers": (LSTM, lambda m: _set(m.subgraphs[0].operators[5], "outputs",
+                                              list(m.subgraphs[0].operators[7].outputs)),
+                        "(WHILE) has 6 inputs but 1 outputs"),
+    "G two producers": (LSTM, lambda m: _set(m.subgraphs[0].operators[7], "outputs",
+                                              list(m.subgraphs[0].operators[6].outputs)),
+                        "is produced by both"),
+    "B byte length": (LSTM, _data(lambda m: m.subgraphs[1].tensors[6], 11),
+                      "constant holds 11 bytes"),
+    "C byte length": (LSTM_INT8, _data(lambda m: m.subgraphs[0].tensors[7], 513),
+                      "constant holds 513 bytes"),
+    "C buffer 99": (MOBILENET_INT8, lambda m: _set(m.subgraphs[0].tensors[62], "buffer", 99),
+                    "(buffer 99): constant holds 64 bytes"),
+    "C shape []": (MOBILENET_INT8, lambda m: _set(m.subgraphs[0].tensors[37], "shape", []),
+                   "shape () of int32 needs 4"),
+    "F huge weight": (MOBILENET, lambda m: _set(_tensor_of_op(m, 0, 1), "shape", [2**31 - 1] * 4),
+                      "tacopt accepts"),
+    "G cycle": (MOBILENET, lambda m: _set_first(m.subgraphs[0].operators[1], "inputs",
+                                                 m.subgraphs[0].operators[2].outputs[0]),
+                "produced later"),
+    "G recursion": (LSTM, _while_in_its_own_body, "calls itself"),
+    "G scale zero": (MOBILENET_INT8, _scale(0.0), "scale 0.0 is not finite and positive"),
+    "G scale nan": (MOBILENET_INT8, _scale(float("nan")), "scale nan"),
+    "G scale inf": (MOBILENET_INT8, _scale(float("inf")), "scale inf"),
+    "G scale negative": (MOBILENET_INT8, _scale(-1.0), "scale -1.0"),
+    "G scale length": (MOBILENET_INT8,
+                       lambda m: _set(m.subgraphs[0].tensors[62].quantization, "scale", [0.1] * 5),
+                       "5 scales but 64 zero points"),
+    "G scale axis": (MOBILENET_INT8,
+                     lambda m: _set(m.subgraphs[0].tensors[62].quantization,
+                                    "quantizedDimension", 7),
+                     "quantized dimension 7 is out of range"),
+}  # fmt: skip
+
+HOSTILE_COMMANDS = {
+    "inspect": ["inspect", "{m}"],
+    "fuse": ["fuse", "{m}", "-o", "{o}/fused.tflite"],
+    "partition": ["partition", "{m}", "--devices", "GPU,CPU", "--granularity", "op"],
+    "export": ["partition", "{m}", "--devices", "GPU,CPU", "--export", "{o}/plan.tflite"],
+    "rehydrate": ["rehydrate", "{m}", "{o}/full.tflite"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_models_get_one_line_exit_2_and_no_output(
+    case: str,
+    bundled_models: dict[str, Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    name, edit, message = HOSTILE[case]
+    model = tmp_path / "model.tflite"
+    model.write_bytes(_repack(bundled_models[name].read_bytes(), edit))
+    out = tmp_path / "out"
+    out.mkdir()
+    for command, argv in HOSTILE_COMMANDS.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a warning line is a failure too
+            code = main([a.format(m=model, o=out) for a in argv])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2, (case, command)
+        assert len(err) == 1 and message in err[0], (case, command, err)
+        assert list(out.iterdir()) == [], (case, command)
+
+
+def test_inspect_prints_what_it_read_then_says_the_model_is_invalid(
+    bundled_models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model = tmp_path / "model.tflite"
+    model.write_bytes(_repack(bundled_models[MOBILENET_INT8].read_bytes(), _scale(0.0)))
+    assert main(["inspect", str(model), "--json"]) == 2
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert summary["ops"] > 0 and summary["valid"] is False and "scale 0.0" in summary["problem"]
+    assert captured.err.count("\n") == 1 and "invalid model" in captured.err
+
+
+def test_rehydrate_refuses_past_the_weight_cap_before_writing(
+    bundled_models: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "full.tflite"
+    argv = ["rehydrate", str(bundled_models[MOBILENET]), str(target), "--max-weight-bytes", "1000"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "(buffer " in err[0] and "over the cap of 1,000" in err[0]
+    assert not target.exists()

@@ -1,16 +1,28 @@
-"""Fuzzing the reader with mutated real models: every failure is a ModelFormatError.
+"""Fuzzing with mutated real models: bad input gets one line and exit 2, never anything else.
 
-Mutations of real files (bit flips, truncation, byte overwrites, and overwrites of the index
-fields themselves: op inputs / outputs, opcode indices, tensor buffers, subgraph inputs /
-outputs, WHILE body / cond indices, signature indices). A mutated file must either be refused
-with :class:`ModelFormatError`, or read into a graph that :func:`validate_graph` accepts or
-refuses with :class:`GraphError`; IndexError, struct.error, a crash or a hang fail the test.
+The CI fuzz target (:func:`test_mutated_models_through_every_command`): at least 2,000 mutated
+models of a campaign whose seed rotates with the date (``TACOPT_FUZZ_SEED`` fixes it; the seed is
+in every failure message), structure-aware and byte-level (:mod:`tacopt.benchmarks.fuzz_models`),
+each through the checker and ``tacopt inspect``, and at least 300 of them also through ``fuse``,
+``partition`` at both granularities with ``--export``, and ``rehydrate``. They run in a worker
+process whose address space is capped with ``RLIMIT_AS`` (2 GiB above its size after imports),
+not under ``tracemalloc``: the cap makes an unbounded allocation fail at once instead of
+swapping the machine, sees numpy's and the flatbuffer builder's memory alike, and costs nothing,
+while tracemalloc slows every allocation and only reports a peak after it happened.
+
+The reader-level tests below: mutations of real files (bit flips, truncation, byte overwrites,
+and overwrites of the index fields: op inputs / outputs, opcode indices, tensor buffers, subgraph
+inputs / outputs, WHILE body / cond indices, signature indices). A mutated file must either be
+refused with one line (:class:`ModelFormatError` or :class:`GraphError`), or read into a graph
+that :func:`validate_graph` accepts; IndexError, struct.error, a crash or a hang fail the test.
 About 2,400 cases per run, deterministic (``derandomize=True``).
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
+import os
 import struct
 from pathlib import Path
 
@@ -19,6 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tacopt.benchmarks import fuzz_models
 from tacopt.fusion.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import validate_graph
 from tacopt.fusion.reader import read_tflite
@@ -175,3 +188,38 @@ def test_fuzzed_models_read_cleanly_unmutated(name: str) -> None:
     if not path.is_file():
         pytest.skip(f"{name} not available")
     validate_graph(read_tflite(Path(path)))
+
+
+#: Cases per CI run, and how many of them also go through the pipeline commands.
+CI_CASES = 2000
+CI_PIPELINE = 300
+
+
+def _ci_seed() -> int:
+    """``TACOPT_FUZZ_SEED`` if set (to reproduce a failure), else today's date as YYYYMMDD."""
+    fixed = os.environ.get("TACOPT_FUZZ_SEED")
+    return int(fixed) if fixed else int(datetime.date.today().strftime("%Y%m%d"))
+
+
+def test_mutated_models_through_every_command() -> None:
+    seed = _ci_seed()
+    print(f"fuzz seed {seed} (TACOPT_FUZZ_SEED={seed} reproduces this run)")
+    sources = fuzz_models.load_sources()
+    bundled = {p.name for p in BUNDLED_DIR.glob("*.tflite")}
+    # The pipeline sample: the first cases mutating a bundled model (the zoo's large models
+    # would spend the time budget rehydrating hundreds of MB).
+    picks = (fuzz_models.pick_source(sources, seed, i)[1].name for i in range(CI_CASES))
+    pipeline = [i for i, name in enumerate(picks) if name in bundled][:CI_PIPELINE]
+    assert len(pipeline) == CI_PIPELINE
+    outcomes = [o for chunk in fuzz_models.run_cases(seed, range(CI_CASES), pipeline=pipeline)
+                for o in chunk]  # fmt: skip
+    ran = {(o.index, o.command) for o in outcomes}
+    assert len({i for i, _ in ran}) == CI_CASES
+    assert sum((i, "rehydrate") in ran for i in pipeline) == CI_PIPELINE
+    failures = [o for o in outcomes if o.outcome in fuzz_models.FAILURES]
+    assert not failures, "\n".join(
+        f"seed {seed} case {o.index} {o.command}: {o.outcome}: {o.detail} [{o.mutation}]"
+        for o in failures[:20]
+    )
+    assert {o.outcome for o in outcomes} <= {"ok", "refused"}
+    assert any(o.outcome == "ok" for o in outcomes if o.command == "export")
