@@ -73,10 +73,10 @@ def layout_axis(ed: Editor, op: Op, axis: int) -> int | None:
     others (Keras' time-major <-> batch-major RESHAPE of batch-1 sequences).
     """
     if op.kind == "TRANSPOSE":
-        perm = ed.value(op.inputs[1]) if len(op.inputs) == 2 else None
-        if perm is None:
+        value = ed.value(op.inputs[1]) if len(op.inputs) == 2 else None
+        if value is None:
             return None
-        perm = [int(p) for p in perm.reshape(-1)]
+        perm = [int(p) for p in value.reshape(-1)]
         return perm.index(axis) if axis in perm else None
     if op.kind != "RESHAPE":
         return None
@@ -190,7 +190,7 @@ def fuse_bidirectional(ed: Editor, f: Op) -> Rewrite | None:
         new_ops.append(
             Op(op_name(ed, "REVERSE_V2", b), "REVERSE_V2", (bw, rev.inputs[1]), (y_b,), {})
         )
-    inputs = [None] * BIDI_INPUTS
+    inputs: list[str | None] = [None] * BIDI_INPUTS
     inputs[0] = f.inputs[0]
     inputs[1 : 1 + N_WEIGHTS] = f.inputs[1 : 1 + N_WEIGHTS]
     inputs[1 + N_WEIGHTS : 1 + 2 * N_WEIGHTS] = b.inputs[1 : 1 + N_WEIGHTS]
@@ -250,7 +250,7 @@ def merge_bidirectional(ed: Editor, cat: Op) -> Rewrite | None:
     sources: list[str] = []
     for t in cat.inputs:
         op = ed.producer_of(t)
-        if op is None or ed.sole_reader(t) is not cat:
+        if t is None or op is None or ed.sole_reader(t) is not cat:
             return None
         layout = None
         if op.kind in ("RESHAPE", "TRANSPOSE"):
@@ -260,7 +260,7 @@ def merge_bidirectional(ed: Editor, cat: Op) -> Rewrite | None:
         if op.kind != BIDI or op.options.get("merge_outputs"):
             return None
         layouts.append(layout)
-        sources.append(layout.inputs[0] if layout is not None else t)  # type: ignore[arg-type]
+        sources.append(layout.input(0) if layout is not None else t)
     bidi = ed.producer_of(sources[0])
     if bidi is None or ed.producer_of(sources[1]) is not bidi or list(bidi.outputs) != sources:
         return None

@@ -227,3 +227,16 @@ def _rewrite_embedding_lookup(ed: Editor, c: Composite) -> Rewrite:
 
 
 register_fusion("embedding_lookup", _verify_embedding_lookup, _rewrite_embedding_lookup)
+
+
+# RNN interfaces (TFLite's RNN conversion guide): :mod:`tacopt.fusion.rnn_composites`.
+from tacopt.fusion import rnn_composites as _rnn  # noqa: E402  (it needs this module's names)
+
+register_fusion("keras_lstm", _rnn.verify_keras_lstm, _rnn.rewrite_keras_lstm)
+register_fusion("LSTMCellSimple", _rnn.verify_lstm_cell_simple, _rnn.rewrite_lstm_cell_simple)
+for _name in ("LayerNormalizedLstmCellSimple", "LayerNormalizedLSTMCellSimple"):  # TF's, lingvo's
+    register_fusion(
+        _name,
+        _rnn.verify_layer_normalized_lstm_cell_simple,
+        _rnn.rewrite_layer_normalized_lstm_cell_simple,
+    )
