@@ -204,14 +204,16 @@ def fuse_bidirectional(ed: Editor, f: Op) -> Rewrite | None:
         "asymmetric_quantize_inputs": False,
     }
     bidi = Op(op_name(ed, BIDI, f), BIDI, tuple(inputs), (f.outputs[0], bw), options)
-    return _after_readers_move(ed, remove, [bidi, *new_ops], tensors)
+    return with_readers_moved(ed, remove, [bidi, *new_ops], tensors)
 
 
-def _after_readers_move(
+def with_readers_moved(
     ed: Editor, remove: list[str], new_ops: list[Op], tensors: list[Tensor]
 ) -> Rewrite:
-    """The rewrite, with every op that reads the new ops' outputs but runs before the last replaced
-    op moved (unchanged) after the new ops, so that node order stays an execution order."""
+    """The rewrite replacing ``remove`` by ``new_ops``, with every op that reads the new ops'
+    outputs but runs before the last replaced op moved (unchanged) after the new ops: the editor
+    puts new ops in the place of the last replaced op, and node order must stay an execution
+    order."""
     anchor = max(ed.pos[n] for n in remove)
     produced = {t for op in new_ops for t in op.outputs}
     moved: list[Op] = []

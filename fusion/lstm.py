@@ -22,7 +22,11 @@ fused op's variable state tensors; any other initial state (a graph input, an ac
 non-zero constant, e.g. after ``tacopt rehydrate``) is copied into a fresh variable tensor by an
 ``ADD(state, 0)`` in front of the op (LiteRT's kernel takes its states only from variable tensors,
 and a variable tensor may not hold a constant buffer). The final ``h`` may be read (it is the
-last output); the final ``c`` may not (the fused op does not return it), and such loops stay.
+last output); the final ``c`` may not (the fused op does not return it), and such loops stay --
+except for Keras' ``stateful=True``: both states read from resource variables (READ_VARIABLE) and
+the final ones assigned back (ASSIGN_VARIABLE), initialised to zeros. The fused op's variable
+state tensors do exactly that by themselves (zero when loaded, carried from one invocation to
+the next), so the reads and assignments go.
 
 Guards (anything else keeps the WHILE): float32 without quantization; the trip count equals the
 sequence length; counters start at 0 and step by 1; only the output (or the final ``h``) is read
@@ -34,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from tacopt.fusion.bilstm import RULES as BILSTM_RULES
+from tacopt.fusion.bilstm import with_readers_moved
 from tacopt.fusion.ir import Op, Tensor
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name
 from tacopt.fusion.rules.pattern import P, match
@@ -351,6 +356,51 @@ def slice_step(
     return op, consts
 
 
+def _resource(ed: Editor, t: str | None) -> tuple[str, str] | None:
+    """(container, shared name) of the resource variable handle ``t``, else None."""
+    op = ed.producer_of(t)
+    if op is None or op.kind != "VAR_HANDLE":
+        return None
+    return str(op.options.get("container", "")), str(op.options.get("shared_name", ""))
+
+
+def _resource_state(ed: Editor, loop: Op, slot: int) -> tuple[str, str] | None:
+    """(READ_VARIABLE, ASSIGN_VARIABLE) op names when state ``slot`` of ``loop`` lives in a
+    resource variable (Keras' ``stateful=True``), else None.
+
+    The variable is read once, into this loop only; the loop's final state is assigned back to
+    it and read by nothing else; nothing else in the model touches it, but one assignment of
+    zeros (or of a dropped constant) in an initialisation graph. The fused op's own variable
+    state tensor then does the same: zero when the model is loaded, carried across invocations.
+    """
+    read = ed.producer_of(loop.inputs[slot])
+    if read is None or read.kind != "READ_VARIABLE" or ed.sole_reader(read.outputs[0]) is not loop:
+        return None
+    var = _resource(ed, read.inputs[0])
+    assign = ed.sole_reader(loop.outputs[slot])
+    if var is None or assign is None or assign.kind != "ASSIGN_VARIABLE":
+        return None
+    if assign.inputs[1] != loop.outputs[slot] or _resource(ed, assign.inputs[0]) != var:
+        return None
+    users = [
+        o.name
+        for o in ed.ordered_ops()
+        if o.kind != "VAR_HANDLE" and any(_resource(ed, t) == var for t in o.inputs)
+    ]
+    if sorted(users) != sorted([read.name, assign.name]) or ed.root is None:
+        return None
+    inits = 0
+    for sub in ed.root.graph.get("subgraphs", {}).values():
+        sub_ed = Editor.of(sub, root=ed.root)
+        for o in sub_ed.ordered_ops():
+            if o.kind == "VAR_HANDLE" or not any(_resource(sub_ed, t) == var for t in o.inputs):
+                continue
+            if o.kind != "ASSIGN_VARIABLE" or not _zero_or_dropped(sub_ed, o.inputs[1]):
+                return None
+            inits += 1
+    return (read.name, assign.name) if inits <= 1 else None
+
+
 def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
     """Propose UNIDIRECTIONAL_SEQUENCE_LSTM (+ slices, state copies) for a Keras-3 LSTM loop."""
     body_name, cond_name = op.options.get("body_subgraph"), op.options.get("cond_subgraph")
@@ -387,7 +437,16 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
     want = (steps, batch, units) if roles["sequence"] else (1, batch, units)
     if ed.tensor(out_t).shape != want:
         return None
-    read = [k for k, t in enumerate(op.outputs) if ed.readers.get(t) or ed.is_output(t)]
+    # Keras' stateful=True: both states read from resource variables and assigned back
+    stateful = [_resource_state(ed, op, roles[k]) for k in ("k_h", "k_c")]
+    resource_ops = [n for pair in stateful if pair is not None for n in pair]
+    if len(resource_ops) not in (0, 4):
+        return None
+    read = [
+        k
+        for k, t in enumerate(op.outputs)
+        if (ed.is_output(t) or set(ed.readers.get(t, ())) - set(resource_ops))
+    ]
     if not set(read) <= {roles["k_out"], roles["k_h"]}:
         return None
 
@@ -405,7 +464,8 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
     new_tensors: list[Tensor] = [*w_in, *w_rec, *b_gate]
     states = []
     for role, k in (("output_state", "k_h"), ("cell_state", "k_c")):
-        name, ops, tensors = state_input(ed, op, role, op.input(roles[k]), (batch, units))
+        init = None if resource_ops else op.input(roles[k])  # stateful: the variable persists
+        name, ops, tensors = state_input(ed, op, role, init, (batch, units))
         states.append(name)
         new_ops += ops
         new_tensors += tensors
@@ -438,7 +498,7 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
                     {},
                 )
             )
-    return Rewrite((op.name,), tuple(new_ops), tuple(new_tensors))
+    return with_readers_moved(ed, [op.name, *resource_ops], new_ops, new_tensors)
 
 
 #: The LSTM rules: loops first, then forward / backward pairs of fused LSTMs (tf-keras' or ours).

@@ -127,6 +127,51 @@ def test_non_zero_constant_initial_states(tmp_path):
     assert kinds(r, "WHILE", "ADD") == {"WHILE": 0, "ADD": 2}
 
 
+def run_litert_steps(path: Path, steps: list[dict[str, np.ndarray]]) -> list[np.ndarray]:
+    """The (one) output of ``path`` for each input in turn, in one interpreter (state carried)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    it = Interpreter(model_path=str(path))
+    it.allocate_tensors()
+    outs = []
+    for inputs in steps:
+        for d in it.get_input_details():
+            it.set_tensor(d["index"], inputs[d["name"]])
+        it.invoke()
+        outs.append(it.get_tensor(it.get_output_details()[0]["index"]))
+    return outs
+
+
+def test_stateful_lstm_keeps_its_state_in_the_fused_op_across_invocations(tmp_path):
+    # Keras' stateful=True: READ_VARIABLE -> loop -> ASSIGN_VARIABLE of both states; the fused
+    # op's variable states carry them from one invocation to the next instead
+    G = load_model("k3_lstm_stateful")
+    r = fuse_and_compare(G, tmp_path)
+    main = {op.kind for _, op in ops_of(r.graph)}  # the initialisation graph stays
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in main
+    assert not main & {"WHILE", "READ_VARIABLE", "ASSIGN_VARIABLE"}
+    steps = [random_inputs(G, seed=s) for s in range(3)]
+    want = run_litert_steps(write_tflite(G, tmp_path / "original.tflite"), steps)
+    got = run_litert_steps(write_tflite(r.graph, tmp_path / "fused.tflite"), steps)
+    assert np.abs(want[2] - want[0]).max() > 1e-3  # the state does carry over
+    for w, g in zip(want, got):
+        assert float(np.abs(g - w).max()) <= RTOL * float(np.abs(w).max())
+
+
+def test_stateful_lstm_with_a_non_zero_initial_value_keeps_its_while():
+    G = load_model("k3_lstm_stateful")
+    (init,) = [
+        S for name, S in G.graph["subgraphs"].items() if "body" not in name and "cond" not in name
+    ]
+    (assign,) = [op for _, op in ops_of(init) if op.kind == "ASSIGN_VARIABLE"][:1]
+    T = dict(init.graph["tensors"])
+    value = np.ones(T[assign.inputs[1]].shape, np.float32)
+    T[assign.inputs[1]] = dataclasses.replace(T[assign.inputs[1]], buffer=Buffer.from_bytes(value))
+    init.graph["tensors"] = T
+    r = fuse(G)
+    assert "lstm" not in r.counts and op_histogram(r.graph)["WHILE"] == 1
+
+
 def test_loop_whose_final_cell_state_is_read_keeps_its_while():
     # return_state=True with c used: the fused op does not return its cell state
     r = fuse(load_model("k3_lstm_state_hc"))

@@ -61,6 +61,11 @@ MODELS: dict[str, tuple[str, str]] = {
         "c0 = keras.Input((H,), batch_size=1)\n"
         "y = L.LSTM(H, return_sequences=True)(x, initial_state=[h0, c0]); x = [x, h0, c0]",
     ),
+    "k3_lstm_stateful": (
+        "keras",
+        "x = keras.Input((T, F), batch_size=1)\n"
+        "y = L.LSTM(H, return_sequences=True, stateful=True)(x)",
+    ),
     "k3_bilstm_concat_seq": (
         "keras",
         "x = keras.Input((T, F), batch_size=1)\n"
