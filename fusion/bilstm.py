@@ -19,7 +19,10 @@ becomes a slice of the mirrored step, and any other reader gets an explicit REVE
 axis, possibly behind the same layout op) into ``merge_outputs=True``.
 
 Guards: float32 without quantization on both halves, no layer normalization (the bidirectional
-op has no slots for it), equal options (activation, clipping, time-major), no auxiliary input.
+op has no slots for it), equal options (activation, clipping, time-major), no auxiliary input;
+no merged outputs for batch-major sequences of more than one batch (LiteRT's kernel gets those
+wrong). :func:`fold_batch_major` finally absorbs Keras 3's layout ops on both sides of a fused
+op into ``time_major=False``.
 Readers of the replaced ops' outputs that come before the fused op in execution order move after
 it, unchanged.
 """
@@ -267,6 +270,8 @@ def merge_bidirectional(ed: Editor, cat: Op) -> Rewrite | None:
     if bidi is None or ed.producer_of(sources[1]) is not bidi or list(bidi.outputs) != sources:
         return None
     seq = ed.tensor(sources[0]).shape
+    if not bidi.options.get("time_major") and _merged_batch_major_broken(BIDI, True, seq):
+        return None
     merged_shape = (*seq[:-1], seq[-1] + ed.tensor(sources[1]).shape[-1])
     lf, lb = layouts
     remove = [bidi.name, cat.name]
@@ -296,7 +301,51 @@ def merge_bidirectional(ed: Editor, cat: Op) -> Rewrite | None:
     return Rewrite(tuple(remove), (new, *tail), tuple(tensors))
 
 
+def _merged_batch_major_broken(kind: str, merged: bool, seq: tuple[int, ...]) -> bool:
+    """LiteRT's BIDIRECTIONAL_SEQUENCE_LSTM gives wrong merged outputs for batch-major sequences
+    of more than one batch (measured with ai-edge-litert 2.3; time-major, or unmerged, is right)."""
+    return kind == BIDI and merged and len(seq) == 3 and seq[0] > 1
+
+
+def swaps_time_and_batch(ed: Editor, op: Op | None) -> bool:
+    """Whether ``op`` turns a (B, T, F) sequence into (T, B, F) or back: TRANSPOSE(1, 0, 2), or a
+    RESHAPE when B or T is 1 (the same bytes either way)."""
+    if op is None or op.kind not in ("TRANSPOSE", "RESHAPE") or len(op.inputs) < 1:
+        return False
+    src, dst = ed.tensor(op.input(0)).shape, ed.tensor(op.outputs[0]).shape
+    if len(src) != 3 or dst != (src[1], src[0], src[2]):
+        return False
+    if op.kind == "RESHAPE":
+        return min(src[0], src[1]) == 1
+    perm = ed.value(op.inputs[1]) if len(op.inputs) == 2 else None
+    return perm is not None and [int(v) for v in perm.reshape(-1)] == [1, 0, 2]
+
+
+def fold_batch_major(ed: Editor, lstm: Op) -> Rewrite | None:
+    """A time-major fused LSTM between layout ops from and back to batch major (Keras 3 puts a
+    TRANSPOSE, or a RESHAPE for batch 1, on each side of its loop) -> ``time_major=False``."""
+    if not lstm.options.get("time_major") or not lstm.inputs or lstm.inputs[0] is None:
+        return None
+    into = ed.producer_of(lstm.inputs[0])
+    if not swaps_time_and_batch(ed, into) or ed.sole_reader(lstm.inputs[0]) is not lstm:
+        return None
+    assert into is not None
+    outs = [ed.sole_reader(t) for t in lstm.outputs]
+    if not all(swaps_time_and_batch(ed, o) for o in outs):
+        return None
+    remove = [into.name, lstm.name, *(o.name for o in outs if o is not None)]
+    inputs = (into.inputs[0], *lstm.inputs[1:])
+    outputs = tuple(o.outputs[0] for o in outs if o is not None)
+    merged = bool(lstm.options.get("merge_outputs"))
+    if _merged_batch_major_broken(lstm.kind, merged, ed.tensor(into.input(0)).shape):
+        return None
+    options = {**lstm.options, "time_major": False}
+    new = Op(lstm.name, lstm.kind, inputs, outputs, options, intermediates=lstm.intermediates)
+    return Rewrite(tuple(remove), (new,))
+
+
 RULES: list[Rule] = [
     Rule("bidirectional_lstm", frozenset({UNI}), fuse_bidirectional),
     Rule("bidirectional_merge", frozenset({"CONCATENATION"}), merge_bidirectional),
+    Rule("lstm_batch_major", frozenset({UNI, BIDI}), fold_batch_major),
 ]
