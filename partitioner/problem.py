@@ -72,6 +72,7 @@ _FIELDS = {
     "tensor": ("name", "producer", "consumers", "shape", "dtype", "output"),
 }  # fmt: skip
 _FIELD_SETS = {kind: frozenset(names) for kind, names in _FIELDS.items()}
+_CHOICE_FIELDS = _FIELD_SETS["choice"]
 
 # Integer literals longer than this are read as floats (so 10**400 is inf and refused by
 # the range checks, naming its field), never as Python ints of unbounded size.
@@ -456,8 +457,7 @@ def _check_units(units: Sequence[Unit], fail: Callable[[str], NoReturn]) -> np.n
         and not _BAD_TEXT.search("".join(names) + "".join(devices))
         and set(map(type, (u.initial for u in units))) <= {int}
         and all(0 <= u.initial < n for u, n in zip(units, counts))
-        and len(set(zip(np.repeat(np.arange(len(units)), counts).tolist(), devices, types)))
-        == len(flat)
+        and not _any_pair_twice(counts, devices, types)
     )
     if fine and costs is not None:
         if not units:
@@ -467,6 +467,17 @@ def _check_units(units: Sequence[Unit], fail: Callable[[str], NoReturn]) -> np.n
     for unit in units:
         _check_unit(unit, seen, fail)
     fail("invalid units")  # not reached: _check_unit names the first culprit
+
+
+def _any_pair_twice(counts: list[int], devices: list[str], types: list[str]) -> bool:
+    """Whether some unit lists a (device, type) twice; choices are numbered unit by unit."""
+    dev_code = {d: i for i, d in enumerate(dict.fromkeys(devices))}
+    type_code = {t: i for i, t in enumerate(INFERENCE_TYPES)}
+    owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
+    dev = np.fromiter(map(dev_code.__getitem__, devices), np.int64, len(devices))
+    kind = np.fromiter(map(type_code.__getitem__, types), np.int64, len(types))
+    keys = (owner * len(dev_code) + dev) * len(type_code) + kind
+    return len(np.unique(keys)) < len(keys)
 
 
 def _float_array(values: list[Any]) -> np.ndarray | None:
@@ -578,29 +589,32 @@ def _check_totals(problem: PickProblem, compute: float, fail: Callable[[str], No
     kept = [t for t in problem.tensors if t.producer is not None or problem.boundaries]
     formats = {activation_format(c.type) for u in problem.units for c in u.choices}
     formats |= {activation_format(type_of_dtype(t.dtype)) for t in kept}
+    # Per kept tensor: destinations, elements, bytes per element (one pass, then numpy).
+    rows = np.array(
+        [(len(set(t.consumers)) + (t.output and problem.boundaries), t.elements,
+          _DTYPE_NBYTES[t.dtype]) for t in kept],
+        dtype=np.float64,
+    ).reshape(-1, 3)  # fmt: skip
+    destinations, elements = rows[:, 0], rows[:, 1]
     quant = problem.quant_per_element
     transfer_total = quant_total = 0.0
-    for t in kept:
-        destinations = len(set(t.consumers)) + (t.output and problem.boundaries)
-        if not destinations:
-            continue
-        where = _Named("tensor", t.name)
-        elements = t.elements
-        if len(devices) > 1:
-            nbytes = elements * _DTYPE_NBYTES[t.dtype]
-            one = per_byte * nbytes + fixed
-            if one > MAX_TOTAL:
-                fail(f"{where}: one transfer of its {nbytes} bytes may cost {one:.3g} "
-                     f"({per_byte_field} = {per_byte:g}), more than the {MAX_TOTAL:g} any "
-                     "total may reach")  # fmt: skip
-            transfer_total += min(destinations, len(devices) - 1) * one
-        if len(formats) > 1:
-            one = quant * elements
-            if one > MAX_TOTAL:
-                fail(f"{where}: one conversion of its {elements} elements costs {one:.3g} "
-                     f"(quant.per_element = {quant:g}), more than the {MAX_TOTAL:g} any total "
-                     "may reach")  # fmt: skip
-            quant_total += min(destinations, len(formats) - 1) * one
+    if len(devices) > 1:
+        one = np.where(destinations > 0, per_byte * elements * rows[:, 2] + fixed, 0.0)
+        if np.any(one > MAX_TOTAL):
+            k = int(np.argmax(one > MAX_TOTAL))
+            nbytes = kept[k].elements * _DTYPE_NBYTES[kept[k].dtype]
+            fail(f"{_Named('tensor', kept[k].name)}: one transfer of its {nbytes} bytes may cost"
+                 f" {one[k]:.3g} ({per_byte_field} = {per_byte:g}), more than the {MAX_TOTAL:g}"
+                 " any total may reach")  # fmt: skip
+        transfer_total = float(np.minimum(destinations, len(devices) - 1) @ one)
+    if len(formats) > 1:
+        one = np.where(destinations > 0, quant * elements, 0.0)
+        if np.any(one > MAX_TOTAL):
+            t = kept[int(np.argmax(one > MAX_TOTAL))]
+            fail(f"{_Named('tensor', t.name)}: one conversion of its {t.elements} elements may"
+                 f" cost {quant * t.elements:.3g} (quant.per_element = {quant:g}), more than the"
+                 f" {MAX_TOTAL:g} any total may reach")  # fmt: skip
+        quant_total = float(np.minimum(destinations, len(formats) - 1) @ one)
     total = compute + transfer_total + quant_total
     if total > MAX_TOTAL:
         parts = {"the units' costs": compute, "the transfer prices": transfer_total,
@@ -702,7 +716,7 @@ def _object(value: Any, kind: str, where: str, fail: Callable[[str], NoReturn]) 
     """Check that ``value`` is a JSON object with no field outside those of ``kind``."""
     if not isinstance(value, dict):
         fail(f"{where} must be a JSON object, got {_show(value)}")
-    if not value.keys() <= _FIELD_SETS[kind]:
+    if not _FIELD_SETS[kind].issuperset(value):
         unknown = sorted(map(str, value.keys() - _FIELD_SETS[kind]))[0]
         fail(f"{where}: unknown field {_show(unknown)}; known: {', '.join(_FIELDS[kind])}")
 
@@ -725,7 +739,7 @@ def _unit_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> Unit:
         fail(f"units[{i}] must be an object with a string 'name'")
     name = item["name"]
     where = _Named("unit", name)
-    if not item.keys() <= _FIELD_SETS["unit"]:
+    if not _FIELD_SETS["unit"].issuperset(item):
         _object(item, "unit", where, fail)
     raw = item.get("choices")
     if not isinstance(raw, list):
@@ -735,7 +749,7 @@ def _unit_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> Unit:
     choices = []
     for k, c in enumerate(raw):
         # The common case in one comparison: an object with exactly the three fields.
-        if not isinstance(c, dict) or c.keys() != _FIELD_SETS["choice"]:
+        if not isinstance(c, dict) or len(c) != 3 or not _CHOICE_FIELDS.issuperset(c):
             _object(c, "choice", f"{where} choices[{k}]", fail)
             fail(f"{where} choices[{k}]: needs 'device', 'type' and 'cost'")
         device, kind = c["device"], c["type"]
@@ -756,7 +770,7 @@ def _tensor_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> TensorEd
         fail(f"tensors[{i}] must be an object with a string 'name'")
     name = item["name"]
     where = _Named("tensor", name)
-    if not item.keys() <= _FIELD_SETS["tensor"]:
+    if not _FIELD_SETS["tensor"].issuperset(item):
         _object(item, "tensor", where, fail)
     for key in ("consumers", "shape", "dtype"):
         if key not in item:

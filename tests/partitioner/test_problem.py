@@ -205,6 +205,12 @@ BAD = {
     "a number as a device": (_set(["units", 0, "choices", 0, "device"], 5), "must be strings"),
     "a string cost": (_set(["units", 1, "choices", 0, "cost"], "1"), "must be a number"),
     "boolean cost": (_set(["units", 1, "choices", 0, "cost"], True), "must be a number"),
+    "a choice twice": (
+        _set(
+            ["units", 1, "choices"], [{"device": "CPU", "type": "FLOAT", "cost": c} for c in (1, 2)]
+        ),
+        "unit 'b' choice CPU/FLOAT: listed twice",
+    ),
     "empty cost unit": (small_problem() | {"cost_unit": ""}, "cost_unit must be a non-empty"),
 }
 
