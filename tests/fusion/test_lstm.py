@@ -16,7 +16,7 @@ import pytest
 
 from tacopt.fusion.executor import random_inputs, run_graph
 from tacopt.fusion.fuse import FuseResult, fuse, op_histogram
-from tacopt.fusion.ir import Buffer, ops_of, validate_graph
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, ops_of, validate_graph
 from tacopt.fusion.reader import read_tflite
 from tacopt.fusion.rehydrate import rehydrate
 from tacopt.fusion.unfuse import unfuse
@@ -172,6 +172,54 @@ def test_stateful_lstm_with_a_non_zero_initial_value_keeps_its_while():
     init.graph["tensors"] = T
     r = fuse(G)
     assert "lstm" not in r.counts and op_histogram(r.graph)["WHILE"] == 1
+
+
+def with_int8_io(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
+    """``G`` between int8 surroundings: QUANTIZE'd input -> DEQUANTIZE -> G -> QUANTIZE."""
+    ((x,), (y,)) = G.graph["inputs"], G.graph["outputs"]
+    T = G.graph["tensors"]
+    q = Quantization((0.02,), (0,))
+    tensors = [
+        *T.values(),
+        Tensor("x_int8", T[x].shape, "int8", quantization=q),
+        Tensor("y_int8", T[y].shape, "int8", quantization=Quantization((0.01,), (0,))),
+    ]
+    ops = [
+        Op("dequantize_in", "DEQUANTIZE", ("x_int8",), (x,)),
+        *(op for _, op in ops_of(G)),
+        Op("quantize_out", "QUANTIZE", (y,), ("y_int8",)),
+    ]
+    return make_graph(
+        G.graph["name"],
+        tensors,
+        ops,
+        ["x_int8"],
+        ["y_int8"],
+        model=G.graph["model"],
+        subgraphs=G.graph["subgraphs"],
+    )
+
+
+@pytest.mark.parametrize("name", ["k3_lstm_seq", "k3_bilstm_concat_last"])
+def test_loop_between_int8_surroundings_fuses(name, tmp_path):
+    G = with_int8_io(load_model(name))
+    validate_graph(G)
+    r = fuse(G)
+    validate_graph(r.graph)
+    assert "WHILE" not in op_histogram(r.graph)
+    inputs = random_inputs(G, seed=1)
+    want = run_litert(write_tflite(G, tmp_path / "original.tflite"), inputs)["y_int8"]
+    got = run_litert(write_tflite(r.graph, tmp_path / "fused.tflite"), inputs)["y_int8"]
+    assert np.abs(got.astype(int) - want.astype(int)).max() <= 1  # one step of the int8 grid
+
+
+def test_full_integer_lstms_stay_unidirectional(zoo_dir):
+    # LiteRT's BIDIRECTIONAL_SEQUENCE_LSTM has no full-integer (8x8->16) kernel
+    r = fuse(read_tflite(zoo_dir / "keras__text_bilstm_tfkeras_int8.tflite"))
+    assert kinds(r, "UNIDIRECTIONAL_SEQUENCE_LSTM", "BIDIRECTIONAL_SEQUENCE_LSTM") == {
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": 4,
+        "BIDIRECTIONAL_SEQUENCE_LSTM": 0,
+    }
 
 
 def test_loop_whose_final_cell_state_is_read_keeps_its_while():
