@@ -99,7 +99,9 @@ def single_step(ed: Editor, op: Op, axis: int) -> int | None:
         return None
     begin, end, strides = (ed.value(t) for t in op.inputs[1:])
     n = ed.tensor(op.input(0)).shape[axis]
-    if begin is None or end is None or strides is None or begin.size <= axis:
+    if begin is None or end is None or strides is None:
+        return None
+    if min(begin.size, end.size, strides.size) <= axis:
         return None
     if int(strides.reshape(-1)[axis]) != 1:
         return None

@@ -374,11 +374,13 @@ def _resource_state(ed: Editor, loop: Op, slot: int) -> tuple[str, str] | None:
     state tensor then does the same: zero when the model is loaded, carried across invocations.
     """
     read = ed.producer_of(loop.inputs[slot])
-    if read is None or read.kind != "READ_VARIABLE" or ed.sole_reader(read.outputs[0]) is not loop:
+    if read is None or read.kind != "READ_VARIABLE" or len(read.inputs) != 1:
+        return None
+    if ed.sole_reader(read.outputs[0]) is not loop:
         return None
     var = _resource(ed, read.inputs[0])
     assign = ed.sole_reader(loop.outputs[slot])
-    if var is None or assign is None or assign.kind != "ASSIGN_VARIABLE":
+    if var is None or assign is None or assign.kind != "ASSIGN_VARIABLE" or len(assign.inputs) != 2:
         return None
     if assign.inputs[1] != loop.outputs[slot] or _resource(ed, assign.inputs[0]) != var:
         return None
@@ -395,7 +397,9 @@ def _resource_state(ed: Editor, loop: Op, slot: int) -> tuple[str, str] | None:
         for o in sub_ed.ordered_ops():
             if o.kind == "VAR_HANDLE" or not any(_resource(sub_ed, t) == var for t in o.inputs):
                 continue
-            if o.kind != "ASSIGN_VARIABLE" or not _zero_or_dropped(sub_ed, o.inputs[1]):
+            if o.kind != "ASSIGN_VARIABLE" or len(o.inputs) != 2:
+                return None
+            if o.inputs[1] is None or not _zero_or_dropped(sub_ed, o.inputs[1]):
                 return None
             inits += 1
     return (read.name, assign.name) if inits <= 1 else None

@@ -3,6 +3,8 @@ form), from GraphBuilder regions and STABLEHLO_COMPOSITE ops, checked by executi
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers
@@ -10,7 +12,9 @@ from flatbuffers import flexbuffers
 from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.errors import FusionError
 from tacopt.fusion.fuse import fuse, op_histogram
-from tacopt.fusion.ir import ops_of, validate_graph
+from tacopt.fusion.ir import ops_of
+from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.writer import write_tflite
 from tests.fusion.test_lstm import fuse_and_compare
 
 B, T, N_IN, H = 2, 5, 3, 4  # batch, steps, features, units
@@ -103,6 +107,36 @@ def test_keras_lstm_region_fuses_to_one_unidirectional_lstm(variant, tmp_path):
     assert lstm.options["time_major"] is kw.get("time_major", False)
 
 
+def lingvo_cell(b: GraphBuilder, args: list[str], *, layer_norm: bool, cifg: bool) -> str:
+    """lingvo's cell step from zero states on ``args`` = x, W, b[, P][, layer-norm scale]."""
+    gates = 3 if cifg else 4
+    n = b.tensor(args[1]).shape[1] // gates
+    projection = len(args) == (5 if layer_norm else 4)
+    # touch the arguments in the interface's order (a region's inputs are in first-use order)
+    touched = [b.op("RESHAPE", t, np.array(b.tensor(t).shape, np.int32)) for t in args]
+    xx, ww, bb = touched[:3]
+    wx = b.op("SLICE", ww, np.array([0, 0], np.int32), np.array([N_IN, gates * n], np.int32),
+              shape=(N_IN, gates * n))  # fmt: skip
+    z = b.op("BATCH_MATMUL", xx, wx)
+    if layer_norm:
+        z3 = b.op("RESHAPE", z, np.array([B, gates, n], np.int32))
+        axes = np.array([2], np.int32)
+        d = b.op("SUB", z3, b.op("MEAN", z3, axes, keep_dims=True))
+        var = b.op("MEAN", b.op("MUL", d, d), axes, keep_dims=True)
+        z3 = b.op("MUL", d, b.op("RSQRT", b.op("ADD", var, np.float32(1e-8))))
+        z = b.op("MUL", b.op("RESHAPE", z3, np.array([B, gates * n], np.int32)), touched[-1])
+    z = b.op("ADD", z, bb)
+    parts = b.op("SPLIT", np.array([1], np.int32), z, num_splits=gates)
+    cg, og = parts[0], parts[-1]
+    if cifg:  # i = 1 - f
+        i_gate = b.op("SUB", np.float32(1.0), b.op("LOGISTIC", parts[1]))
+    else:
+        i_gate = b.op("LOGISTIC", parts[1])
+    c = b.op("MUL", i_gate, b.op("TANH", cg))  # + σ(f) * 0
+    m = b.op("MUL", b.op("LOGISTIC", og), b.op("TANH", c))
+    return b.op("BATCH_MATMUL", m, touched[3]) if projection else m
+
+
 def lingvo_graph(
     *,
     layer_norm: bool = False,
@@ -111,12 +145,13 @@ def lingvo_graph(
     stablehlo: bool = False,
     seed: int = 0,
 ):
-    """lingvo's LSTMCellSimple (LayerNormalizedLSTMCellSimple), one step from zero states::
+    """lingvo's LSTMCellSimple (LayerNormalizedLSTMCellSimple), one step from zero states, as a
+    region or as a STABLEHLO_COMPOSITE op whose decomposition is the same ops::
 
-    x ─┬─[ LSTMCellSimple: z = [x, 0] W (+ layer norm per gate, x scale) + b;
-    W ─┤   c, i, f, o = SPLIT(z); c' = σ(i) tanh(c); m = σ(o) tanh(c') P ]──► m
-    b ─┤
-    P ─┘
+        x ─┬─[ LSTMCellSimple: z = [x, 0] W (+ layer norm per gate, x scale) + b;
+        W ─┤   c, i, f, o = SPLIT(z); c' = σ(i) tanh(c); m = σ(o) tanh(c') P ]──► m
+        b ─┤
+        P ─┘
     """
     n, o_dim, gates = H, 3 if projection else H, 3 if cifg else 4
     name = "LayerNormalizedLSTMCellSimple" if layer_norm else "LSTMCellSimple"
@@ -130,38 +165,26 @@ def lingvo_graph(
     args = [t for t in (x, w, bias, proj, scale) if t is not None]
     attrs = {"couple_input_forget_gates": cifg, "cell_clip": 10.0}
     if stablehlo:
+        sub = b.subgraph("decomposition")
+        sub_args = [sub.input(f"arg{k}", b.tensor(t).shape) for k, t in enumerate(args)]
+        sub.set_outputs([lingvo_cell(sub, sub_args, layer_norm=layer_norm, cifg=cifg)])
         y = b.op(
             "STABLEHLO_COMPOSITE",
             *args,
-            name=name,
+            decomposition_subgraph="decomposition",
             composite_attributes=bytes(flexbuffers.Dumps(attrs)),
+            composite_attributes_format="FLEXBUFFERS",
+            version=0,
             shape=(B, o_dim),
         )
-        return b.build(outputs=[b.op("RELU", y)])
-    with b.composite(name, **attrs):
-        touched = [b.op("RESHAPE", t, np.array(b.tensor(t).shape, np.int32)) for t in args]
-        xx, ww, bb = touched[:3]
-        wx = b.op("SLICE", ww, np.array([0, 0], np.int32), np.array([N_IN, gates * n], np.int32),
-                  shape=(N_IN, gates * n))  # fmt: skip
-        z = b.op("BATCH_MATMUL", xx, wx)
-        if layer_norm:
-            z3 = b.op("RESHAPE", z, np.array([B, gates, n], np.int32))
-            axes = np.array([2], np.int32)
-            d = b.op("SUB", z3, b.op("MEAN", z3, axes, keep_dims=True))
-            var = b.op("MEAN", b.op("MUL", d, d), axes, keep_dims=True)
-            z3 = b.op("MUL", d, b.op("RSQRT", b.op("ADD", var, np.float32(1e-8))))
-            z = b.op("MUL", b.op("RESHAPE", z3, np.array([B, gates * n], np.int32)), touched[-1])
-        z = b.op("ADD", z, bb)
-        parts = b.op("SPLIT", np.array([1], np.int32), z, num_splits=gates)
-        cg, og = parts[0], parts[-1]
-        if cifg:  # i = 1 - f
-            i_gate = b.op("SUB", np.float32(1.0), b.op("LOGISTIC", parts[1]))
-        else:
-            i_gate = b.op("LOGISTIC", parts[1])
-        c = b.op("MUL", i_gate, b.op("TANH", cg))  # + σ(f) * 0
-        m = b.op("MUL", b.op("LOGISTIC", og), b.op("TANH", c))
-        y = b.op("BATCH_MATMUL", m, touched[3]) if projection else m
-    return b.build(outputs=[b.op("RELU", y)])
+    else:
+        with b.composite(name, **attrs):
+            y = lingvo_cell(b, args, layer_norm=layer_norm, cifg=cifg)
+    G = b.build(outputs=[b.op("RELU", y)])
+    for n, op in ops_of(G):
+        if op.kind == "STABLEHLO_COMPOSITE":  # the builder takes name= as the op's name
+            G.nodes[n]["op"] = dataclasses.replace(op, options={**op.options, "name": name})
+    return G
 
 
 LINGVO_VARIANTS = {
@@ -186,18 +209,21 @@ def test_lingvo_cell_region_fuses_to_one_lstm(variant, tmp_path):
     assert (lstm.inputs[16] is None) is not kw.get("projection", True)
 
 
-@pytest.mark.parametrize("variant", ["simple", "layer_norm"])
-def test_stablehlo_composite_fuses_like_the_region(variant, tmp_path):
+@pytest.mark.parametrize("variant", ["simple", "layer_norm", "cifg"])
+def test_stablehlo_composite_in_a_tflite_file_fuses_to_one_lstm(variant, tmp_path):
+    # a STABLEHLO_COMPOSITE op (decomposition: the cell's ops) written and read back; LiteRT runs
+    # the decomposition, which the fused op must match
     kw = LINGVO_VARIANTS[variant]
-    region = fuse(lingvo_graph(**kw)).graph
-    composite = lingvo_graph(**kw, stablehlo=True)  # the same weights
-    r = fuse(composite)
-    validate_graph(r.graph)
-    assert op_histogram(r.graph) == op_histogram(region)
-    a = [op for _, op in ops_of(r.graph) if op.kind == "LSTM"]
-    b = [op for _, op in ops_of(region) if op.kind == "LSTM"]
+    G = read_tflite(write_tflite(lingvo_graph(**kw, stablehlo=True), tmp_path / "cell.tflite"))
+    r = fuse_and_compare(G, tmp_path)
+    name = "LayerNormalizedLSTMCellSimple" if kw.get("layer_norm") else "LSTMCellSimple"
+    assert r.counts == {name: 1} and op_histogram(r.graph) == {"LSTM": 1, "RELU": 1}
+    assert r.graph.graph["subgraphs"] == {}  # the decomposition is no longer called
+    region = fuse(lingvo_graph(**kw)).graph  # the same weights, fused from a builder region
+    (a,) = [op for _, op in ops_of(r.graph) if op.kind == "LSTM"]
+    (b,) = [op for _, op in ops_of(region) if op.kind == "LSTM"]
     ta, tb = r.graph.graph["tensors"], region.graph["tensors"]
-    for x, y in zip(a[0].inputs[1:], b[0].inputs[1:]):
+    for x, y in zip(a.inputs[1:], b.inputs[1:]):
         assert (x is None) == (y is None)
         if x is not None and ta[x].is_constant:
             np.testing.assert_array_equal(ta[x].data(), tb[y].data())
