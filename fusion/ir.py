@@ -503,6 +503,8 @@ _ZERO_POINT_RANGE = {
 
 
 def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
+    if a == b:
+        return tuple(a)  # the common case, without numpy's overhead
     try:
         return tuple(np.broadcast_shapes(a, b))
     except ValueError:

@@ -22,7 +22,7 @@ import numpy as np
 from tacopt.fusion import schema
 from tacopt.fusion.errors import GraphError
 from tacopt.fusion.io import atomic_write
-from tacopt.fusion.ir import DTYPE_TO_TFLITE, Buffer, Tensor, all_graphs, ops_of
+from tacopt.fusion.ir import DTYPE_TO_TFLITE, Buffer, Tensor, all_graphs, ops_of, validate_graph
 
 #: Constant data above this many bytes goes after the flatbuffer (flatbuffers cannot pass 2 GiB).
 EXTERNAL_BUFFER_THRESHOLD = (1 << 31) - (64 << 20)
@@ -51,7 +51,9 @@ def serialize_tflite(
     Raises
     ------
     GraphError
-        If an op cannot be written: an unknown kind, or options that its options table lacks.
+        If ``G`` breaks an invariant of :func:`~tacopt.fusion.ir.validate_graph` (so a model with,
+        say, a zero quantization scale is never written), or an op cannot be written: an unknown
+        kind, or options that its options table lacks.
 
     Examples
     --------
@@ -63,6 +65,7 @@ def serialize_tflite(
     >>> H.nodes["relu_0"]["op"].inputs, ir_diff(H, read_tflite(serialize_tflite(H)))
     (('x',), [])
     """
+    validate_graph(G)
     return _Writer(G, external_buffer_threshold).serialize()
 
 

@@ -211,8 +211,8 @@ def test_mutated_models_through_every_command() -> None:
     picks = (fuzz_models.pick_source(sources, seed, i)[1].name for i in range(CI_CASES))
     pipeline = [i for i, name in enumerate(picks) if name in bundled][:CI_PIPELINE]
     assert len(pipeline) == CI_PIPELINE
-    outcomes = [o for chunk in fuzz_models.run_cases(seed, range(CI_CASES), pipeline=pipeline)
-                for o in chunk]  # fmt: skip
+    runs = fuzz_models.run_cases(seed, range(CI_CASES), pipeline=pipeline, workers=2, chunk=250)
+    outcomes = [o for chunk in runs for o in chunk]
     ran = {(o.index, o.command) for o in outcomes}
     assert len({i for i, _ in ran}) == CI_CASES
     assert sum((i, "rehydrate") in ran for i in pipeline) == CI_PIPELINE

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tacopt.fusion.errors import ModelFormatError
+from tacopt.fusion.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import all_graphs, ops_of, validate_graph
 from tacopt.fusion.reader import read_tflite
 from tests.conftest import bundled_files, zoo_files
@@ -134,3 +134,42 @@ def test_truncated_model_raises(bundled_models: dict[str, Path]) -> None:
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def _edited(path: Path, edit: Any) -> bytes:
+    import ai_edge_litert.schema_py_generated as fb
+    import flatbuffers
+
+    model = fb.ModelT.InitFromPackedBuf(bytearray(path.read_bytes()), 0)
+    edit(model)
+    builder = flatbuffers.Builder(1 << 16)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def test_reading_validates_once_and_names_the_file(tmp_path: Path) -> None:
+    mobilenet = next(p for p in bundled_files() if p.name == "keras__mobilenet_v2_float32.tflite")
+    path = tmp_path / "big.tflite"
+    path.write_bytes(_edited(mobilenet, lambda m: setattr(m.buffers[2], "size", 2**33)))
+    with pytest.raises(GraphError, match=f"^{path}: invalid model: .*\\(buffer 2\\)"):
+        read_tflite(path)
+    G = read_tflite(path, validate=False)  # what inspect shows before it judges
+    with pytest.raises(GraphError, match="constant holds 8589934592 bytes"):
+        validate_graph(G)
+
+
+def test_an_options_table_of_another_kind_is_refused() -> None:
+    #  CONV_2D's options left on an op whose opcode now says NEG
+    import ai_edge_litert.schema_py_generated as fb
+
+    mobilenet = next(p for p in bundled_files() if p.name == "keras__mobilenet_v2_float32.tflite")
+
+    def edit(m: Any) -> None:
+        conv = m.subgraphs[0].operators[0]
+        code = fb.OperatorCodeT()
+        code.builtinCode = code.deprecatedBuiltinCode = fb.BuiltinOperator.NEG
+        m.operatorCodes.append(code)
+        conv.opcodeIndex = len(m.operatorCodes) - 1
+
+    with pytest.raises(ModelFormatError, match="op 0 \\(NEG\\): has Conv2DOptions, expected Neg"):
+        read_tflite(_edited(mobilenet, edit))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
 
+from tacopt.fusion.errors import GraphError, ResourceLimitError
 from tacopt.fusion.ir import Buffer, Op, Tensor, all_graphs, ir_diff, make_graph, validate_graph
 from tacopt.fusion.reader import read_tflite
 from tacopt.fusion.rehydrate import rehydrate, strip_weights
@@ -128,3 +130,30 @@ def test_make_zoo_structure_only_step_reproduces_the_manifest(
         assert row[key] == want[key], key
     assert row["bytes"] < row["original_bytes"]
     assert ir_diff(read_tflite(tmp_path / name), read_tflite(bundled_models[name])) == []
+
+
+def _placeholder_graph(nbytes: int) -> nx.MultiDiGraph:
+    #  x -> [FULLY_CONNECTED w] -> y, w dropped (a placeholder claiming nbytes)
+    w = Tensor("w", (4, 8), "float32", buffer=Buffer.placeholder(nbytes, index=3))
+    ts = [Tensor("x", (1, 8), "float32"), w, Tensor("y", (1, 4), "float32")]
+    return make_graph("main", ts, [Op("fc_0", "FULLY_CONNECTED", ("x", "w"), ("y",))],
+                      ["x"], ["y"])  # fmt: skip
+
+
+@pytest.mark.parametrize("claim", [2**30, 2**33, 2**52])
+def test_a_size_claim_that_contradicts_the_shape_is_refused_before_allocating(claim: int) -> None:
+    tracemalloc.start()
+    try:
+        with pytest.raises(GraphError, match=r"tensor 'w' \(buffer 3\): constant holds"):
+            rehydrate(_placeholder_graph(claim), seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+
+
+def test_the_weight_cap_is_checked_up_front_and_can_be_raised() -> None:
+    G = _placeholder_graph(128)
+    with pytest.raises(ResourceLimitError, match=r"'w' \(buffer 3\).*over the cap of 100"):
+        rehydrate(G, seed=0, max_bytes=100)
+    assert rehydrate(G, seed=0, max_bytes=128).graph["tensors"]["w"].data().shape == (4, 8)

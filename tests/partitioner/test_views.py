@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tacopt.fusion.ir import Op, Quantization, Tensor, make_graph, validate_graph
+from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, validate_graph
 from tacopt.partitioner.annotate import annotate_targets
 from tacopt.partitioner.subgraphs import raise_subgraphs
 from tacopt.partitioner.targets import resolve_devices
@@ -64,3 +64,23 @@ def test_pinned_unit_has_views_on_its_device_only():
     units = enumerate_views(G, raise_subgraphs(G, ann), targets)
     pinned = [u for u in units if u.subgraph.pinned]
     assert pinned and all(v.device == "CPU" for u in pinned for v in u.views)
+
+
+def test_float_view_dequantizes_per_channel_weights_and_skips_packed_ones():
+    #  x (int8) -> [FULLY_CONNECTED w] -> y (int8);  w: 3 x 2, one scale per output row
+    q = Quantization((0.5,), (0,))
+    wq = Quantization((1.0, 2.0, 4.0), (0, 0, 0), axis=0)
+    w = Tensor("w", (3, 2), "int8", quantization=wq, buffer=Buffer.from_bytes(bytes([1] * 6)))
+    ts = [Tensor("x", (1, 2), "int8", quantization=q), w,
+          Tensor("y", (1, 3), "int8", quantization=q)]  # fmt: skip
+    S = make_graph("s", ts, [Op("fc_0", "FULLY_CONNECTED", ("x", "w"), ("y",))], ["x"], ["y"])
+    F = float_view(S)
+    assert F is not None
+    validate_graph(F)
+    assert F.graph["tensors"]["w__float"].data().tolist() == [[1, 1], [2, 2], [4, 4]]
+    # int4 weights stored two per byte have no element-wise float counterpart
+    w4 = Tensor("w", (3, 2), "int4", quantization=wq, buffer=Buffer.from_bytes(bytes(3)))
+    S4 = make_graph("s", [ts[0], w4, ts[2]], [Op("fc_0", "FULLY_CONNECTED", ("x", "w"), ("y",))],
+                    ["x"], ["y"])  # fmt: skip
+    validate_graph(S4)
+    assert float_view(S4) is None
