@@ -284,6 +284,18 @@ def test_unfuse_lowers_a_bidirectional_lstm_to_two_unidirectional_ones(name, tmp
     assert op_histogram(fuse(G).graph) == op_histogram(fused)
 
 
+def test_backward_output_read_as_is_gets_an_explicit_reverse(tmp_path):
+    # the backward layer's own output (reversed in time) also a graph output
+    G = load_model("tfkeras_bilstm_concat_seq")
+    rev = next(op for _, op in ops_of(G) if op.kind == "REVERSE_V2")
+    backward = next(op for _, op in ops_of(G) if op.inputs[0] == rev.outputs[0])
+    G.graph["outputs"] = (*G.graph["outputs"], backward.outputs[0])
+    r = fuse_and_compare(G, tmp_path)
+    # the concat stays: the backward output has a second reader, the REVERSE_V2
+    hist = op_histogram(r.graph)
+    assert hist == {"BIDIRECTIONAL_SEQUENCE_LSTM": 1, "REVERSE_V2": 1, "CONCATENATION": 1}
+
+
 def test_pair_with_different_options_stays_two_lstms():
     G = load_model("tfkeras_bilstm_separate_seq")
     n = next(n for n, op in ops_of(G) if op.kind == "UNIDIRECTIONAL_SEQUENCE_LSTM")
