@@ -3,9 +3,9 @@
 Runs cases ``0 .. --cases - 1`` of campaign ``--seed`` (see :mod:`tacopt.benchmarks.fuzz_models`)
 through the checker and ``tacopt inspect``, and every ``--pipeline-every``-th case also through
 ``fuse -o``, ``partition --granularity op``, ``partition --export`` and ``rehydrate``, in worker
-processes whose address space is capped (``RLIMIT_AS``). When ``benchmarks/fuzz_problems.py``
-provides ``mutated_problems(seed, n)``, ``--problems N`` mutated pick problems also go through
-``tacopt pick --compare``.
+processes whose address space is capped (``RLIMIT_AS``). ``--problems N`` also runs the first N
+mutated pick problems of the seed (``benchmarks/fuzz_problems.py``'s ``mutated_problems``, when
+that module exists) through ``tacopt pick --compare`` with four pickers (in-process, not resumed).
 
 Resumable: each finished chunk is appended to ``--state`` (JSON lines: the chunk's range, counts
 per command and outcome, and its failures); a second run with the same file and seed skips what
@@ -72,6 +72,10 @@ def _summarise(outcomes: list[Outcome]) -> tuple[Counter[tuple[str, str]], list[
     return counts, failures
 
 
+#: The pickers each mutated problem goes through (as in tests/partitioner/test_fuzz_problems.py).
+PICKERS = "exact,tac,greedy,first-fit"
+
+
 def problem_cases(seed: int, n: int) -> Iterator[tuple[str, bytes]]:
     """(description, file bytes) of ``n`` mutated pick problems, if ``fuzz_problems`` exists."""
     try:
@@ -98,7 +102,8 @@ def run_problems(seed: int, n: int) -> tuple[Counter[tuple[str, str]], list[dict
         out.mkdir()
         for k, (note, data) in enumerate(problem_cases(seed, n)):
             problem.write_bytes(data)
-            outcome, detail = run_argv(["pick", str(problem), "--compare"], out)
+            argv = ["pick", str(problem), "--compare", PICKERS, "--plan", str(out / "plan.json")]
+            outcome, detail = run_argv(argv, out)
             counts["pick", outcome] += 1
             if outcome in FAILURES:
                 failures.append({"index": k, "command": "pick", "outcome": outcome,
@@ -145,7 +150,7 @@ def main() -> int:
         c, f = run_problems(seed, args.problems)
         counts.update(c)
         failures += f
-    print(f"\ncounts per command and outcome (seed {seed}; failures: {', '.join(FAILURES)})")
+    print(f"\ncounts per command and outcome (seed {seed}; failures: {', '.join(OUTCOMES[2:])})")
     commands = sorted({k[0] for k in counts})
     print(f"{'command':<14}" + "".join(f"{o:>10}" for o in OUTCOMES))
     for command in commands:
