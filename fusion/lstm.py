@@ -468,8 +468,8 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
     new_tensors: list[Tensor] = [*w_in, *w_rec, *b_gate]
     states = []
     for role, k in (("output_state", "k_h"), ("cell_state", "k_c")):
-        init = None if resource_ops else op.input(roles[k])  # stateful: the variable persists
-        name, ops, tensors = state_input(ed, op, role, init, (batch, units))
+        start = None if resource_ops else op.input(roles[k])  # stateful: the variable persists
+        name, ops, tensors = state_input(ed, op, role, start, (batch, units))
         states.append(name)
         new_ops += ops
         new_tensors += tensors
