@@ -79,7 +79,7 @@ PICKERS = "exact,tac,greedy,first-fit"
 def problem_cases(seed: int, n: int) -> Iterator[tuple[str, bytes]]:
     """(description, file bytes) of ``n`` mutated pick problems, if ``fuzz_problems`` exists."""
     try:
-        from tacopt.benchmarks import fuzz_problems  # type: ignore[attr-defined]
+        from tacopt.benchmarks import fuzz_problems
     except ImportError:
         return
     generate = getattr(fuzz_problems, "mutated_problems", None)
@@ -157,9 +157,9 @@ def main() -> int:
         print(f"{command:<14}" + "".join(f"{counts[command, o]:>10,}" for o in OUTCOMES))
     total = {o: sum(v for k, v in counts.items() if k[1] == o) for o in OUTCOMES}
     print(f"{'all':<14}" + "".join(f"{total[o]:>10,}" for o in OUTCOMES))
-    for f in failures[:50]:
-        print(f"FAIL case {f['index']} {f['command']} {f['outcome']}: {f['detail']} "
-              f"[{f['mutation']}]")  # fmt: skip
+    for row in failures[:50]:
+        print(f"FAIL case {row['index']} {row['command']} {row['outcome']}: {row['detail']} "
+              f"[{row['mutation']}]")  # fmt: skip
     return 1 if failures else 0
 
 

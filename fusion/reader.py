@@ -480,11 +480,11 @@ class _Reader:
             value = _U8(buf, type_field)[0] if type_field else 0
             if value == 0 or not table_field:
                 continue
-            cls = classes.get(value)
+            cls: Any = classes.get(value)
             if cls is None:
                 raise self.fail(f"{where}: unknown builtin options type {value}")
             expected = schema.OPTIONS_FOR_KIND.get(kind)
-            if expected is None or expected[1] is not cls:
+            if expected is None or expected[1] != cls:
                 want = expected[1].__name__[:-1] if expected else "none"
                 raise self.fail(f"{where} ({kind}): has {cls.__name__[:-1]}, expected {want}")
             pos = _table(buf, table_field)
