@@ -296,6 +296,16 @@ def test_backward_output_read_as_is_gets_an_explicit_reverse(tmp_path):
     assert hist == {"BIDIRECTIONAL_SEQUENCE_LSTM": 1, "REVERSE_V2": 1, "CONCATENATION": 1}
 
 
+def test_concatenation_backward_first_is_not_merged(tmp_path):
+    # merge_outputs concatenates forward then backward, as Keras does; the other order stays
+    G = load_model("tfkeras_bilstm_concat_seq")
+    n = next(n for n, op in ops_of(G) if op.kind == "CONCATENATION")
+    op = G.nodes[n]["op"]
+    G.nodes[n]["op"] = dataclasses.replace(op, inputs=op.inputs[::-1])
+    r = fuse_and_compare(G, tmp_path)
+    assert op_histogram(r.graph) == {"BIDIRECTIONAL_SEQUENCE_LSTM": 1, "CONCATENATION": 1}
+
+
 def test_pair_with_different_options_stays_two_lstms():
     G = load_model("tfkeras_bilstm_separate_seq")
     n = next(n for n, op in ops_of(G) if op.kind == "UNIDIRECTIONAL_SEQUENCE_LSTM")
