@@ -14,14 +14,16 @@ sequence) whose output is the loop's sequence (``return_sequences=True``, the Te
 lowered to SLICE / CONCATENATION) or, through a STRIDED_SLICE, its last step. Weights are split
 per gate in TFLite's input, forget, cell, output order; the FC weights are already stored
 ``(out, in)``, i.e. transposed from Keras' kernels. A backward (``go_backwards``) layer is the
-same loop over a REVERSE_V2'd input, which stays in front of the fused op; batch-major models
-keep the TRANSPOSE (or RESHAPE, batch 1) that Keras puts around the loop.
+same loop over a REVERSE_V2'd input, which stays in front of the fused op. The TRANSPOSE (or
+RESHAPE, batch 1) that Keras puts on both sides of the loop of a batch-major model folds into
+``time_major=False`` afterwards (:func:`tacopt.fusion.bilstm.fold_batch_major`).
 
 Initial states: zero constants (and dropped ones, which Keras always emits as zeros) become the
 fused op's variable state tensors; any other initial state (a graph input, an activation, a
-non-zero constant, e.g. after ``tacopt rehydrate``) is copied into a fresh variable tensor by an
-``ADD(state, 0)`` in front of the op (LiteRT's kernel takes its states only from variable tensors,
-and a variable tensor may not hold a constant buffer). The final ``h`` may be read (it is the
+variable tensor, a non-zero constant, e.g. after ``tacopt rehydrate``) is copied into a fresh
+variable tensor by an ``ADD(state, 0)`` in front of the op (LiteRT's kernel takes its states only
+from variable tensors, updates them in place, and a variable tensor may not hold a constant
+buffer). The final ``h`` may be read (it is the
 last output); the final ``c`` may not (the fused op does not return it), and such loops stay --
 except for Keras' ``stateful=True``: both states read from resource variables (READ_VARIABLE) and
 the final ones assigned back (ASSIGN_VARIABLE), initialised to zeros. The fused op's variable

@@ -222,6 +222,24 @@ def test_full_integer_lstms_stay_unidirectional(zoo_dir):
     }
 
 
+def test_variable_tensor_initial_states_are_copied(tmp_path):
+    # a variable tensor read as the initial state is copied: the fused op updates its own state
+    # in place, and must not change a variable that others may read
+    G = load_model("k3_lstm_last")
+    (loop,) = [op for _, op in ops_of(G) if op.kind == "WHILE"]
+    T = dict(G.graph["tensors"])
+    for t in loop.inputs[3:5]:
+        T[t] = dataclasses.replace(T[t], buffer=None, is_variable=True)
+    G.graph["tensors"] = T
+    for _, _, k, d in G.edges(keys=True, data=True):
+        d["tensor"] = T[k]
+    r = fuse_and_compare(G, tmp_path)
+    lstm = next(op for _, op in ops_of(r.graph) if op.kind == "UNIDIRECTIONAL_SEQUENCE_LSTM")
+    copies = [op for _, op in ops_of(r.graph) if op.kind == "ADD"]
+    assert sorted(c.outputs[0] for c in copies) == sorted(lstm.inputs[18:20])
+    assert sorted(c.inputs[0] for c in copies) == sorted(loop.inputs[3:5])
+
+
 def test_loop_whose_final_cell_state_is_read_keeps_its_while():
     # return_state=True with c used: the fused op does not return its cell state
     r = fuse(load_model("k3_lstm_state_hc"))
