@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import networkx as nx
 import numpy as np
 import pytest
 from flatbuffers import flexbuffers
@@ -24,6 +25,43 @@ def _weights(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.normal(0, 0.5, shape).astype(np.float32)
 
 
+def keras_lstm_layer(
+    b: GraphBuilder, args: list[str], *, sequence: bool, time_major: bool, go_backwards: bool
+) -> str:
+    """Keras' LSTM layer unrolled over T steps on ``args`` = x, h0, c0, kernel, recurrent
+    kernel[, bias]."""
+    x, h0, c0, kernel, rkernel = args[:5]
+    bvec = args[5] if len(args) > 5 else None
+    # the arguments are touched in the interface's order (a region's inputs: first-use order)
+    if time_major:
+        xt = b.op("RESHAPE", x, np.array([T, B, N_IN], np.int32))
+    else:
+        xt = b.op("TRANSPOSE", x, np.array([1, 0, 2], np.int32))
+    h = b.op("RESHAPE", h0, np.array([B, H], np.int32))
+    c = b.op("RESHAPE", c0, np.array([B, H], np.int32))
+    xk = b.op("BATCH_MATMUL", xt, kernel)
+    outs = []
+    for t in reversed(range(T)) if go_backwards else range(T):
+        # GATHER one step ([t]: the builder stores 0-d constants as 1-d), back to (B, 4H)
+        xk_t = b.op("GATHER", xk, np.array([t], np.int32))
+        xk_t = b.op("RESHAPE", xk_t, np.array([B, 4 * H], np.int32))
+        z = b.op("ADD", xk_t, b.op("BATCH_MATMUL", h, rkernel))
+        if bvec is not None:
+            z = b.op("ADD", z, bvec)
+        i, f, g, o = b.op("SPLIT", np.array([1], np.int32), z, num_splits=4)
+        c = b.op(
+            "ADD",
+            b.op("MUL", b.op("LOGISTIC", f), c),
+            b.op("MUL", b.op("LOGISTIC", i), b.op("TANH", g)),
+        )
+        h = b.op("MUL", b.op("LOGISTIC", o), b.op("TANH", c))
+        outs.append(h)
+    if not sequence:
+        return h
+    shape = (T, B, H) if time_major else (B, T, H)
+    return b.op("PACK", *outs, axis=0 if time_major else 1, values_count=T, shape=shape)
+
+
 def keras_lstm_graph(
     *,
     sequence: bool = True,
@@ -31,13 +69,15 @@ def keras_lstm_graph(
     go_backwards: bool = False,
     state_inputs: bool = False,
     bias: bool = True,
+    stablehlo: bool = False,
     seed: int = 0,
 ):
-    """Keras' LSTM layer unrolled over T steps, marked as a ``keras_lstm`` region::
+    """Keras' LSTM layer unrolled over T steps, as a ``keras_lstm`` region (or a
+    STABLEHLO_COMPOSITE op whose decomposition is the same ops)::
 
-    x ─┬─[ keras_lstm: per step z = x_t K + h R + b; i, f, g, o = SPLIT(z);
-    h0 ─┤   c = σ(f) c + σ(i) tanh(g); h = σ(o) tanh(c) ]──► PACK(h_t) or h_T
-    c0 ─┘
+        x ─┬─[ keras_lstm: per step z = x_t K + h R + b; i, f, g, o = SPLIT(z);
+        h0 ─┤   c = σ(f) c + σ(i) tanh(g); h = σ(o) tanh(c) ]──► PACK(h_t) or h_T
+        c0 ─┘
     """
     rng = np.random.default_rng(seed)
     b = GraphBuilder("keras_lstm")
@@ -47,39 +87,41 @@ def keras_lstm_graph(
     else:
         h0, c0 = b.const(np.zeros((B, H), np.float32)), b.const(np.zeros((B, H), np.float32))
     kernel, rkernel = b.const(_weights(rng, N_IN, 4 * H)), b.const(_weights(rng, H, 4 * H))
-    bvec = b.const(_weights(rng, 4 * H)) if bias else None
-    with b.composite("keras_lstm", time_major=time_major, go_backwards=go_backwards):
-        # arguments in the interface's order: x, h0, c0, kernel, recurrent_kernel, bias
-        if time_major:
-            xt = b.op("RESHAPE", x, np.array([T, B, N_IN], np.int32))
-        else:
-            xt = b.op("TRANSPOSE", x, np.array([1, 0, 2], np.int32))
-        h = b.op("RESHAPE", h0, np.array([B, H], np.int32))
-        c = b.op("RESHAPE", c0, np.array([B, H], np.int32))
-        xk = b.op("BATCH_MATMUL", xt, kernel)
-        outs = []
-        for t in reversed(range(T)) if go_backwards else range(T):
-            # GATHER one step ([t]: the builder stores 0-d constants as 1-d), back to (B, 4H)
-            xk_t = b.op("GATHER", xk, np.array([t], np.int32))
-            xk_t = b.op("RESHAPE", xk_t, np.array([B, 4 * H], np.int32))
-            z = b.op("ADD", xk_t, b.op("BATCH_MATMUL", h, rkernel))
-            if bvec is not None:
-                z = b.op("ADD", z, bvec)
-            i, f, g, o = b.op("SPLIT", np.array([1], np.int32), z, num_splits=4)
-            c = b.op(
-                "ADD",
-                b.op("MUL", b.op("LOGISTIC", f), c),
-                b.op("MUL", b.op("LOGISTIC", i), b.op("TANH", g)),
-            )
-            h = b.op("MUL", b.op("LOGISTIC", o), b.op("TANH", c))
-            outs.append(h)
-        if sequence:
-            shape = (T, B, H) if time_major else (B, T, H)
-            axis = 0 if time_major else 1
-            y = b.op("PACK", *outs, axis=axis, values_count=T, shape=shape)
-        else:
-            y = h
+    args = [x, h0, c0, kernel, rkernel] + ([b.const(_weights(rng, 4 * H))] if bias else [])
+    attrs = {"time_major": time_major, "go_backwards": go_backwards}
+    layer = {"sequence": sequence, **attrs}
+    if stablehlo:
+        return _stablehlo_graph(
+            b, "keras_lstm", args, attrs, lambda sub, a: keras_lstm_layer(sub, a, **layer)
+        )
+    with b.composite("keras_lstm", **attrs):
+        y = keras_lstm_layer(b, args, **layer)
     return b.build(outputs=[b.op("RELU", y)])
+
+
+def _stablehlo_graph(
+    b: GraphBuilder, name: str, args: list[str], attrs: dict, body
+) -> nx.MultiDiGraph:
+    """``b``'s graph with one STABLEHLO_COMPOSITE op ``name`` over ``args``, whose decomposition
+    subgraph is ``body(builder, arguments)``; a RELU after it."""
+    sub = b.subgraph("decomposition")
+    sub_args = [sub.input(f"arg{k}", b.tensor(t).shape) for k, t in enumerate(args)]
+    out = body(sub, sub_args)
+    sub.set_outputs([out])
+    y = b.op(
+        "STABLEHLO_COMPOSITE",
+        *args,
+        decomposition_subgraph="decomposition",
+        composite_attributes=bytes(flexbuffers.Dumps(attrs)),
+        composite_attributes_format="FLEXBUFFERS",
+        version=0,
+        shape=sub.tensor(out).shape,
+    )
+    G = b.build(outputs=[b.op("RELU", y)])
+    for n, op in ops_of(G):
+        if op.kind == "STABLEHLO_COMPOSITE":  # the builder takes name= as the op's name
+            G.nodes[n]["op"] = dataclasses.replace(op, options={**op.options, "name": name})
+    return G
 
 
 KERAS_VARIANTS = {
@@ -165,26 +207,11 @@ def lingvo_graph(
     args = [t for t in (x, w, bias, proj, scale) if t is not None]
     attrs = {"couple_input_forget_gates": cifg, "cell_clip": 10.0}
     if stablehlo:
-        sub = b.subgraph("decomposition")
-        sub_args = [sub.input(f"arg{k}", b.tensor(t).shape) for k, t in enumerate(args)]
-        sub.set_outputs([lingvo_cell(sub, sub_args, layer_norm=layer_norm, cifg=cifg)])
-        y = b.op(
-            "STABLEHLO_COMPOSITE",
-            *args,
-            decomposition_subgraph="decomposition",
-            composite_attributes=bytes(flexbuffers.Dumps(attrs)),
-            composite_attributes_format="FLEXBUFFERS",
-            version=0,
-            shape=(B, o_dim),
-        )
-    else:
-        with b.composite(name, **attrs):
-            y = lingvo_cell(b, args, layer_norm=layer_norm, cifg=cifg)
-    G = b.build(outputs=[b.op("RELU", y)])
-    for n, op in ops_of(G):
-        if op.kind == "STABLEHLO_COMPOSITE":  # the builder takes name= as the op's name
-            G.nodes[n]["op"] = dataclasses.replace(op, options={**op.options, "name": name})
-    return G
+        cell = {"layer_norm": layer_norm, "cifg": cifg}
+        return _stablehlo_graph(b, name, args, attrs, lambda sub, a: lingvo_cell(sub, a, **cell))
+    with b.composite(name, **attrs):
+        y = lingvo_cell(b, args, layer_norm=layer_norm, cifg=cifg)
+    return b.build(outputs=[b.op("RELU", y)])
 
 
 LINGVO_VARIANTS = {
@@ -227,6 +254,15 @@ def test_stablehlo_composite_in_a_tflite_file_fuses_to_one_lstm(variant, tmp_pat
         assert (x is None) == (y is None)
         if x is not None and ta[x].is_constant:
             np.testing.assert_array_equal(ta[x].data(), tb[y].data())
+
+
+@pytest.mark.parametrize("variant", ["sequence", "last", "go_backwards"])
+def test_keras_lstm_stablehlo_composite_in_a_tflite_file(variant, tmp_path):
+    kw = KERAS_VARIANTS[variant]
+    G = read_tflite(write_tflite(keras_lstm_graph(**kw, stablehlo=True), tmp_path / "lstm.tflite"))
+    r = fuse_and_compare(G, tmp_path)
+    assert r.counts == {"keras_lstm": 1} and r.graph.graph["subgraphs"] == {}
+    assert op_histogram(r.graph)["UNIDIRECTIONAL_SEQUENCE_LSTM"] == 1
 
 
 def test_refusals_leave_the_region_and_say_why():
