@@ -501,6 +501,13 @@ _ZERO_POINT_RANGE = {
     "int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1),
 }  # fmt: skip
 
+#: The largest scale per dtype whose real values ``scale * (q - zero_point)`` stay finite in
+#: float32 (dequantized weights are float32): float32's max over the storage type's range.
+_MAX_SCALE = {
+    dtype: float(np.finfo(np.float32).max) / 2.0 ** (8 * max(nbytes, 1))
+    for dtype, nbytes in DTYPE_NBYTES.items()
+}
+
 
 def _broadcast(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...] | None:
     if a == b:
@@ -684,7 +691,7 @@ def _quantization_problem(t: Tensor, q: Quantization) -> str | None:
     if len(q.scale) == 1 and len(q.zero_point) == 1 and not q.min and not q.max and not q.axis:
         # The common per-tensor case, checked at once (validation runs on every model read).
         low, high = _ZERO_POINT_RANGE.get(t.dtype, (-math.inf, math.inf))
-        if 0 < q.scale[0] < math.inf and low <= q.zero_point[0] <= high:
+        if 0 < q.scale[0] <= _MAX_SCALE.get(t.dtype, 0) and low <= q.zero_point[0] <= high:
             return None
     if len(q.min) != len(q.max):
         return f"quantization has {len(q.min)} min but {len(q.max)} max values"
@@ -703,6 +710,11 @@ def _quantization_problem(t: Tensor, q: Quantization) -> str | None:
     if not (math.isfinite(sum(q.scale)) and min(q.scale) > 0):  # sum: NaN and inf stick
         bad = next(s for s in q.scale if not 0 < s < math.inf)
         return f"quantization scale {bad} is not finite and positive"
+    if max(q.scale) > _MAX_SCALE.get(t.dtype, 0):
+        return (
+            f"quantization scale {max(q.scale):.3g} makes {t.dtype} values overflow float32 "
+            f"(at most {_MAX_SCALE.get(t.dtype, 0):.3g})"
+        )
     low, high = _ZERO_POINT_RANGE.get(t.dtype, (-math.inf, math.inf))
     if q.zero_point.count(0) == n:
         return None  # symmetric (weights): one pass

@@ -96,6 +96,7 @@ def test_validate_graph_refuses_absurd_tensor_sizes() -> None:
         (Quantization((float("nan"),), (0,)), "scale nan"),
         (Quantization((float("inf"),), (0,)), "scale inf"),
         (Quantization((-1.0,), (0,)), "scale -1.0"),
+        (Quantization((1e37,), (0,)), "scale 1e\\+37 makes int8 values overflow float32"),
         (Quantization((0.1, 0.2), (0, 0), axis=1), "2 quantization scales for dimension 1"),
         (Quantization((0.1,) * 3, (0,) * 2, axis=0), "3 scales but 2 zero points"),
         (Quantization((0.1,) * 3, (0,) * 3, axis=7), "quantized dimension 7 is out of range"),
