@@ -202,7 +202,7 @@ def check_model(path: Path, devices: str, granularity: str, *, seed: int = 0) ->
     float_units = sum(v.inference_type != own_type[v.unit] for v in chosen)
     lowered = [v for v in chosen if v.lowerings]
     R = serialize_tflite(
-        apply_plan(G, result.partition, result.views, reference_assignment(chosen))
+        apply_plan(result.source, result.partition, result.views, reference_assignment(chosen))
     )
     ref, got, original = run_litert(R, inputs), run_litert(exported, inputs), None
     tensors = G.graph["tensors"]

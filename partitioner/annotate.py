@@ -113,7 +113,9 @@ def annotate_targets(
                 )
             out[name] = Annotation(device, itype, pinned=True)
             continue
-        device = next(t.name for t in targets if t.supports(G, name, itype))
+        # an op no device runs as it is (a fused kind LiteRT lacks) starts on the CPU, whose
+        # view lowers it back to primitive ops
+        device = next((t.name for t in targets if t.supports(G, name, itype)), "CPU")
         out[name] = Annotation(device, itype)
     for i, (pattern, device) in enumerate(pins):
         if not matched[i]:

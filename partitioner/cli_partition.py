@@ -39,6 +39,7 @@ class PartitionOptions:
     svg: Path | None = None
     dot: Path | None = None
     json: bool = False
+    fuse: bool = True
 
 
 def register(subparsers: Any) -> None:
@@ -46,7 +47,7 @@ def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "partition",
         help="partition a .tflite model across devices",
-        description="Annotate targets, raise subgraphs, cost alternative views, pick, apply. "
+        description="Fuse, annotate targets, raise subgraphs, cost alternative views, pick, apply. "
         "Every output (--problem, --plan, --export, --dot, --svg) is written all or nothing.",
         lists=("devices", "pickers", "cost models"),
     )
@@ -67,6 +68,13 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument(
         "--time-limit", type=float, default=None, metavar="S", help="picker time limit in seconds"
+    )
+    p.add_argument(
+        "--no-fuse",
+        dest="fuse",
+        action="store_false",
+        help="partition the model as it is (default: fuse it first; a fused op a device lacks "
+        "is lowered back to its primitive ops there)",
     )
     p.add_argument(
         "--pin",
@@ -105,6 +113,7 @@ def options_from(args: argparse.Namespace) -> PartitionOptions:
         svg=args.svg,
         dot=args.dot,
         json=args.json,
+        fuse=args.fuse,
     )
 
 
@@ -167,6 +176,7 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
         granularity=opts.granularity,
         pins=opts.pins,
         time_limit_s=opts.time_limit_s,
+        fuse=opts.fuse,
     )
     summary = result.summary()
     summary["model"] = str(opts.model)
@@ -209,4 +219,11 @@ def _human(result: Any, summary: dict[str, Any]) -> str:
         f"cost model {result.cost_model})",
         "ops per device: " + ", ".join(f"{d} {n}" for d, n in sorted(counts.items())),
     ]
+    if result.fusions:
+        fused = ", ".join(f"{rule} {n}" for rule, n in result.fusions.items())
+        unfused = ", ".join(f"{kind} {n}" for kind, n in result.unfused.items())
+        lines.append(
+            f"fused first: {fused}"
+            + (f" (unfused again, no device runs them: {unfused})" if unfused else "")
+        )
     return "\n".join(lines)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.ir import FLOAT_DTYPES, Buffer, Op, Quantization, Tensor, make_graph
+from tacopt.fusion.ir import FLOAT_DTYPES, Buffer, Op, Quantization, Tensor, make_graph, ops_of
 
 Supports = Callable[[nx.MultiDiGraph, str], bool]
 
@@ -386,9 +386,29 @@ def _mean(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     return e.result()
 
 
+def _unfusable(tensors: dict[str, Tensor], op: Op) -> bool:
+    out = tensors[op.outputs[0]] if op.outputs else None
+    return out is not None and out.dtype == "float32" and not out.is_quantized
+
+
+def _unfuse(tensors: dict[str, Tensor], op: Op) -> Rewrite:
+    """The primitive ops fusion made ``op`` from (fusion's own unfusing, used as a lowering)."""
+    from tacopt.fusion.unfuse import unfuse
+
+    names = list(dict.fromkeys([*(t for t in op.inputs if t is not None), *op.outputs]))
+    inputs = [t for t in names if t not in op.outputs and not tensors[t].is_constant]
+    alone = make_graph(op.name, [tensors[t] for t in names], [op], inputs, op.outputs)
+    expanded = unfuse(alone)
+    added = tuple(t for name, t in expanded.graph["tensors"].items() if name not in tensors)
+    return Rewrite(tuple(data["op"] for _, data in expanded.nodes(data=True)), added)
+
+
 def _always(tensors: dict[str, Tensor], op: Op) -> bool:
     return True
 
+
+#: Fused kinds (made by :func:`tacopt.fusion.fuse.fuse`) a device may lack, lowered by unfusing.
+UNFUSABLE_KINDS = ("HARD_SWISH", "GELU", "CUSTOM:Swish", "CUSTOM:LayerNorm")
 
 #: The lowering table, tried in order for an op its device does not support.
 LOWERINGS: tuple[Lowering, ...] = (
@@ -402,6 +422,9 @@ LOWERINGS: tuple[Lowering, ...] = (
     Lowering("concat_to_4d", "CONCATENATION", _rank_below_4, _concat),
     Lowering("fully_connected_to_conv", "FULLY_CONNECTED", _fc_applies, _fc),
     Lowering("mean_to_average_pool", "MEAN", _mean_applies, _mean),
+    # fused ops a device lacks go back to the primitive ops fusion made them from, so the
+    # picker weighs "fused on one device" against "unfused on another"
+    *(Lowering(f"unfuse_{kind.lower()}", kind, _unfusable, _unfuse) for kind in UNFUSABLE_KINDS),
 )
 
 _MAX_DEPTH = 4
@@ -465,3 +488,46 @@ def lower_graph(
         subgraphs=G.graph.get("subgraphs"),
     )
     return H, tuple(used)
+
+
+def unfuse_unrunnable(G: nx.MultiDiGraph, runs: Supports) -> tuple[nx.MultiDiGraph, dict[str, int]]:
+    """Unfuse the fused ops (:data:`UNFUSABLE_KINDS`) of ``G`` that no device runs as they are.
+
+    A fused op that some device runs stays one op, and every other device's view lowers it (the
+    picker weighs the two); one that no device runs would only ever be lowered, and as one unit
+    it could not split across devices as its primitive ops can, so it is unfused up front.
+
+    Parameters
+    ----------
+    G : nx.MultiDiGraph
+        A fused graph (not modified).
+    runs : callable
+        ``runs(H, node)``: whether some device runs the op as it is.
+
+    Returns
+    -------
+    (graph, counts)
+        The graph (``G`` itself when nothing was unfused) and the unfused ops per kind.
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> G = make_graph("g", [Tensor(n, (1, 4), "float32") for n in "xy"],
+    ...                [Op("hs_0", "HARD_SWISH", ("x",), ("y",))], ["x"], ["y"])
+    >>> H, counts = unfuse_unrunnable(G, lambda H, n: H.nodes[n]["op"].kind != "HARD_SWISH")
+    >>> [H.nodes[n]["op"].kind for n in H], counts
+    (['ADD', 'RELU6', 'MUL', 'MUL'], {'HARD_SWISH': 1})
+    """
+    rows = tuple(row for row in LOWERINGS if row.name.startswith("unfuse_"))
+    counts: dict[str, int] = {}
+    for _, op in ops_of(G):
+        if op.kind in UNFUSABLE_KINDS and not runs(G, op.name):
+            counts[op.kind] = counts.get(op.kind, 0) + 1
+    if not counts:
+        return G, {}
+
+    def keep(H: nx.MultiDiGraph, node: str) -> bool:
+        return H.nodes[node]["op"].kind not in counts or runs(H, node)
+
+    H, _ = lower_graph(G, keep, rows)
+    return H, dict(sorted(counts.items()))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -40,6 +40,12 @@ class PartitionResult:
     granularity: str
     cost_model: str
     seconds: dict[str, float]
+    #: Fusions applied before partitioning, per rule (empty with ``fuse=False``).
+    fusions: dict[str, int] = field(default_factory=dict)
+    #: Fused ops no listed device runs, unfused before partitioning, per kind.
+    unfused: dict[str, int] = field(default_factory=dict)
+    #: The graph the units are of: the fused model (the model itself with ``fuse=False``).
+    source: nx.MultiDiGraph | None = None
 
     def summary(self) -> dict[str, Any]:
         """The plan as JSON-ready data with the pipeline's knobs and stage timings."""
@@ -58,13 +64,20 @@ class PartitionResult:
         out["devices"] = list(self.devices)
         out["granularity"] = self.granularity
         out["cost_model"] = self.cost_model
+        out["fusions"] = dict(self.fusions)
+        out["unfused"] = dict(self.unfused)
         out["stage_seconds"] = dict(self.seconds)
         return out
 
 
 @dataclass(frozen=True, slots=True)
 class PickProposal:
-    """The pick problem of a model and what applying a plan to it needs (the propose step)."""
+    """The pick problem of a model and what applying a plan to it needs (the propose step).
+
+    ``graph`` is the graph the problem was built on: the fused model (``fusions`` lists the
+    fusions applied, ``unfused`` the fused ops no listed device runs, unfused again), or the model
+    itself with ``fuse=False``.
+    """
 
     problem: Any  # tacopt.partitioner.problem.PickProblem
     partition: Partition
@@ -73,6 +86,10 @@ class PickProposal:
     targets: tuple[Target, ...]
     cost_model: Any
     seconds: dict[str, float]
+    graph: nx.MultiDiGraph
+    fusions: dict[str, int]
+    #: Fused ops no listed device runs, unfused before partitioning, per kind.
+    unfused: dict[str, int]
 
 
 def build_pick_problem(
@@ -82,8 +99,9 @@ def build_pick_problem(
     cost_model: str | Any = "tac",
     granularity: str = "subgraph",
     pins: Sequence[tuple[str, str]] = (),
+    fuse: bool = True,
 ) -> PickProposal:
-    """Annotate targets, raise units, enumerate views and cost them: the pick problem of ``G``.
+    """Fuse, annotate, raise units, enumerate views and cost them: the pick problem of ``G``.
 
     Pure: ``G`` is not modified. :func:`partition` is this followed by a picker and
     :func:`tacopt.partitioner.apply.apply_plan`; a study that compares pickers calls this once and
@@ -119,6 +137,21 @@ def build_pick_problem(
     validate_graph(G)
     model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
     lap("setup")
+    fusions: dict[str, int] = {}
+    unfused: dict[str, int] = {}
+    if fuse:
+        from tacopt.cost_models.ops import inference_type
+        from tacopt.fusion.fuse import fuse as fuse_graph
+        from tacopt.partitioner.lowerings import unfuse_unrunnable
+
+        def runs(H: nx.MultiDiGraph, node: str) -> bool:
+            itype = inference_type(H, node)
+            return any(t.supports(H, node, itype) for t in targets)
+
+        fused = fuse_graph(G)
+        G, unfused = unfuse_unrunnable(fused.graph, runs)
+        fusions = fused.counts
+        lap("fuse")
     annotations = annotate_targets(G, targets, pins=pins)
     raise_units = raise_subgraphs if granularity == "subgraph" else op_units
     part = raise_units(G, annotations)
@@ -129,7 +162,9 @@ def build_pick_problem(
     problem, views = build_problem(G, units, targets, model)
     problem = replace(problem, cost_unit=getattr(model, "unit", "cost"))
     lap("cost")
-    return PickProposal(problem, part, annotations, views, tuple(targets), model, seconds)
+    return PickProposal(
+        problem, part, annotations, views, tuple(targets), model, seconds, G, fusions, unfused
+    )
 
 
 def partition(
@@ -141,6 +176,7 @@ def partition(
     granularity: str = "subgraph",
     pins: Sequence[tuple[str, str]] = (),
     time_limit_s: float | None = None,
+    fuse: bool = True,
 ) -> PartitionResult:
     """Partition ``G`` across ``devices`` and return the applied plan.
 
@@ -163,10 +199,15 @@ def partition(
         Force matching ops (by op or output tensor name glob) onto a device.
     time_limit_s : float, optional
         Passed to pickers that take a time limit.
+    fuse : bool
+        Fuse ``G`` first (:func:`tacopt.fusion.fuse.fuse`, the default): the partitioner works
+        on the fused DAG, and a fused op a device lacks is lowered back to its primitive ops in
+        that device's views. ``False`` partitions ``G`` as it is.
 
     Returns
     -------
     PartitionResult
+        ``graph`` holds only ops LiteRT runs (fused kinds it lacks are lowered everywhere).
 
     Raises
     ------
@@ -179,7 +220,7 @@ def partition(
 
     accepted = picker_options(picker)  # an unknown picker fails here, before any work
     proposal = build_pick_problem(
-        G, devices, cost_model=cost_model, granularity=granularity, pins=pins
+        G, devices, cost_model=cost_model, granularity=granularity, pins=pins, fuse=fuse
     )
     seconds = dict(proposal.seconds)
     clock = time.perf_counter()
@@ -192,7 +233,7 @@ def partition(
     plan = pick(proposal.problem, picker, **options)
     seconds["pick"] = time.perf_counter() - clock
     clock = time.perf_counter()
-    H = apply_plan(G, proposal.partition, proposal.views, plan.assignment)
+    H = apply_plan(proposal.graph, proposal.partition, proposal.views, plan.assignment)
     seconds["apply"] = time.perf_counter() - clock
     return PartitionResult(
         H,
@@ -205,4 +246,7 @@ def partition(
         granularity,
         getattr(proposal.cost_model, "name", str(cost_model)),
         seconds,
+        proposal.fusions,
+        proposal.unfused,
+        proposal.graph,
     )

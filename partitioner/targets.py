@@ -36,6 +36,7 @@ import numpy as np
 from tacopt.fusion.errors import TacoptError
 from tacopt.fusion.ir import FLOAT_DTYPES, Op
 from tacopt.fusion.registry import Registry
+from tacopt.fusion.vocabulary import FUSION_ONLY_KINDS
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -173,13 +174,15 @@ class TableTarget:
     cost_device: str | None = None
     speedup: float = 1.0
     link: tuple[float, float] | None = None
-    #: Support every kind (the CPU); the table is then ignored.
+    #: Support every kind but ``lacks`` (the CPU); the table is then ignored.
     runs_everything: bool = False
+    #: With ``runs_everything``: the kinds it cannot run after all.
+    lacks: frozenset[str] = frozenset()
 
     def supports(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> bool:
         op = G.nodes[node]["op"]
         if self.runs_everything:
-            return True
+            return op.kind not in self.lacks
         row = self.table.get(op.kind)
         if row is None or inference_type not in row.types:
             return False
@@ -400,7 +403,11 @@ def _device_label(item: object) -> str:
     return item if isinstance(item, str) else str(getattr(item, "name", item))
 
 
-CPU = register_target(TableTarget("CPU", {}, runs_everything=True))
+#: The CPU runs what LiteRT's CPU kernels run: every kind but the fused kinds that only exist in
+#: tacopt's fused graphs (lowered back to their primitive ops there).
+CPU = register_target(
+    TableTarget("CPU", {}, runs_everything=True, lacks=FUSION_ONLY_KINDS)
+)
 GPU = register_target(TableTarget("GPU", GPU_TABLE))
 NNAPI = register_target(TableTarget("NNAPI", NNAPI_TABLE))
 NPU = register_target(TableTarget("NPU", NPU_TABLE, cost_device="NNAPI", speedup=2.0))

@@ -250,11 +250,12 @@ def test_simple_target_from_a_user_module(registry, tmp_path):
 def test_every_registry_replaces_on_request() -> None:
     """Re-running a notebook cell that registers something must not fail (replace=True)."""
     from tacopt.benchmarks.zoos import _ZOOS, register_zoo
-    from tacopt.cost_models.base import _REGISTRY, register_cost_model
+    from tacopt.cost_models.base import _REGISTRY, register_cost_model, registered_cost_models
     from tacopt.fusion.composites import _FUSIONS, get_fusion, register_fusion
     from tacopt.partitioner.pickers import _PICKERS, get_picker, register_picker
     from tacopt.partitioner.targets import _TARGETS, SimpleTarget, get_target, register_target
 
+    registered_cost_models()  # built-ins load lazily: load them before taking the copy
     saved = [(r, r.copy()) for r in (_ZOOS, _REGISTRY, _FUSIONS, _PICKERS, _TARGETS)]
     try:
         for _ in range(2):

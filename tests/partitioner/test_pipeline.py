@@ -1,0 +1,84 @@
+"""The pipeline fuses first: fused ops are units with device views, lowered where a device lacks
+them, and plans on the fused DAG are never worse than on the model as it is."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tacopt.benchmarks.check_partition import check_model
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.partitioner.pipeline import build_pick_problem, partition
+from tacopt.partitioner.targets import OpSupport, TableTarget
+
+
+def gelu_graph():
+    """x -> CONV_2D -> GELU(approximate) -> CONV_2D -> y   (GPU has no GELU kernel)."""
+    b = GraphBuilder("gelu")
+    x = b.input("x", (1, 8, 8, 4))
+    w = np.full((4, 1, 1, 4), 0.1, np.float32)
+    h = b.op("CONV_2D", x, w, np.zeros(4, np.float32))
+    g = b.op("GELU", h, approximate=True)
+    return b.build(outputs=[b.op("CONV_2D", g, w, np.zeros(4, np.float32))])
+
+
+@pytest.mark.parametrize("devices", ["GPU,CPU", "NNAPI,CPU", "GPU,NNAPI,CPU"])
+@pytest.mark.parametrize("granularity", ["subgraph", "op"])
+def test_the_fused_transformer_plan_is_no_worse(bundled_models, devices, granularity):
+    from tacopt.fusion.reader import read_tflite
+
+    G = read_tflite(bundled_models["keras__text_transformer_float32.tflite"])
+    fused = partition(G, devices, granularity=granularity)
+    plain = partition(G, devices, granularity=granularity, fuse=False)
+    assert fused.fusions == {"layer_norm": 4}
+    # no device runs a LayerNorm kernel: it is unfused again rather than pinned to one device
+    assert fused.unfused == {"CUSTOM:LayerNorm": 4}
+    assert fused.plan.objective <= plain.plan.objective * (1 + 1e-12)
+
+
+def test_a_fused_op_a_device_lacks_gets_a_lowered_view_there():
+    proposal = build_pick_problem(gelu_graph(), "GPU,CPU", granularity="op")
+    (gelu,) = [n for n in proposal.graph if proposal.graph.nodes[n]["op"].kind == "GELU"]
+    views = {v.device: v for v in proposal.views[gelu]}
+    assert set(views) == {"CPU", "GPU"}
+    assert views["CPU"].lowerings == ()  # LiteRT's CPU runs GELU as one op
+    assert views["GPU"].lowerings == ("unfuse_gelu",)
+    kinds = sorted(d["op"].kind for _, d in views["GPU"].graph.nodes(data=True))
+    assert "GELU" not in kinds and "TANH" in kinds
+
+
+def test_a_device_that_declares_a_fused_kind_keeps_it_fused(bundled_models):
+    from tacopt.fusion.reader import read_tflite
+
+    table = {"CUSTOM:LayerNorm": OpSupport(frozenset({"FLOAT"}))}
+    npu = TableTarget("LNPU", table, cost_device="GPU")
+    G = read_tflite(bundled_models["keras__text_transformer_float32.tflite"])
+    proposal = build_pick_problem(G, [npu, "CPU"], granularity="op")
+    assert proposal.unfused == {}
+    norms = [n for n in proposal.graph if proposal.graph.nodes[n]["op"].kind == "CUSTOM:LayerNorm"]
+    assert len(norms) == 4
+    for n in norms:  # fused on the device that has the kernel, unfused on the CPU
+        assert {(v.device, v.lowerings) for v in proposal.views[n]} == {
+            ("LNPU", ()),
+            ("CPU", ("unfuse_custom:layernorm",)),
+        }
+
+
+def test_no_fuse_partitions_the_model_as_it_is(bundled_models):
+    from tacopt.fusion.reader import read_tflite
+
+    G = read_tflite(bundled_models["keras__text_lstm_float32.tflite"])
+    plain = partition(G, "GPU,CPU", fuse=False)
+    fused = partition(G, "GPU,CPU")
+    assert plain.fusions == {} and "WHILE" in {
+        d["op"].kind for _, d in plain.graph.nodes(data=True)
+    }
+    kinds = {d["op"].kind for _, d in fused.graph.nodes(data=True)}
+    assert fused.fusions == {"lstm": 1} and "UNIDIRECTIONAL_SEQUENCE_LSTM" in kinds
+    assert "WHILE" not in kinds
+
+
+def test_the_fused_transformer_exports_and_matches_in_litert(bundled_models):
+    """The exported plan of the fused model runs in LiteRT with the original model's outputs."""
+    check = check_model(bundled_models["keras__text_transformer_float32.tflite"], "NNAPI,CPU", "op")
+    assert check.ok, check
