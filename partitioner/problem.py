@@ -429,7 +429,8 @@ def _check_text(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None:
 def _check_price(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         fail(f"{what} must be a number, got {_show(value)}")
-    if not 0 <= value <= MAX_TOTAL:  # False for NaN; exact for ints of any size
+    number: Any = value  # numbers.Real promises no comparison operators to mypy
+    if not 0 <= number <= MAX_TOTAL:  # False for NaN; exact for ints of any size
         fail(f"{what} must be finite, >= 0 and <= {MAX_TOTAL:g}, got {_show(value)}")
 
 
@@ -560,11 +561,10 @@ def _check_tensors(
 
 def _is_count(value: Any) -> bool:
     """A non-negative integer below MAX_NBYTES (numpy integers too, but not booleans)."""
-    return (
-        isinstance(value, numbers.Integral)
-        and not isinstance(value, bool)
-        and (0 <= value < MAX_NBYTES)
-    )
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return False
+    number: Any = value
+    return bool(0 <= number < MAX_NBYTES)
 
 
 def _check_totals(problem: PickProblem, compute: float, fail: Callable[[str], NoReturn]) -> None:
@@ -712,7 +712,7 @@ def _problem_from_dict(data: Any, source: str) -> PickProblem:
     )
 
 
-def _object(value: Any, kind: str, where: str, fail: Callable[[str], NoReturn]) -> None:
+def _object(value: Any, kind: str, where: str | _Named, fail: Callable[[str], NoReturn]) -> None:
     """Check that ``value`` is a JSON object with no field outside those of ``kind``."""
     if not isinstance(value, dict):
         fail(f"{where} must be a JSON object, got {_show(value)}")
