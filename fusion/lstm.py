@@ -42,10 +42,17 @@ import numpy as np
 from tacopt.fusion.bilstm import RULES as BILSTM_RULES
 from tacopt.fusion.bilstm import with_readers_moved
 from tacopt.fusion.ir import Op, Tensor
+from tacopt.fusion.lstm_ops import (
+    GATES,
+    slice_step,
+    split_gates,
+    state_input,
+    unidirectional_lstm,
+    zero_or_dropped,
+)
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name
 from tacopt.fusion.rules.pattern import P, match
-
-GATES = ("i", "f", "g", "o")  # TFLite's order: input, forget, cell, output
+from tacopt.fusion.unrolled_lstm import RULES as UNROLLED_RULES
 
 _CELL = P(
     "ADD",
@@ -68,14 +75,6 @@ def _add_leaves(ed: Editor, t: str, ops: list[str]) -> list[str] | None:
             return None
         out.extend(leaves)
     return out
-
-
-def _zero_or_dropped(ed: Editor, t: str) -> bool:
-    rec = ed.tensor(t)
-    if not rec.is_constant:
-        return False
-    v = ed.value(t)
-    return v is None or not np.any(v)
 
 
 def _analyse_body(body: Editor) -> dict | None:
@@ -245,119 +244,6 @@ def _trip_count(cond: Editor, k_t: int, k_i: int) -> int | None:
     return min(bounds.values())
 
 
-#: Options of the fused ops: Keras' activation, no clipping.
-LSTM_OPTIONS = {
-    "fused_activation_function": "TANH",
-    "cell_clip": 0.0,
-    "proj_clip": 0.0,
-    "time_major": True,
-    "asymmetric_quantize_inputs": False,
-    "diagonal_recurrent_tensors": False,
-}
-
-
-def state_input(
-    ed: Editor, anchor: Op, role: str, init: str | None, shape: tuple[int, ...]
-) -> tuple[str, list[Op], list[Tensor]]:
-    """The variable tensor that a fused LSTM op takes as state ``role`` (``output_state`` or
-    ``cell_state``), and the ops and tensors that set it.
-
-    ``init`` None, a zero constant or a dropped one: a bare variable tensor (zero when the model is
-    loaded). Anything else is copied into a fresh variable by ``ADD(init, 0)``: LiteRT's kernels
-    take states only from variable tensors, which may not hold a constant buffer.
-    """
-    var = Tensor(ed.fresh(f"{anchor.name}/{role}"), shape, "float32", is_variable=True)
-    if init is None or _zero_or_dropped(ed, init):
-        return var.name, [], [var]
-    zero = ed.const(f"{anchor.name}/{role}_zero", np.zeros((), np.float32), (), "float32")
-    copy = Op(
-        op_name(ed, f"ADD_{role}", anchor),
-        "ADD",
-        (init, zero.name),
-        (var.name,),
-        {"fused_activation_function": "NONE"},
-    )
-    return var.name, [copy], [var, zero]
-
-
-def split_gates(
-    ed: Editor, anchor: Op, base: str, value: np.ndarray | None, shape: tuple[int, ...], order
-) -> list[Tensor]:
-    """Per-gate constants (TFLite's i, f, c, o) of a gate-stacked ``(4H, ...)`` weight or bias.
-
-    ``order[k]`` is the block of gate ``GATES[k]`` in the stacked tensor; a dropped ``value``
-    gives dropped blocks of the right size.
-    """
-    units = shape[0] // 4
-    out = []
-    for gate, k in zip(GATES, order):
-        block = None if value is None else value[k * units : (k + 1) * units]
-        out.append(ed.const(f"{anchor.name}/{base}_{gate}", block, (units, *shape[1:]), "float32"))
-    return out
-
-
-def unidirectional_lstm(
-    ed: Editor,
-    anchor: Op,
-    x: str,
-    weights: tuple[list[Tensor], list[Tensor], list[Tensor]],
-    states: tuple[str, str],
-    out: str,
-    **options,
-) -> Op:
-    """An UNIDIRECTIONAL_SEQUENCE_LSTM op (no peepholes, projection or layer norm)."""
-    w_in, w_rec, bias = weights
-    inputs = (
-        x,
-        *(t.name for t in w_in),
-        *(t.name for t in w_rec),
-        None,
-        None,
-        None,
-        *(t.name for t in bias),
-        None,
-        None,
-        *states,
-        None,
-        None,
-        None,
-        None,
-    )
-    kind = "UNIDIRECTIONAL_SEQUENCE_LSTM"
-    return Op(op_name(ed, kind, anchor), kind, inputs, (out,), {**LSTM_OPTIONS, **options})
-
-
-def slice_step(
-    ed: Editor, anchor: Op, seq: str, shape: tuple[int, ...], step: int, axis: int, out: str
-) -> tuple[Op, list[Tensor]]:
-    """STRIDED_SLICE keeping step ``step`` of ``seq`` (``shape``) along ``axis`` (kept, size 1)."""
-    begin = np.zeros(len(shape), np.int32)
-    begin[axis] = step
-    end = np.array(shape, np.int32)
-    end[axis] = step + 1
-    n = len(shape)
-    consts = [
-        ed.const(f"{anchor.name}/step_begin", begin, (n,), "int32"),
-        ed.const(f"{anchor.name}/step_end", end, (n,), "int32"),
-        ed.const(f"{anchor.name}/step_strides", np.ones(n, np.int32), (n,), "int32"),
-    ]
-    op = Op(
-        op_name(ed, "STRIDED_SLICE", anchor),
-        "STRIDED_SLICE",
-        (seq, *(t.name for t in consts)),
-        (out,),
-        {
-            "begin_mask": 0,
-            "end_mask": 0,
-            "ellipsis_mask": 0,
-            "new_axis_mask": 0,
-            "shrink_axis_mask": 0,
-            "offset": False,
-        },
-    )
-    return op, consts
-
-
 def _resource(ed: Editor, t: str | None) -> tuple[str, str] | None:
     """(container, shared name) of the resource variable handle ``t``, else None."""
     op = ed.producer_of(t)
@@ -401,7 +287,7 @@ def _resource_state(ed: Editor, loop: Op, slot: int) -> tuple[str, str] | None:
                 continue
             if o.kind != "ASSIGN_VARIABLE" or len(o.inputs) != 2:
                 return None
-            if o.inputs[1] is None or not _zero_or_dropped(sub_ed, o.inputs[1]):
+            if o.inputs[1] is None or not zero_or_dropped(sub_ed, o.inputs[1]):
                 return None
             inits += 1
     return (read.name, assign.name) if inits <= 1 else None
@@ -507,5 +393,10 @@ def fuse_lstm_loop(ed: Editor, op: Op) -> Rewrite | None:
     return with_readers_moved(ed, [op.name, *resource_ops], new_ops, new_tensors)
 
 
-#: The LSTM rules: loops first, then forward / backward pairs of fused LSTMs (tf-keras' or ours).
-RULES: list[Rule] = [Rule("lstm", frozenset({"WHILE"}), fuse_lstm_loop), *BILSTM_RULES]
+#: The LSTM rules: loops and unrolled steps first, then forward / backward pairs of fused LSTMs
+#: (tf-keras' or ours).
+RULES: list[Rule] = [
+    Rule("lstm", frozenset({"WHILE"}), fuse_lstm_loop),
+    *UNROLLED_RULES,
+    *BILSTM_RULES,
+]

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tacopt.fusion.ir import Op, Tensor
-from tacopt.fusion.lstm import slice_step, split_gates, state_input, unidirectional_lstm
+from tacopt.fusion.lstm_ops import slice_step, split_gates, state_input, unidirectional_lstm
 from tacopt.fusion.rules.base import Editor, Rewrite, op_name
 
 if TYPE_CHECKING:
