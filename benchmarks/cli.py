@@ -92,6 +92,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--granularity", type=_list, default=("subgraph", "op"), metavar="G1,G2",
                    help="units of the pick problem: subgraph (TAC's raised subgraphs) and/or op "
                    "(one unit per op) (default: subgraph,op)")  # fmt: skip
+    p.add_argument("--fusion", type=_list, default=("fused",), metavar="F1,F2",
+                   help="fused (the pipeline fuses first) and/or plain (partition the model as it "
+                   "is); both give the report's fusion table (default: fused)")  # fmt: skip
     p.add_argument(
         "--cost-model",
         type=_list,
@@ -214,6 +217,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         device_sets=tuple(args.devices or DEFAULT_DEVICE_SETS),
         granularities=tuple(args.granularity),
         cost_models=tuple(args.cost_model),
+        fusion=tuple(args.fusion),
         pickers=tuple(args.pickers),
         time_limit_s=args.time_limit,
         backend=args.backend,

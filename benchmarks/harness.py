@@ -17,9 +17,10 @@ raising :class:`StudyInterrupted`.
 A record (one JSON object per line)::
 
     key, model, zoo, kind, ops, units, choices, tensors, devices, granularity, cost_model,
-    cost_unit, picker, status, objective, breakdown {compute, transfer, quant}, bound, gap,
-    exact_objective, ratio_to_exact, gap_to_exact, seconds, build_seconds, transfers,
-    conversions, seed, params {time_limit_s, backend, ...}, versions {...}, error
+    fusion ("fused" or "plain"), fusions {rule: n}, unfused {kind: n}, cost_unit, picker,
+    status, objective, breakdown {compute, transfer, quant}, bound, gap, exact_objective,
+    ratio_to_exact, gap_to_exact, seconds, build_seconds, transfers, conversions, seed, params
+    {time_limit_s, backend, ...}, versions {...}, error
 
 ``gap`` is the picker's own proven relative gap (exact only); ``gap_to_exact`` is
 ``objective / exact_objective - 1`` on the same problem. ``status`` is the plan's status
@@ -90,6 +91,12 @@ class Study:
     time_limit_s: float | None = 60.0
     backend: str | None = None
     seed: int = 0
+    #: ``"fused"``: the partitioner's pipeline as it is (fuse first); ``"plain"``: ``fuse=False``.
+    fusion: tuple[str, ...] = ("fused",)
+
+
+#: The values of :attr:`Study.fusion`.
+FUSION_MODES = ("fused", "plain")
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,14 +115,16 @@ class Case:
     time_limit_s: float | None = None
     backend: str | None = None
     seed: int = 0
+    fusion: str = "fused"
 
     @property
     def key(self) -> str:
-        """Stable identity of the case: zoo, model, devices, granularity, cost model, seed."""
+        """Stable identity of the case: zoo, model, devices, granularity, cost model, seed, and
+        ``|plain`` for a case partitioned without fusing."""
         devices = ",".join(self.devices) or "-"
         return (
             f"{self.item.zoo}/{self.item.name}|{devices}|{self.granularity}|{self.cost_model}"
-            f"|seed={self.seed}"
+            f"|seed={self.seed}" + ("|plain" if self.fusion == "plain" else "")
         )
 
     def record_key(self, picker: str) -> str:
@@ -151,7 +160,7 @@ def expand_cases(study: Study) -> list[Case]:
     'transformer/transformer_L1|GPU,CPU|subgraph|tac|seed=0'
 
     """
-    for name in ("zoos", "device_sets", "granularities", "cost_models", "pickers"):
+    for name in ("zoos", "device_sets", "granularities", "cost_models", "pickers", "fusion"):
         if not getattr(study, name):
             raise BenchmarkError(f"study option {name!r} is empty")
     pickers = tuple(dict.fromkeys(p for p in study.pickers if p == "exact")) + tuple(
@@ -171,7 +180,13 @@ def expand_cases(study: Study) -> list[Case]:
             for devices in study.device_sets:
                 for granularity in study.granularities:
                     for cost_model in study.cost_models:
-                        cases.append(Case(item, tuple(devices), granularity, cost_model, **common))
+                        for fusion in study.fusion:
+                            cases.append(
+                                Case(
+                                    item, tuple(devices), granularity, cost_model, **common,
+                                    fusion=fusion,
+                                )
+                            )  # fmt: skip
     keys = [c.key for c in cases]
     if len(set(keys)) != len(keys):
         dup = next(k for k in keys if keys.count(k) > 1)
@@ -193,9 +208,12 @@ def build_problem(case: Case) -> BuiltProblem:
     from tacopt.cost_models.base import get_cost_model
 
     cost_model = get_cost_model(case.cost_model)
-    problem = problem_of_graph(loaded, case.devices, cost_model, case.granularity)
+    proposal = _proposal(loaded, case.devices, cost_model, case.granularity, case.fusion == "fused")
     ops = sum(g.number_of_nodes() for g in [loaded, *loaded.graph.get("subgraphs", {}).values()])
-    return BuiltProblem(problem, ops, cost_model.unit, time.perf_counter() - started)
+    extra = {"fusions": proposal.fusions, "unfused": proposal.unfused}
+    return BuiltProblem(
+        proposal.problem, ops, cost_model.unit, time.perf_counter() - started, extra
+    )
 
 
 def problem_of_graph(G: Any, devices: Sequence[str], cost_model: Any, granularity: str) -> Any:
@@ -204,12 +222,15 @@ def problem_of_graph(G: Any, devices: Sequence[str], cost_model: Any, granularit
 
     Stopping before the picker lets every picker of a case solve one problem.
     """
+    return _proposal(G, devices, cost_model, granularity, True).problem
+
+
+def _proposal(G: Any, devices: Sequence[str], cost_model: Any, granularity: str, fuse: bool) -> Any:
     from tacopt.partitioner.pipeline import GRANULARITIES, build_pick_problem
 
     if granularity not in GRANULARITIES:
         raise BenchmarkError(f"unknown granularity {granularity!r}; known: op, subgraph")
-    proposal = build_pick_problem(G, devices, cost_model=cost_model, granularity=granularity)
-    return proposal.problem
+    return build_pick_problem(G, devices, cost_model=cost_model, granularity=granularity, fuse=fuse)
 
 
 def count_moves(problem: Any, assignment: Mapping[str, Any]) -> tuple[int, int]:
@@ -268,6 +289,7 @@ def run_case(case: Case, done: Mapping[str, Mapping[str, Any]] | None = None) ->
         tensors=len(problem.tensors),
         cost_unit=built.cost_unit,
         build_seconds=round(built.build_seconds, 6),
+        **built.extra,
     )
     if not case.devices:
         base["devices"] = ",".join(sorted({c.device for u in problem.units for c in u.choices}))
@@ -342,6 +364,9 @@ def _base_record(case: Case) -> dict:
         "devices": ",".join(case.devices),
         "granularity": case.granularity,
         "cost_model": case.cost_model,
+        "fusion": case.fusion if case.item.kind != "problem" else "-",
+        "fusions": None,
+        "unfused": None,
         "cost_unit": None,
         "picker": None,
         "status": None,
@@ -621,9 +646,17 @@ def check_study(study: Study) -> None:
             except TacoptError as exc:
                 raise BenchmarkError(f"{where}: {exc}") from None
         _no_twice(where, [d.strip().upper() for d in devices])
-    for option, values in (("pickers", study.pickers), ("cost models", study.cost_models),
-                           ("granularities", study.granularities)):  # fmt: skip
+    options = {
+        "pickers": study.pickers,
+        "cost models": study.cost_models,
+        "granularities": study.granularities,
+        "fusion": study.fusion,
+    }
+    for option, values in options.items():
         _no_twice(option, values)
+    for mode in study.fusion:
+        if mode not in FUSION_MODES:
+            raise BenchmarkError(f"unknown fusion mode {mode!r}; known: {', '.join(FUSION_MODES)}")
     for granularity in study.granularities:
         if granularity not in GRANULARITIES:
             raise BenchmarkError(

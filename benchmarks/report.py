@@ -46,7 +46,7 @@ RATIO_TOL = 1e-6
 _Target = Path | BinaryIO
 _COMPONENTS = ("compute", "transfer", "quant")
 _COMPONENT_LABELS = {"compute": "compute", "transfer": "transfer", "quant": "conversion"}
-_CASE_FIELDS = ("model", "devices", "granularity", "cost_model")
+_CASE_FIELDS = ("model", "devices", "granularity", "cost_model", "fusion")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,18 +77,28 @@ def _pickers(records: Iterable[Mapping[str, Any]]) -> list[str]:
     return sorted(seen, key=lambda p: p != "exact")
 
 
+def pipeline_records(records: Sequence[Mapping[str, Any]]) -> Sequence[Mapping[str, Any]]:
+    """The records of the pipeline as users run it: without the ``plain`` (unfused) cases when
+    the study also ran fused ones."""
+    if any(r.get("fusion") == "fused" for r in records):
+        return [r for r in records if r.get("fusion") != "plain"]
+    return records
+
+
 def picker_summary(records: Sequence[Mapping[str, Any]]) -> list[PickerSummary]:
     """One :class:`PickerSummary` per picker, exact first.
 
     Parameters
     ----------
     records : sequence of dict
-        Records as written by :func:`tacopt.benchmarks.harness.run_study`.
+        Records as written by :func:`tacopt.benchmarks.harness.run_study`. When a study ran
+        both fusion modes, only the fused cases (the partitioner's pipeline) count.
 
     Returns
     -------
     list of PickerSummary
     """
+    records = pipeline_records(records)
     out = []
     for picker in _pickers(records):
         mine = [r for r in records if r["picker"] == picker]
@@ -191,10 +201,11 @@ def _cases(records: Sequence[Mapping[str, Any]]) -> dict[tuple, dict[str, Mappin
 def case_table(records: Sequence[Mapping[str, Any]]) -> str:
     """One row per case: exact objective and gap, then each picker's ratio · seconds · T/C."""
     pickers = _pickers(records)
-    header = ["model", "devices", "gran.", "cost", "units", "exact objective", "exact gap"]
+    header = ["model", "devices", "gran.", "cost", "fusion", "units", "exact objective"]
+    header += ["exact gap"]
     header += [f"{p}: ratio · s · T/C" for p in pickers]
     rows = []
-    for (model, devices, gran, cost), by_picker in _cases(records).items():
+    for (model, devices, gran, cost, fusion), by_picker in _cases(records).items():
         any_rec = next(iter(by_picker.values()))
         exact = by_picker.get("exact", {})
         row = [
@@ -202,6 +213,7 @@ def case_table(records: Sequence[Mapping[str, Any]]) -> str:
             str(devices),
             str(gran),
             str(cost),
+            str(fusion or "–"),
             _fmt(any_rec.get("units"), "d"),
             _fmt(exact.get("objective"), ".6g") if _ok(exact) else "–",
             _pct(exact.get("gap")) if _ok(exact) else "–",
@@ -217,7 +229,46 @@ def case_table(records: Sequence[Mapping[str, Any]]) -> str:
                 moves = f"{_fmt(r.get('transfers'), 'd')}/{_fmt(r.get('conversions'), 'd')}"
                 row.append(f"{ratio} · {_fmt(r.get('seconds'), '.2g')} · {moves}")
         rows.append(row)
-    return _table(header, rows, "llllrrr" + "r" * len(pickers))
+    return _table(header, rows, "lllllrrr" + "r" * len(pickers))
+
+
+def fusion_table(records: Sequence[Mapping[str, Any]]) -> str:
+    """Per model: the fusions applied and the exact objective fused over plain (``fuse=False``).
+
+    Only cases run both ways with an exact plan each count; empty when there are none.
+    """
+    exact = {
+        (r["model"], r.get("devices"), r.get("granularity"), r.get("cost_model"), r["fusion"]): r
+        for r in records
+        if r.get("picker") == "exact" and _ok(r) and r.get("fusion") in ("fused", "plain")
+    }
+    by_model: dict[str, list[float]] = {}
+    fused_by: dict[str, tuple[dict[str, int], dict[str, int]]] = {}
+    for (model, devices, gran, cost, fusion), r in exact.items():
+        plain = exact.get((model, devices, gran, cost, "plain"))
+        if fusion != "fused" or plain is None or not plain.get("objective"):
+            continue
+        by_model.setdefault(model, []).append(r["objective"] / plain["objective"])
+        fused_by[model] = (r.get("fusions") or {}, r.get("unfused") or {})
+    if not by_model:
+        return ""
+    rows = []
+    for model in sorted(by_model):
+        ratios = by_model[model]
+        fusions, unfused = fused_by[model]
+        rows.append(
+            (
+                model,
+                ", ".join(f"{k} {v}" for k, v in fusions.items()) or "none",
+                ", ".join(f"{k} {v}" for k, v in unfused.items()) or "–",
+                str(len(ratios)),
+                f"{_geomean(ratios):.4f}",
+                f"{min(ratios):.4f}",
+                f"{max(ratios):.4f}",
+            )
+        )
+    header = ("model", "fusions", "unfused again", "cases", "fused / plain", "best", "worst")
+    return _table(header, rows, "lllrrrr")
 
 
 def failure_table(records: Sequence[Mapping[str, Any]], limit: int = 50) -> str:
@@ -256,6 +307,11 @@ def markdown(
         f"beyond a relative {RATIO_TOL:g}. T/C = transfers / conversions in the plan.\n",
         "## Per picker\n",
         summary_table(records),
+        *(
+            ["Fused cases only; the fusion table below compares them with the plain ones.\n"]
+            if len(pipeline_records(records)) < len(records)
+            else []
+        ),
     ]
     if params:
         parts.append(f"Exact picker parameters: `{params}`.\n")
@@ -264,6 +320,15 @@ def markdown(
     if extra:
         parts.append(extra)
     parts += [f"![{Path(p).stem}]({p})\n" for p in plots]
+    fusion = fusion_table(records)
+    if fusion:
+        parts += [
+            "## Fusion\n",
+            "The exact objective of the fused pipeline over the model partitioned as it is "
+            "(`fuse=False`), per model (geometric mean over its cases). *Unfused again*: fused "
+            "ops no listed device runs, unfused before partitioning.\n",
+            fusion,
+        ]
     parts += ["## Per case\n", case_table(records)]
     if any(not _ok(r) for r in records):
         parts += ["## Failures\n", failure_table(records)]

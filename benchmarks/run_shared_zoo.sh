@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README headline, from scratch: the 48 models of ../shared/zoo x GPU,CPU / NNAPI,CPU /
-# GPU,NNAPI,CPU x subgraph and op granularity x pickers exact, tac, greedy, first-fit.
+# GPU,NNAPI,CPU x subgraph and op granularity x pickers exact, tac, greedy, first-fit, each case
+# fused first (the pipeline) and as it is (the report's fusion table compares the two).
 #
 # It runs into a NEW folder (default tacopt-bench/shared-DATE-TIME; OUT=DIR to choose one, which
 # must not exist), never into the committed benchmarks/results/shared/, then prints each
@@ -21,6 +22,7 @@ python -m tacopt.benchmarks \
   --zoo shared \
   --devices GPU,CPU NNAPI,CPU GPU,NNAPI,CPU \
   --granularity subgraph,op \
+  --fusion fused,plain \
   --cost-model tac \
   --pickers exact,tac,greedy,first-fit \
   --time-limit 60 \

@@ -27,7 +27,8 @@ from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Un
 ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {
     "key", "model", "zoo", "kind", "ops", "units", "choices", "tensors", "devices",
-    "granularity", "cost_model", "cost_unit", "picker", "status", "objective", "breakdown",
+    "granularity", "cost_model", "fusion", "fusions", "unfused", "cost_unit", "picker", "status",
+    "objective", "breakdown",
     "bound", "gap", "exact_objective", "ratio_to_exact", "gap_to_exact", "seconds",
     "build_seconds", "transfers", "conversions", "seed", "params", "versions", "error",
 }  # fmt: skip
@@ -216,3 +217,19 @@ def test_bundled_model_case(bundled_dir: Path, tmp_path: Path) -> None:
     assert {r["status"] for r in records} <= {"OPTIMAL", "HEURISTIC"}, records
     assert all(r["ops"] == 65 and r["cost_unit"] for r in records)
     assert {r["granularity"] for r in records} == {"subgraph", "op"}
+
+
+def test_a_study_with_both_fusion_modes_has_a_fusion_table(tmp_path) -> None:
+    from tacopt.benchmarks.report import fusion_table, summary_table
+
+    study = Study(
+        zoos=("bundled",), device_sets=(("NNAPI", "CPU"),), granularities=("op",),
+        pickers=("exact", "greedy"), fusion=("fused", "plain"),
+    )  # fmt: skip
+    records = run_study(study, tmp_path / "r.jsonl", jobs=1)
+    modes = {(r["model"], r["fusion"]) for r in records}
+    assert ("keras__text_transformer_float32", "plain") in modes
+    lines = {line.split(" | ")[0].strip("| "): line for line in fusion_table(records).splitlines()}
+    row = lines["keras__text_transformer_float32"]
+    assert "layer_norm 4" in row and "CUSTOM:LayerNorm 4" in row and "1.0000" in row
+    assert "| exact | 7 |" in summary_table(records)  # the per-picker table counts fused cases
