@@ -116,14 +116,17 @@ def _process(
 ) -> _View:
     """``ProcessSubgraph`` for one choice ``k`` of ``unit``."""
     mine = unit.choices[k]
+    # (bytes, elements) of all operands from one producer, summed once (not per operand)
+    per_producer: dict[str | None, tuple[int, int]] = {}
+    for t in operands:
+        b, e = per_producer.get(t.producer, (0, 0))
+        per_producer[t.producer] = (b + t.elements * dtype_nbytes(t.dtype), e + t.elements)
     total = 0.0
     wants: dict[str, int] = {}
     for operand in operands:
         producer = units[operand.producer]  # type: ignore[index]
         # GetTransferredTensorBytes / ElementCount: all operands of `unit` from this producer.
-        shared = [t for t in operands if t.producer == operand.producer]
-        nbytes = sum(t.elements * dtype_nbytes(t.dtype) for t in shared)
-        elements = sum(t.elements for t in shared)
+        nbytes, elements = per_producer[operand.producer]
         best = float("inf")
         for j, theirs in enumerate(producer.choices):
             cost = theirs.cost
