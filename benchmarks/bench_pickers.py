@@ -21,7 +21,7 @@ from dataclasses import replace
 
 from tacopt.benchmarks.synthetic import layered_dag_problem, two_choice_problem
 from tacopt.partitioner.pickers import pick
-from tacopt.partitioner.pickers.exact import build_model
+from tacopt.partitioner.pickers.formulation import build_model
 from tacopt.partitioner.plan import Plan
 from tacopt.partitioner.problem import PickProblem, index_problem
 

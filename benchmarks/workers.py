@@ -1,8 +1,8 @@
 """Worker processes of a study: each runs one case at a time and can be stopped at once.
 
-A worker is ``python -m tacopt.benchmarks.workers FD``, started with :mod:`subprocess` in a
-process group of its own, talking to the study over a socket (``FD``) with
-:class:`multiprocessing.connection.Connection` messages. Compared with a
+A worker is ``python -m tacopt.benchmarks.worker_main FD`` (:mod:`~tacopt.benchmarks.worker_main`),
+started with :mod:`subprocess` in a process group of its own, talking to the study over a socket
+(``FD``) with :class:`multiprocessing.connection.Connection` messages. Compared with a
 :class:`~concurrent.futures.ProcessPoolExecutor`:
 
 - Ctrl-C reaches only the study's process (workers are not in the terminal's process group, and
@@ -110,7 +110,7 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "tacopt.benchmarks.workers", str(theirs.fileno())],
+                [sys.executable, "-m", "tacopt.benchmarks.worker_main", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
                 env=env,
@@ -174,47 +174,3 @@ def receive(workers: Sequence[Worker]) -> Iterator[tuple[Worker, Any]]:
 
 # ---------------------------------------------------------------------------------------------
 # the worker's side
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to kill this worker when the study's process dies (no orphan solves)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass
-
-
-def serve(conn: Connection) -> None:
-    """Run the worker protocol on ``conn`` until the study closes it."""
-    from tacopt.benchmarks.harness import run_case, warm_up
-    from tacopt.fusion.errors import TacoptError
-
-    setup = conn.recv()
-    try:
-        prepare(setup)
-    except TacoptError as exc:
-        conn.send(("error", str(exc)))
-        return
-    conn.send(("hello", known_names()))
-    warm_up(setup.warm_up)
-    while True:
-        try:
-            index, case, done = conn.recv()
-        except EOFError:
-            return
-        conn.send(("done", index, run_case(case, done)))
-
-
-def main(argv: Sequence[str]) -> None:
-    """``python -m tacopt.benchmarks.workers FD``."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the study handles Ctrl-C and stops us
-    _die_with_parent()
-    serve(Connection(int(argv[0])))
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

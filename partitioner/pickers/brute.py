@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from tacopt.partitioner.errors import PickerError
-from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import Plan, evaluate_batch, plan_from_choices
 from tacopt.partitioner.problem import PickProblem, index_problem
 

@@ -41,13 +41,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from tacopt.partitioner.pickers.exact import (
-    _INTEGRAL_TOL,
-    LinearModel,
-    _chosen,
-    _restrict,
-    _solve,
-    _solver_parameters,
+from tacopt.partitioner.pickers.formulation import LinearModel
+from tacopt.partitioner.pickers.mip import (
+    INTEGRAL_TOL,
+    chosen_choices,
+    restrict,
+    solve_model,
+    solver_parameters,
     warm_start,
 )
 from tacopt.partitioner.plan import evaluate_index
@@ -100,7 +100,7 @@ def certify(
     n_choices, n_units = model.n_choices, index.n_units
     stats: dict[str, Any] = {"lp_s": round(time.perf_counter() - started, 3), "lp_bound": lp_value}
     x = x_lp[:n_choices]
-    fractional = (x > _INTEGRAL_TOL) & (x < 1 - _INTEGRAL_TOL)
+    fractional = (x > INTEGRAL_TOL) & (x < 1 - INTEGRAL_TOL)
     selected = np.zeros(n_units, dtype=bool)
     selected[index.choice_unit[fractional]] = True
     stats["fractional_units"] = int(selected.sum())
@@ -109,16 +109,16 @@ def certify(
     for _ in range(hops):
         selected |= structure.neighbours(selected)
     pinned = np.round(x)
-    parameters = _solver_parameters("highs", seed, 1)
+    parameters = solver_parameters("highs", seed, 1)
     region_cache: dict[bytes, float] = {}
     piece_cache: dict[bytes, np.ndarray] = {}
-    best_chosen, best_value, bound = _chosen(index, x), math.inf, lp_value
+    best_chosen, best_value, bound = chosen_choices(index, x), math.inf, lp_value
     rounds = 0
     proven = False
 
     def solve(program: LinearModel) -> Any:
         remaining = max(deadline - time.perf_counter(), 0.0)
-        return _solve(program, program.cost, "highs", remaining, parameters)
+        return solve_model(program, program.cost, "highs", remaining, parameters)
 
     with ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
         while True:
@@ -142,7 +142,7 @@ def certify(
                     piece_cache[key] = x_batch[at]
             lower = part.constant + _region_bounds(part, region_cache)
             bound = max(bound, lower)
-            chosen = _chosen(index, values)
+            chosen = chosen_choices(index, values)
             value = evaluate_index(index, chosen).total
             if value < best_value:
                 best_chosen, best_value = chosen, value
@@ -377,7 +377,7 @@ def _plan_tasks(
     choice: the values known so far (pinned units, remembered pieces) and the batches of
     independent pieces still to solve."""
     fixed = np.where(selected[index.choice_unit], -1.0, pinned)
-    sub, columns = _restrict(model, fixed)
+    sub, columns = restrict(model, fixed)
     values = np.maximum(fixed, 0.0)
     todo: list[np.ndarray] = []
     rows_of: list[np.ndarray] = []

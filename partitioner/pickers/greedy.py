@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 
-from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import Plan, plan_from_choices
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 

@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from tacopt.partitioner.errors import PickerError
-from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import Plan, plan_from_choices, relative_gap
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 

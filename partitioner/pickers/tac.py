@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from tacopt.partitioner.pickers import register_picker
+from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import Plan, plan_from_choices
 from tacopt.partitioner.problem import (
     PickProblem,

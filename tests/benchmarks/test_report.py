@@ -56,7 +56,8 @@ def test_markdown_has_headline_case_and_failure_rows() -> None:
     assert md.startswith("# T\n")
     assert "| greedy | 3 | 1 | 2.0000 | 4.0000 | 50.0 % | 0.0 % |" in md
     assert (
-        "| b | GPU,CPU | op | tac | – | 10 | 5 | – | 1.0000 · 0.01 · 1/0 | 4.0000 · 0.01 · 1/0 |" in md
+        "| b | GPU,CPU | op | tac | – | 10 | 5 | – | 1.0000 · 0.01 · 1/0 | 4.0000 · 0.01 · 1/0 |"
+        in md
     )
     assert "PickerError: boom" in md
     assert case_table(RECORDS).count("\n") == 2 + 3

@@ -382,7 +382,7 @@ def test_exact_decomposition_bound_is_a_lower_bound_when_it_cannot_close(
     """Cut the certificate short (no growth): its bound stays below the optimum, and the
     fallback to branch-and-bound still proves the optimum."""
     import tacopt.partitioner.pickers.decompose as decompose
-    from tacopt.partitioner.pickers.exact import build_model
+    from tacopt.partitioner.pickers.formulation import build_model
     from tacopt.partitioner.problem import index_problem
 
     monkeypatch.setattr(decompose, "MAX_ROUNDS", 1)
@@ -419,7 +419,7 @@ def test_exact_decomposition_grows_its_regions_until_the_bound_meets_the_plan() 
     """Started from the fractional units alone (no neighbours), the first round leaves a gap
     on most seeds; growing where the gap sits closes it to the branch-and-bound optimum."""
     from tacopt.partitioner.pickers.decompose import certify
-    from tacopt.partitioner.pickers.exact import build_model
+    from tacopt.partitioner.pickers.formulation import build_model
     from tacopt.partitioner.problem import index_problem
 
     grew = 0

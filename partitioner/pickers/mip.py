@@ -1,0 +1,164 @@
+"""The LP / MIP plumbing shared by the exact picker and its region certificate: solving a
+:class:`~tacopt.partitioner.pickers.formulation.LinearModel` with an OR-Tools backend (or its LP
+relaxation), restricting it to a region, warm starts, and reading the chosen choices back."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from tacopt.partitioner.pickers.formulation import LinearModel
+from tacopt.partitioner.problem import ProblemIndex
+
+# Backend name -> OR-Tools model-builder solver id.
+BACKENDS = {"cp-sat": "sat", "scip": "scip", "highs": "highs"}
+
+
+INTEGRAL_TOL = 1e-6
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """What a solve returned: the variable values (None if none), whether they are proven
+    optimal, the solver's lower bound (its objective when optimal), its status text and its
+    proven dual bound (below the objective by at most the gap tolerance when optimal)."""
+
+    x: np.ndarray | None
+    optimal: bool
+    bound: float
+    status: str
+    dual_bound: float = -math.inf
+
+
+def solve_model(
+    model: LinearModel,
+    cost: np.ndarray,
+    backend: str,
+    time_limit_s: float,
+    parameters: str,
+    start: np.ndarray | None = None,
+    fixed: np.ndarray | None = None,
+) -> Solution:
+    """Solve ``model`` (costs ``cost``) with OR-Tools; ``fixed[k]`` >= 0 pins choice var k."""
+    from ortools.linear_solver.python import model_builder_helper as mbh
+
+    # Variables are binaries for choices; the auxiliaries are continuous except for CP-SAT,
+    # which needs integers (they are 0 or 1 at any optimum either way).
+    n_vars = len(cost)
+    lower, upper = np.zeros(n_vars), np.ones(n_vars)
+    if fixed is not None:
+        pinned = np.flatnonzero(fixed >= 0)
+        lower[pinned] = upper[pinned] = fixed[pinned]
+    builder = mbh.ModelBuilderHelper()
+    builder.fill_model_from_sparse_data(  # the stub spells float arrays as ndarray[float64]
+        lower,  # type: ignore[arg-type]
+        upper,  # type: ignore[arg-type]
+        cost,  # type: ignore[arg-type]
+        model.row_lb,  # type: ignore[arg-type]
+        model.row_ub,  # type: ignore[arg-type]
+        model.matrix,
+    )
+    for var in range(n_vars if backend == "cp-sat" else model.n_choices):
+        builder.set_var_integrality(var, True)
+    if start is not None:
+        for var, value in enumerate(start.tolist()):
+            builder.add_hint(var, value)
+    solver = mbh.ModelSolverHelper(BACKENDS[backend])
+    # A limit of 0 would mean none: an exhausted budget still gets a token millisecond.
+    solver.set_time_limit_in_seconds(max(float(time_limit_s), 1e-3))
+    solver.set_solver_specific_parameters(parameters)
+    solver.solve(builder)
+    status = solver.status()
+    text = solver.status_string() or status.name
+    if status not in (mbh.SolveStatus.OPTIMAL, mbh.SolveStatus.FEASIBLE) or not (
+        solver.has_solution()
+    ):
+        return Solution(None, False, -math.inf, text)
+    optimal = status == mbh.SolveStatus.OPTIMAL
+    dual_bound = solver.best_objective_bound()
+    bound = solver.objective_value() if optimal else dual_bound
+    values = np.asarray(solver.variable_values())
+    return Solution(values, optimal, bound, text, min(dual_bound, solver.objective_value()))
+
+
+def restrict(model: LinearModel, fixed: np.ndarray) -> tuple[LinearModel, np.ndarray]:
+    """``model`` with choice variables ``fixed[k] >= 0`` pinned to that value, and the
+    original column of each remaining variable. Rows that hold whatever the free variables
+    are, and auxiliaries left in no row (cost >= 0, so 0 is best), are dropped."""
+    n_vars = len(model.cost)
+    pinned = np.zeros(n_vars, dtype=bool)
+    pinned[: model.n_choices] = fixed >= 0
+    values = np.zeros(n_vars)
+    values[: model.n_choices] = np.maximum(fixed, 0.0)
+    matrix = model.matrix.tocsc()
+    lb = model.row_lb - matrix[:, pinned] @ values[pinned]
+    ub = model.row_ub - matrix[:, pinned] @ values[pinned]
+    free = matrix[:, ~pinned].tocsr()
+    low = free.minimum(0) @ np.ones(free.shape[1])
+    high = free.maximum(0) @ np.ones(free.shape[1])
+    rows = np.flatnonzero((lb > low + 1e-9) | (ub < high - 1e-9))
+    kept = free[rows]
+    used = np.zeros(kept.shape[1], dtype=bool)
+    used[kept.indices] = True
+    columns = np.flatnonzero(~pinned)
+    n_choices = int((~pinned[: model.n_choices]).sum())
+    used[:n_choices] = True  # choice columns stay, in order, first
+    columns = columns[used]
+    sub = LinearModel(
+        model.cost[columns],
+        kept[:, used].tocsr(),
+        lb[rows],
+        ub[rows],
+        n_choices,
+        np.full(len(rows), -1),
+    )
+    return sub, columns
+
+
+def warm_start(model: LinearModel, chosen: np.ndarray) -> np.ndarray:
+    """A full solution vector for a choice assignment: the cheapest auxiliaries that fit."""
+    values = np.zeros(len(model.cost))
+    values[chosen] = 1.0
+    linking = model.owner >= 0
+    owner = model.owner[linking]
+    matrix = model.matrix[linking]
+    # Two passes: need rows read only choices; extra rows also read need.
+    for _ in range(2):
+        activity = matrix @ values - values[owner]
+        required = np.maximum(model.row_lb[linking] - activity, 0.0)
+        np.maximum.at(values, owner, required)
+    return values
+
+
+def chosen_choices(index: ProblemIndex, x: np.ndarray) -> np.ndarray:
+    """Each unit's choice from (possibly fractional-looking) binary values: the largest."""
+    best = np.maximum.reduceat(x, index.choice_start[:-1])
+    is_best = x >= best[index.choice_unit] - 1e-9
+    first = np.full(index.n_units, len(x))
+    np.minimum.at(first, index.choice_unit, np.where(is_best, np.arange(len(x)), len(x)))
+    return first
+
+
+def integer_scale(cost: np.ndarray) -> tuple[float, float]:
+    """A power of ten making the costs integers, and the rounding error it leaves (0: exact)."""
+    total = float(np.abs(cost).sum()) or 1.0
+    scale = 1.0
+    for _ in range(9):
+        scaled = cost * scale
+        if np.allclose(scaled, np.round(scaled), rtol=0, atol=1e-9 * scale):
+            return scale, 0.0
+        if total * scale * 10 > 2.0**52:
+            break
+        scale *= 10
+    return scale, float(np.abs(np.round(cost * scale) - cost * scale).sum() / scale)
+
+
+def solver_parameters(backend: str, seed: int, num_workers: int) -> str:
+    if backend == "cp-sat":
+        return f"num_workers:{num_workers} random_seed:{seed} log_search_progress:false"
+    if backend == "scip":
+        return f"randomization/randomseedshift = {seed}\nlp/threads = 1"
+    # HiGHS stops at a 0.01% gap by default and calls that optimal; we want a proof.
+    return f"output_flag=false\nrandom_seed={seed}\nthreads=1\nmip_rel_gap=0\nmip_abs_gap=1e-6"

@@ -1,0 +1,165 @@
+"""The picker registry: the :class:`Picker` protocol, :func:`register_picker`, resolving a
+name or ``pkg.mod:Name`` spec (:func:`get_picker`), and :func:`pick`.
+
+The built-in pickers register from :mod:`tacopt.partitioner.pickers` (the package), which
+re-exports these names; picker modules import this module, never the package.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any, Protocol
+
+from tacopt.fusion.registry import Registry
+from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.plan import Plan
+from tacopt.partitioner.problem import PickProblem
+
+
+class Picker(Protocol):
+    """Assigns one choice per unit. Options are keyword-only; the plan records them.
+
+    (``*args: Any`` lets mypy accept pickers that name their own options instead of ``**``.)
+    """
+
+    def __call__(self, problem: PickProblem, *args: Any, **options: Any) -> Plan: ...
+
+
+_PICKERS: Registry[Picker] = Registry("picker", PickerError)
+
+
+def register_picker(name: str, picker: Picker, *, replace: bool = False) -> Picker:
+    """Register ``picker`` under ``name`` and return it.
+
+    ``replace=True`` replaces a picker of the same name (re-running a notebook cell).
+
+    Raises
+    ------
+    PickerError
+        If ``name`` is taken and ``replace`` is False.
+
+    Examples
+    --------
+    >>> def mine(problem, **options): ...
+    >>> register_picker("doc-example", mine) is mine  # doctest: +SKIP
+    True
+    >>> register_picker("exact", mine)
+    Traceback (most recent call last):
+    ...
+    tacopt.partitioner.errors.PickerError: picker 'exact' is already registered
+    """
+    return _PICKERS.add(name, picker, replace=replace)
+
+
+def get_picker(name: str) -> Picker:
+    """The picker registered as ``name``, or the one a ``pkg.mod:Name`` spec names.
+
+    A spec imports ``pkg.mod`` and takes its attribute ``Name``: a picker function, or a class
+    (called without arguments) whose instances are pickers. The spec string is the picker's name
+    in plans and records, and a worker process resolves it again by itself.
+
+    Raises
+    ------
+    PickerError
+        For an unknown name (the message lists the known ones), a module that does not import,
+        a missing attribute or one that is not callable.
+
+    Examples
+    --------
+    >>> get_picker("no-such")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tacopt.partitioner.errors.PickerError: unknown picker 'no-such'; known: brute, ...
+    >>> get_picker("tacopt.partitioner.pickers.greedy:pick_greedy").__name__
+    'pick_greedy'
+    >>> get_picker("no_such_module:mine")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    tacopt.partitioner.errors.PickerError: picker 'no_such_module:mine': cannot import ...
+    """
+    found = _PICKERS.find(name)
+    if found is not None:
+        return found
+    if ":" not in name:
+        return _PICKERS.get(name)  # raises, listing the known names
+    return _import_picker(name)
+
+
+def _import_picker(spec: str) -> Picker:
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise PickerError(f"picker {spec!r}: a spec is pkg.mod:Name")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module failing on import, reported on one line
+        raise PickerError(
+            f"picker {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from None
+    obj = getattr(module, attr, None)
+    if obj is None:
+        raise PickerError(f"picker {spec!r}: module {module_name!r} has no {attr!r}")
+    if isinstance(obj, type):
+        try:
+            obj = obj()
+        except Exception as exc:  # a class that needs arguments, or fails in __init__
+            raise PickerError(
+                f"picker {spec!r}: cannot create {attr}(): {type(exc).__name__}: {exc}"
+            ) from None
+    if not callable(obj):
+        raise PickerError(f"picker {spec!r}: {type(obj).__name__} is not callable")
+    return obj
+
+
+def is_picker_spec(name: str) -> bool:
+    """Whether ``name`` is a ``pkg.mod:Name`` spec rather than a registered name.
+
+    >>> is_picker_spec("exact"), is_picker_spec("mymod:mine")
+    (False, True)
+    """
+    return name not in _PICKERS and ":" in name
+
+
+def picker_names() -> tuple[str, ...]:
+    """Registered picker names, sorted."""
+    return _PICKERS.names()
+
+
+def picker_options(name: str) -> frozenset[str]:
+    """The keyword options picker ``name`` accepts (all, if it takes ``**options``)."""
+    params = inspect.signature(get_picker(name)).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return frozenset({"*"})
+    return frozenset(p.name for p in params if p.kind is p.KEYWORD_ONLY)
+
+
+def pick(problem: PickProblem, picker: str = "exact", **options: Any) -> Plan:
+    """Solve ``problem`` with the picker registered as ``picker``.
+
+    Parameters
+    ----------
+    problem : PickProblem
+    picker : str
+        A registered name (see :func:`picker_names`) or a ``pkg.mod:Name`` spec.
+    **options
+        Passed to the picker, e.g. ``time_limit_s=10, backend="cp-sat"`` for ``exact``.
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    PickerError
+        For an unknown picker, an option it does not take, a problem outside its scope, or a
+        picker that returns something other than a :class:`Plan`.
+    """
+    accepted = picker_options(picker)
+    unknown = sorted(set(options) - accepted) if "*" not in accepted else []
+    if unknown:
+        takes = ", ".join(sorted(accepted)) or "none"
+        raise PickerError(f"picker {picker!r} takes no option {unknown[0]!r}; it takes: {takes}")
+    plan = get_picker(picker)(problem, **options)
+    if not isinstance(plan, Plan):
+        raise PickerError(f"picker {picker!r} returned {type(plan).__name__}, not a Plan")
+    return plan
