@@ -204,7 +204,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     )
     from tacopt.benchmarks.report import default_title, write_report
     from tacopt.benchmarks.zoos import BenchmarkError
-    from tacopt.partitioner.cli_partition import load_module
+    from tacopt.partitioner.cli import load_module
 
     report_dir = None if args.no_report else (args.report or args.out.parent)
     _check_outputs(args.out, report_dir)

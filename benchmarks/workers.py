@@ -70,7 +70,7 @@ def known_names() -> dict[str, tuple[str, ...]]:
 
 def prepare(setup: WorkerSetup) -> None:
     """Import what ``setup`` names (``--load`` first); raises a TacoptError naming the module."""
-    from tacopt.partitioner.cli_partition import load_module
+    from tacopt.partitioner.cli import load_module
 
     for spec in setup.load:
         load_module(spec)

@@ -16,21 +16,35 @@ class MeasureError(TacoptError):
 
 
 def read_records(path: str | Path) -> list[dict[str, Any]]:
-    """Every record of a JSONL records file (a torn last line, from a killed run, is ignored)."""
+    """Every record of a JSONL records file (a torn last line, from a killed run, is ignored).
+
+    Raises
+    ------
+    MeasureError
+        A missing file, one that is not UTF-8 text, or one whose lines are not JSON objects
+        (a torn last line after good ones is the only line forgiven).
+    """
     p = Path(path)
     if not p.is_file():
         raise MeasureError(f"records file '{p}' does not exist")
-    out = []
-    lines = p.read_text().splitlines()
+    try:
+        lines = p.read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise MeasureError(f"records file '{p}' is not JSON lines (not UTF-8 text)") from None
+    out: list[dict[str, Any]] = []
     for i, line in enumerate(lines):
         if not line.strip():
             continue
         try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            if i == len(lines) - 1:
-                break
-            raise MeasureError(f"records file '{p}' line {i + 1} is not JSON") from None
+            record = json.loads(line)
+        except (json.JSONDecodeError, RecursionError, ValueError):
+            record = None
+        if isinstance(record, dict):
+            out.append(record)
+        elif out and i == len(lines) - 1:
+            break  # torn by a killed run
+        else:
+            raise MeasureError(f"records file '{p}' line {i + 1} is not a JSON object") from None
     return out
 
 

@@ -82,3 +82,25 @@ def test_the_fused_transformer_exports_and_matches_in_litert(bundled_models):
     """The exported plan of the fused model runs in LiteRT with the original model's outputs."""
     check = check_model(bundled_models["keras__text_transformer_float32.tflite"], "NNAPI,CPU", "op")
     assert check.ok, check
+
+
+def test_the_rehydrated_keras_lstm_exports_one_fused_lstm_that_matches(bundled_models, tmp_path):
+    """Issue 13: the Keras-3 LSTM (a WHILE loop) partitions over one UNIDIRECTIONAL_SEQUENCE_LSTM
+    and its export gives the original's outputs in LiteRT."""
+    from tacopt.benchmarks.check_partition import run_litert
+    from tacopt.fusion.executor import random_inputs
+    from tacopt.fusion.ir import ops_of
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.rehydrate import rehydrate
+    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.partitioner.export import export_tflite
+
+    G = rehydrate(read_tflite(bundled_models["keras__text_lstm_float32.tflite"]), seed=0)
+    result = partition(G, "GPU,CPU")
+    out = export_tflite(result, tmp_path / "out.tflite")
+    kinds = [op.kind for _, op in ops_of(read_tflite(out))]
+    assert kinds.count("UNIDIRECTIONAL_SEQUENCE_LSTM") == 1 and "WHILE" not in kinds
+    feeds = random_inputs(G, seed=0)
+    inputs = [feeds[t] for t in G.graph["inputs"]]
+    (want,), (got,) = run_litert(serialize_tflite(G), inputs), run_litert(out.read_bytes(), inputs)
+    assert np.max(np.abs(want - got)) <= 1e-5 * max(np.max(np.abs(want)), 1e-12)
