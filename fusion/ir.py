@@ -469,6 +469,9 @@ _ELEMENTWISE_UNARY = frozenset(
     }
 )  # fmt: skip
 
+#: Kinds whose inputs and outputs all have one rank (split pieces, concatenated parts).
+_SAME_RANK = frozenset({"SPLIT", "SPLIT_V", "CONCATENATION"})
+
 #: Required (non-omitted) leading inputs of kinds whose kernels and rewrite rules index them by
 #: slot (optional trailing inputs, such as a convolution's bias, are not counted).
 _REQUIRED_INPUTS: dict[str, int] = {
@@ -788,6 +791,20 @@ def _check_arity(op: Op, fail: Any) -> None:
 
 
 def _check_shapes(G: nx.MultiDiGraph, op: Op, tensors: dict[str, Tensor], fail: Any) -> None:
+    if op.kind in _SAME_RANK:
+        # Pieces of a split, and parts of a concatenation, have the rank of the whole.
+        whole = op.inputs[1] if op.kind == "SPLIT" else op.inputs[0]
+        parts = op.inputs if op.kind == "CONCATENATION" else op.outputs
+        if op.kind == "CONCATENATION":
+            whole = op.outputs[0]
+        rank = len(tensors[whole].shape)  # type: ignore[index]
+        for t in parts:
+            if t is not None and len(tensors[t].shape) != rank:
+                fail(
+                    f"op '{op.name}' ({op.kind}): tensor '{t}' has rank {len(tensors[t].shape)}"
+                    f", '{whole}' has rank {rank}"
+                )
+        return
     if op.kind in _ELEMENTWISE_UNARY:
         if len(op.inputs) != 1:
             fail(f"op '{op.name}' ({op.kind}) has {len(op.inputs)} inputs, expected 1")

@@ -166,3 +166,13 @@ def test_validate_graph_refuses_recursion() -> None:
     G.graph["subgraphs"] = {"cond": cond, "body": body}
     with pytest.raises(GraphError, match="graph 'body' calls itself \\(main -> body -> body\\)"):
         validate_graph(G)
+
+
+def test_validate_graph_refuses_split_pieces_of_another_rank() -> None:
+    #  axis, x (2 x 4) -> [SPLIT] -> a (2 x 2), b (4,)   (found by the fuzz campaign, seed 14)
+    axis = Tensor("axis", (), "int32", buffer=Buffer.from_bytes(bytes(4)))
+    ts = [axis, Tensor("x", (2, 4), "float32"), Tensor("a", (2, 2), "float32"),
+          Tensor("b", (4,), "float32")]  # fmt: skip
+    op = Op("split_0", "SPLIT", ("axis", "x"), ("a", "b"), {"num_splits": 2})
+    with pytest.raises(GraphError, match="tensor 'b' has rank 1, 'x' has rank 2"):
+        _check(ts, [op], ["x"], ["a", "b"])
