@@ -94,3 +94,12 @@ def test_the_bundled_models_are_found_from_the_install(installed: Path, tmp_path
     result = _python(code, installed, tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert int(result.stdout) == 7
+
+
+def test_run_from_the_clone_the_install_is_not_shadowed(installed: Path) -> None:
+    """`python -m tacopt....` (a bench worker) started in the clone's root must import the
+    installed package: no folder at the root may be named ``tacopt``."""
+    code = "import tacopt.benchmarks.worker_main, tacopt; print(tacopt.__file__)"
+    result = _python(code, installed, ROOT)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert Path(result.stdout.strip()).is_relative_to(installed)
