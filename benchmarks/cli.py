@@ -37,7 +37,7 @@ examples:
   tacopt bench report shared.jsonl -o shared-report/
 """
 #: How long the main job (``tacopt bench``, no arguments) takes; see docs/benchmarks.md.
-MAIN_JOB = "~5 s on 2 cores"
+MAIN_JOB = "~3 s on 2 cores"
 
 
 def _registered() -> str:
