@@ -216,15 +216,6 @@ def build_problem(case: Case) -> BuiltProblem:
     )
 
 
-def problem_of_graph(G: Any, devices: Sequence[str], cost_model: Any, granularity: str) -> Any:
-    """The partitioner's pick problem of ``G``
-    (:func:`tacopt.partitioner.pipeline.build_pick_problem`).
-
-    Stopping before the picker lets every picker of a case solve one problem.
-    """
-    return _proposal(G, devices, cost_model, granularity, True).problem
-
-
 def _proposal(G: Any, devices: Sequence[str], cost_model: Any, granularity: str, fuse: bool) -> Any:
     from tacopt.partitioner.pipeline import GRANULARITIES, build_pick_problem
 

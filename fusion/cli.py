@@ -20,9 +20,7 @@ from typing import Any
 import networkx as nx
 
 from tacopt.fusion.errors import OutputError
-
-#: ``tacopt.fusion.rehydrate.MAX_WEIGHT_BYTES``, repeated so registering the command stays light.
-_MAX_WEIGHT_BYTES = 1 << 31
+from tacopt.fusion.vocabulary import MAX_WEIGHT_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +63,10 @@ def register_rehydrate(subparsers: Any) -> None:
     p.add_argument(
         "--max-weight-bytes",
         type=int,
-        default=_MAX_WEIGHT_BYTES,
+        default=MAX_WEIGHT_BYTES,
         metavar="N",
         help="refuse a model whose dropped weights total more than N bytes "
-        f"(default {_MAX_WEIGHT_BYTES:,} = 2 GiB)",
+        f"(default {MAX_WEIGHT_BYTES:,} = 2 GiB)",
     )
     p.set_defaults(run=_run_rehydrate)
 

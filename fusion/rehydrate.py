@@ -34,10 +34,7 @@ from tacopt.fusion.ir import (
     ops_of,
     tensor_problem,
 )
-
-#: Default cap on the weight bytes :func:`rehydrate` creates: 2 GiB, ten times the largest model of
-#: the shared zoo and the most a .tflite flatbuffer holds inline. Override with ``max_bytes=``.
-MAX_WEIGHT_BYTES = 1 << 31
+from tacopt.fusion.vocabulary import MAX_WEIGHT_BYTES
 
 _INT_RANGES: dict[str, tuple[int, int]] = {
     "int8": (-127, 127),

@@ -49,3 +49,21 @@ def bundled_manifest() -> dict[str, dict[str, Any]]:
     """The bundled models' MANIFEST rows by file name."""
     rows = json.loads((BUNDLED_DIR / "MANIFEST.json").read_text())
     return {row["file"]: row for row in rows}
+
+
+@pytest.fixture
+def private_registries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every extension registry as a private copy for one test: what it registers is gone after.
+
+    The built-in cost models load lazily, so they are loaded into the real registry first.
+    """
+    from tacopt.benchmarks.zoos import _ZOOS
+    from tacopt.cost_models.base import _FILE_LOADERS, _REGISTRY, registered_cost_models
+    from tacopt.fusion.composites import _FUSIONS
+    from tacopt.fusion.executor import _KERNELS
+    from tacopt.partitioner.pickers import _PICKERS
+    from tacopt.partitioner.targets import _TARGETS
+
+    registered_cost_models()
+    for registry in (_ZOOS, _FILE_LOADERS, _REGISTRY, _FUSIONS, _KERNELS, _PICKERS, _TARGETS):
+        monkeypatch.setattr(registry, "_items", dict(registry._items))

@@ -12,15 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("page", ["api.md"])
-def test_doc_page_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from tacopt.cost_models.base import _REGISTRY, registered_cost_models
+def test_doc_page_examples_run(
+    page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_registries: None
+) -> None:
     from tacopt.partitioner.pickers import _PICKERS
-    from tacopt.partitioner.targets import _TARGETS
 
-    monkeypatch.chdir(tmp_path)
-    registered_cost_models()  # the built-ins load lazily: into the real registry, not the copy
-    for registry in (_REGISTRY, _TARGETS):  # the page registers examples
-        monkeypatch.setattr(registry, "_items", dict(registry._items))
+    monkeypatch.chdir(tmp_path)  # the page registers examples: into private registries
     # the page lists the pickers: only the built-ins, whatever other tests registered before
     builtin = {
         k: v

@@ -28,23 +28,9 @@ def _modules() -> list[str]:
     return sorted(n for n in set(names) if n not in _SKIP)
 
 
-@pytest.fixture
-def registries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Examples register things (a zoo, a fusion): each module's examples get private copies."""
-    from tacopt.benchmarks.zoos import _ZOOS
-    from tacopt.cost_models.base import _FILE_LOADERS, _REGISTRY, registered_cost_models
-    from tacopt.fusion.composites import _FUSIONS
-    from tacopt.fusion.executor import _KERNELS
-    from tacopt.partitioner.pickers import _PICKERS
-    from tacopt.partitioner.targets import _TARGETS
-
-    registered_cost_models()  # the built-ins load lazily: into the real registry
-    for registry in (_ZOOS, _FILE_LOADERS, _REGISTRY, _FUSIONS, _KERNELS, _PICKERS, _TARGETS):
-        monkeypatch.setattr(registry, "_items", dict(registry._items))
-
-
 @pytest.mark.parametrize("name", _modules())
-def test_docstring_examples(name: str, registries: None) -> None:
+def test_docstring_examples(name: str, private_registries: None) -> None:
+    """Examples register things (a zoo, a fusion): each module's examples get private copies."""
     module = importlib.import_module(name)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -201,10 +201,7 @@ def all_on_first_choice(problem: PickProblem, *, note: str = "") -> Plan:
     )  # fmt: skip
 
 
-def test_a_user_picker_plugs_in(monkeypatch: pytest.MonkeyPatch) -> None:
-    from tacopt.partitioner.pickers import _PICKERS
-
-    monkeypatch.setattr(_PICKERS, "_items", dict(_PICKERS._items))  # registered for this test only
+def test_a_user_picker_plugs_in(private_registries: None) -> None:
     register_picker("test-first-choice", all_on_first_choice)
     problem = layered_dag_problem(20, seed=0)
     plan = pick(problem, "test-first-choice", note="hi")

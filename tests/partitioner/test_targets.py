@@ -247,30 +247,24 @@ def test_simple_target_from_a_user_module(registry, tmp_path):
     assert result.graph.nodes["conv_2d_0"]["device"] == "DSP"
 
 
-def test_every_registry_replaces_on_request() -> None:
+def test_every_registry_replaces_on_request(private_registries: None) -> None:
     """Re-running a notebook cell that registers something must not fail (replace=True)."""
-    from tacopt.benchmarks.zoos import _ZOOS, register_zoo
-    from tacopt.cost_models.base import _REGISTRY, register_cost_model, registered_cost_models
-    from tacopt.fusion.composites import _FUSIONS, get_fusion, register_fusion
-    from tacopt.partitioner.pickers import _PICKERS, get_picker, register_picker
-    from tacopt.partitioner.targets import _TARGETS, SimpleTarget, get_target, register_target
+    from tacopt.benchmarks.zoos import register_zoo
+    from tacopt.cost_models.base import register_cost_model
+    from tacopt.fusion.composites import get_fusion, register_fusion
+    from tacopt.partitioner.pickers import get_picker, register_picker
+    from tacopt.partitioner.targets import SimpleTarget, get_target, register_target
 
-    registered_cost_models()  # built-ins load lazily: load them before taking the copy
-    saved = [(r, r.copy()) for r in (_ZOOS, _REGISTRY, _FUSIONS, _PICKERS, _TARGETS)]
-    try:
-        for _ in range(2):
-            dsp = register_target(SimpleTarget("DSPX", frozenset(), 3.0), replace=True)
-            mine = register_picker("mine-x", lambda problem, **o: None, replace=True)
-            fus = register_fusion("fus_x", lambda e, c: None, lambda e, c: None, replace=True)
-            register_cost_model("cm-x", object, replace=True)
-            register_zoo("zoo-x", lambda arg: [], replace=True)
-        assert get_target("DSPX") is dsp and get_picker("mine-x") is mine
-        assert get_fusion("fus_x") is fus
-        with pytest.raises(TacoptError, match="already registered"):
-            register_target(SimpleTarget("DSPX", frozenset(), 3.0))
-    finally:
-        for registry, copy in saved:
-            registry._items = copy._items
+    for _ in range(2):
+        dsp = register_target(SimpleTarget("DSPX", frozenset(), 3.0), replace=True)
+        mine = register_picker("mine-x", lambda problem, **o: None, replace=True)
+        fus = register_fusion("fus_x", lambda e, c: None, lambda e, c: None, replace=True)
+        register_cost_model("cm-x", object, replace=True)
+        register_zoo("zoo-x", lambda arg: [], replace=True)
+    assert get_target("DSPX") is dsp and get_picker("mine-x") is mine
+    assert get_fusion("fus_x") is fus
+    with pytest.raises(TacoptError, match="already registered"):
+        register_target(SimpleTarget("DSPX", frozenset(), 3.0))
 
 
 # --------------------------------------------------------------------------------------------
