@@ -2,9 +2,10 @@
 
 A profile (``cost_models/profiles/*.json``, format ``tacopt-device-profile``) describes one device:
 peak throughput per dtype (``peak_gflops``), the fraction of it kernels achieve (``efficiency``),
-memory bandwidth, a per-op launch overhead, the inference types and ops it supports, and links
-(bandwidth, latency) to other devices. The numbers are indicative, with rough public sources in
-each file's ``source`` field.
+memory bandwidth, a per-op launch overhead and links (bandwidth, latency) to other devices. A
+profile only prices: which ops and inference types a device runs is the device's own record
+(:mod:`tacopt.partitioner.targets`), so a profile prices every op it is asked about. The numbers
+are indicative, with rough public sources in each file's ``source`` field.
 
     latency_us = max(FLOPs / (peak x efficiency), bytes / bandwidth) + launch_overhead_us
 
@@ -16,14 +17,15 @@ element size (x4 from int8 to float, /4 back).
 
 Transfers: ``link_cost(a, b)`` = bytes / bandwidth + latency, taken from ``a``'s profile (else
 ``b``'s); two devices without a profiled link exchange tensors through the host (the sum of both
-hops). Conversions cost one memory pass per element on the host CPU profile. NNAPI is priced with
-the NPU profile (:data:`DEVICE_ALIASES`).
+hops). Conversions cost one memory pass per element on the host CPU profile. Devices without a
+profile of their own (NNAPI) are priced through the alias on their device record
+(:mod:`tacopt.partitioner.targets`: NNAPI is priced as the NPU).
 
 Examples
 --------
 >>> m = RooflineCostModel.default()
 >>> m.devices
-('CPU', 'DGPU', 'GPU', 'NNAPI', 'NPU')
+('CPU', 'DGPU', 'GPU', 'NPU')
 >>> link = m.link_cost("CPU", "GPU")
 >>> round(link.per_byte * 1e6, 3), link.fixed   # us per MB, us per crossing
 (125.0, 50.0)
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +56,12 @@ from tacopt.cost_models.ops import op_counts
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 DEFAULT_PROFILES = ("mobile_cpu", "mobile_gpu", "mobile_npu", "desktop_gpu")
-#: Devices priced with another device's profile. NNAPI is an API, not a chip: the driver hands the
-#: ops to the vendor's accelerator, which on the phones these profiles describe is the NPU / DSP.
-DEVICE_ALIASES: Mapping[str, str] = {"NNAPI": "NPU"}
+#: Fields of a profile file; device capability (``supported_ops``, ``inference_types``) is not
+#: one of them: it is declared once, on the device's record.
+_FIELDS = frozenset({"format", "device", "description", "indicative", "peak_gflops",
+                     "float_precision", "efficiency", "memory_bandwidth_gbps",
+                     "launch_overhead_us", "links", "source"})  # fmt: skip
+_CAPABILITY = frozenset({"supported_ops", "unsupported_ops", "inference_types"})
 _QUANT = {"QUANTIZED_INT8", "QUANTIZED_UINT8"}
 
 
@@ -69,30 +74,20 @@ class DeviceProfile:
     efficiency: float
     memory_bandwidth_gbps: float
     launch_overhead_us: float
-    inference_types: tuple[str, ...]
-    supported_ops: frozenset[str] | None  # None = every op
-    unsupported_ops: frozenset[str]
     links: Mapping[str, tuple[float, float]]  # device -> (GB/s, latency us)
     float_precision: str = "float32"
     description: str = ""
 
-    def supports(self, kind: str, inference_type: str) -> bool:
-        if inference_type not in self.inference_types or kind in self.unsupported_ops:
-            return False
-        return self.supported_ops is None or kind in self.supported_ops
-
-    def peak_for(self, inference_type: str) -> float:
-        """Achievable FLOP/s for ``inference_type``."""
+    def peak_for(self, inference_type: str) -> float | None:
+        """Achievable FLOP/s for ``inference_type``; ``None`` without a peak for its precision."""
         if inference_type in _QUANT:
             key = "int8"
         elif inference_type == "HYBRID":
             key = "hybrid" if "hybrid" in self.peak_gflops else "float32"
         else:
             key = self.float_precision
-        gflops = self.peak_gflops.get(key) or self.peak_gflops.get("float32")
-        if not gflops:
-            raise CostModelError(f"device profile '{self.device}': no peak for {inference_type}")
-        return gflops * 1e9 * self.efficiency
+        gflops = self.peak_gflops.get(key)
+        return None if gflops is None else gflops * 1e9 * self.efficiency
 
 
 def load_profile(source: str | Path | Mapping[str, Any]) -> DeviceProfile:
@@ -101,7 +96,8 @@ def load_profile(source: str | Path | Mapping[str, Any]) -> DeviceProfile:
     Raises
     ------
     CostModelError
-        For a missing file or a field that is missing or not positive.
+        For a missing file, a field that is missing, unknown or not positive, or a field that
+        declares device capability (``supported_ops``, ``inference_types``).
 
     Examples
     --------
@@ -116,17 +112,25 @@ def load_profile(source: str | Path | Mapping[str, Any]) -> DeviceProfile:
             doc = json.loads(Path(source).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise CostModelError(f"device profile '{where}': {exc}") from None
+    if not isinstance(doc, dict):
+        raise CostModelError(f"device profile '{where}': not a JSON object")
+    capability = sorted(_CAPABILITY & doc.keys())
+    if capability:
+        raise CostModelError(
+            f"device profile '{where}': field '{capability[0]}' declares what the device runs; "
+            "declare it on the device instead (a TableTarget's support table, "
+            "docs/targets.md), profiles only price"
+        )
+    unknown = sorted(doc.keys() - _FIELDS)
+    if unknown:
+        raise CostModelError(f"device profile '{where}': unknown field '{unknown[0]}'")
     try:
-        ops = doc.get("supported_ops", "*")
         profile = DeviceProfile(
             device=str(doc["device"]).upper(),
             peak_gflops={k: float(v) for k, v in doc["peak_gflops"].items()},
             efficiency=float(doc.get("efficiency", 1.0)),
             memory_bandwidth_gbps=float(doc["memory_bandwidth_gbps"]),
             launch_overhead_us=float(doc.get("launch_overhead_us", 0.0)),
-            inference_types=tuple(doc.get("inference_types", ["FLOAT"])),
-            supported_ops=None if ops == "*" else frozenset(ops),
-            unsupported_ops=frozenset(doc.get("unsupported_ops", ())),
             links={
                 k.upper(): (float(v["bandwidth_gbps"]), float(v["latency_us"]))
                 for k, v in doc.get("links", {}).items()
@@ -139,8 +143,6 @@ def load_profile(source: str | Path | Mapping[str, Any]) -> DeviceProfile:
     numbers = [profile.efficiency, profile.memory_bandwidth_gbps, *profile.peak_gflops.values()]
     if not all(np.isfinite(v) and v > 0 for v in numbers) or profile.launch_overhead_us < 0:
         raise CostModelError(f"device profile '{where}': throughputs must be positive")
-    for t in profile.inference_types:
-        check_inference_type(t, model=f"profile {profile.device}")
     return profile
 
 
@@ -154,9 +156,6 @@ class RooflineCostModel(CostModelBase):
         self.profiles = {p.device: p for p in profiles}
         if len(self.profiles) != len(profiles):
             raise CostModelError("roofline: two profiles name the same device")
-        for alias, real in DEVICE_ALIASES.items():
-            if real in self.profiles and alias not in self.profiles:
-                self.profiles[alias] = replace(self.profiles[real], device=alias)
         self.devices = tuple(sorted(self.profiles))
         self.host = host if host in self.profiles else self.devices[0]
 
@@ -168,7 +167,8 @@ class RooflineCostModel(CostModelBase):
     def op_cost(
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
     ) -> float | None:
-        """Latency in us of op ``node`` on ``device``; None when the profile does not support it.
+        """Latency in us of op ``node`` on ``device``; ``None`` when the profile has no peak
+        throughput for the inference type's precision (which ops run is the device's record).
 
         >>> from tacopt.fusion.ir import Op, Tensor, make_graph
         >>> ts = [Tensor("x", (1, 1000), "float32"), Tensor("y", (1, 1000), "float32")]
@@ -181,12 +181,12 @@ class RooflineCostModel(CostModelBase):
         if node not in G:
             raise CostModelError(f"cost model 'roofline': op '{node}' is not in the graph")
         prof = self.profiles[device]
-        op = G.nodes[node]["op"]
-        if not prof.supports(op.kind, inference_type):
-            return None
         counts = op_counts(G, node)
         nbytes = counts.nbytes * _bytes_factor(op_inference_type(G, node), inference_type)
-        compute_us = counts.flops / prof.peak_for(inference_type) * 1e6
+        peak = prof.peak_for(inference_type)
+        if peak is None:
+            return None  # the profile has no throughput for this precision: cannot price it
+        compute_us = counts.flops / peak * 1e6
         memory_us = nbytes / (prof.memory_bandwidth_gbps * 1e9) * 1e6
         return max(compute_us, memory_us) + prof.launch_overhead_us
 

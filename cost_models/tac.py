@@ -80,9 +80,11 @@ from tacopt.cost_models.base import (
     CostModelError,
     LinkCost,
     check_inference_type,
+    priced,
     register_cost_model,
 )
 from tacopt.fusion.ir import Tensor
+from tacopt.fusion.vocabulary import ACTIVATION_FORMAT
 
 F32 = np.float32
 
@@ -283,19 +285,17 @@ class TacCostModel(CostModelBase):
         self.check_device(device)
         check_inference_type(inference_type, model=self.name)
         fn = _HARDWARE[device]
-        return np.array(
-            [np.nan if (c := fn(G, n, inference_type)) is None else c for n in nodes],
-            dtype=np.float64,
-        )
+        costs = [fn(G, n, inference_type) for n in nodes]
+        return priced([0.0 if c is None else c for c in costs], [c is None for c in costs])
 
     def view_cost(
         self, G: nx.MultiDiGraph, nodes: Sequence[str], device: str, inference_type: str
     ) -> float | None:
         """``GetFuncCost``: the double sum of op costs, stored as float32 (``tac.cost``)."""
         costs = self.op_costs(G, list(nodes), device, inference_type)
-        if np.isnan(costs).any():
+        if costs.mask.any():
             return None
-        return float(F32(costs.sum()))
+        return float(F32(costs.data.sum()))
 
     def link_cost(self, src_device: str, dst_device: str) -> LinkCost:
         """``GetHardwareSwitchingCost``: 0 on the same device, else 5 per byte + 10 per crossing.
@@ -317,14 +317,12 @@ class TacCostModel(CostModelBase):
         """
         check_inference_type(src_type, model=self.name)
         check_inference_type(dst_type, model=self.name)
-        if src_type == dst_type:
+        src, dst = ACTIVATION_FORMAT[src_type], ACTIVATION_FORMAT[dst_type]
+        if src == dst:
             return 0.0
-        floats = {"FLOAT", "HYBRID"}
-        if src_type in floats and dst_type in floats:
-            return 0.0
-        if src_type in floats:
+        if src == "FLOAT":
             return QUANT_COST
-        return DEQUANT_COST if dst_type in floats else REQUANT_COST
+        return DEQUANT_COST if dst == "FLOAT" else REQUANT_COST
 
 
 def tac_transfer_bits(t: Tensor) -> int:

@@ -1,9 +1,18 @@
 """Words every package shares, defined once.
 
+Inference types are TAC's (``InferenceType`` in tac/common/targets.h, ``UNKNOWN`` excluded).
+Activations travel between ops in a *format*: a HYBRID op reads and writes float activations
+(only its weights are int8), so FLOAT and HYBRID share the FLOAT format and, as in TAC's
+``GetQuantDequantCost``, an edge between them needs no conversion.
+
 Examples
 --------
 >>> "CUSTOM:LayerNorm" in FUSION_ONLY_KINDS
 True
+>>> ACTIVATION_FORMAT["HYBRID"], same_format("HYBRID", "FLOAT"), same_format("FLOAT", "HYBRID")
+('FLOAT', True, True)
+>>> PRICED_DTYPE_NBYTES["float32"]
+4
 """
 
 from __future__ import annotations
@@ -18,3 +27,35 @@ FUSION_ONLY_KINDS = frozenset({"CUSTOM:Swish", "CUSTOM:LayerNorm", "CUSTOM:Erf"}
 #: times the largest model of the shared zoo and the most a .tflite flatbuffer holds inline.
 #: Override with ``max_bytes=`` (``tacopt rehydrate --max-weight-bytes``).
 MAX_WEIGHT_BYTES = 1 << 31
+
+#: The inference types of TAC, in TAC's order.
+INFERENCE_TYPES: tuple[str, ...] = ("FLOAT", "QUANTIZED_INT8", "QUANTIZED_UINT8", "HYBRID")
+QUANTIZED_TYPES = frozenset({"QUANTIZED_INT8", "QUANTIZED_UINT8"})
+
+#: The format activations of each inference type travel in.
+ACTIVATION_FORMAT: dict[str, str] = {
+    "FLOAT": "FLOAT",
+    "HYBRID": "FLOAT",
+    "QUANTIZED_INT8": "QUANTIZED_INT8",
+    "QUANTIZED_UINT8": "QUANTIZED_UINT8",
+}
+
+
+def same_format(a: str, b: str) -> bool:
+    """Whether activations pass between inference types ``a`` and ``b`` without a conversion.
+
+    Both must be in :data:`INFERENCE_TYPES` (a ``KeyError`` otherwise: callers check first and
+    word the error for their users).
+    """
+    return ACTIVATION_FORMAT[a] == ACTIVATION_FORMAT[b]
+
+
+#: Whole bytes per element of the dtypes a pick problem prices (sub-byte, string and resource
+#: tensors travel as one byte per element; see :mod:`tacopt.partitioner.costing`).
+PRICED_DTYPE_NBYTES: dict[str, int] = {
+    "bool": 1, "int8": 1, "uint8": 1,
+    "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2,
+    "float32": 4, "int32": 4, "uint32": 4,
+    "float64": 8, "int64": 8, "uint64": 8, "complex64": 8,
+    "complex128": 16,
+}  # fmt: skip

@@ -1,11 +1,15 @@
 """Costing: price every view with a cost model and build the :class:`PickProblem`.
 
-A view costs the sum of its ops' costs on its device (through the target, which asks the cost
-model: built-ins for their own name, :class:`~tacopt.partitioner.targets.SimpleTarget` for the CPU
-cost over its advantage). A non-CPU view the cost model has no number for is dropped; a CPU view
-without a number is an error (the model cannot price the fallback). Tensors between units carry
-their producer, consumers, shape and dtype; links and the conversion price come from the cost
-model (``link_cost``, ``conversion_cost_per_element``) unless a target sets its own link.
+A view costs what the cost model's own view cost says (:func:`tacopt.cost_models.base.view_cost`:
+TAC's float32 per-function sum under ``tac``, the sum of op costs otherwise) for the device the
+target is priced as (:func:`~tacopt.partitioner.targets.pricing_device`: its own name, else its
+alias), divided by the alias's speedup. A non-CPU view the cost model explicitly cannot price is
+dropped; a CPU view it cannot price is an error (the model cannot price the fallback). A NaN,
+negative or infinite cost is always an error naming the model, the op and the device.
+Tensors between units carry their producer, consumers, shape and dtype; links and the conversion
+price come from the cost model (``link_cost``, ``conversion_cost_per_element``) for the devices the
+targets are priced as, unless a target sets its own link. Two devices priced as the same device
+exchange tensors through the host: the link from it to the host and back.
 
 Examples
 --------
@@ -32,32 +36,42 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from tacopt.cost_models.base import CostModelError
+from tacopt.cost_models.base import CostModelError, check_costs
+from tacopt.cost_models.base import view_cost as model_view_cost
+from tacopt.fusion.vocabulary import PRICED_DTYPE_NBYTES
 from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
 from tacopt.partitioner.subgraphs import boundary
-from tacopt.partitioner.targets import Target
+from tacopt.partitioner.targets import Target, TargetError, get_target, pricing_device
 from tacopt.partitioner.views import UnitViews, View
-
-#: Dtypes a pick problem prices; others (string, resource) travel as one byte per element.
-_PRICED = frozenset({"bool", "int8", "uint8", "float16", "bfloat16", "int16", "uint16",
-                     "float32", "int32", "uint32", "float64", "int64", "uint64", "complex64",
-                     "complex128"})  # fmt: skip
 
 
 def view_cost(view: View, target: Target, cost_model: Any) -> float | None:
-    """The cost of ``view`` on its target, None when the cost model has no number for an op."""
+    """The cost of ``view`` on its target; None when the cost model cannot price one of its ops.
+
+    Raises
+    ------
+    CostModelError
+        For a CPU view the model cannot price, or a NaN, negative or infinite cost.
+    """
+    device, speedup = pricing_device(target, cost_model)
     nodes = list(view.graph.nodes)
-    costs = np.asarray(target.op_costs(view.graph, nodes, view.inference_type, cost_model), float)
-    if np.isnan(costs).any():
+    cost = model_view_cost(cost_model, view.graph, nodes, device, view.inference_type)
+    if cost is None:
         if view.device == "CPU":
-            bad = nodes[int(np.flatnonzero(np.isnan(costs))[0])]
+            costs = check_costs(
+                cost_model.op_costs(view.graph, nodes, device, view.inference_type),
+                model=cost_model.name,
+                nodes=nodes,
+                device=device,
+            )
+            bad = nodes[int(np.flatnonzero(np.ma.getmaskarray(costs))[0])]
             kind = view.graph.nodes[bad]["op"].kind
             raise CostModelError(
                 f"cost model '{cost_model.name}' has no cost for op '{bad}' ({kind}) on "
                 f"CPU/{view.inference_type}"
             )
         return None
-    return float(costs.sum())
+    return cost if speedup == 1.0 else cost / speedup
 
 
 def build_problem(
@@ -134,7 +148,7 @@ def _tensor_edges(G: nx.MultiDiGraph, units: Sequence[UnitViews]) -> tuple[Tenso
         if t not in producer:
             continue  # read before any producer: a variable or state tensor, never moved
         rec = tensors[t]
-        dtype = rec.dtype if rec.dtype in _PRICED else "uint8"
+        dtype = rec.dtype if rec.dtype in PRICED_DTYPE_NBYTES else "uint8"
         edges.append(
             TensorEdge(
                 t,
@@ -148,21 +162,26 @@ def _tensor_edges(G: nx.MultiDiGraph, units: Sequence[UnitViews]) -> tuple[Tenso
     return tuple(edges)
 
 
-def _cost_device(target: Target) -> str:
-    return getattr(target, "cost_device", None) or target.name
-
-
 def _links(targets: Sequence[Target], cost_model: Any) -> tuple[Link, dict[tuple[str, str], Link]]:
-    """The default CPU<->accelerator link and one link per ordered pair of devices."""
-    known = set(getattr(cost_model, "devices", ()) or ())
+    """One link per ordered pair of devices, and the default link (host to the first accelerator;
+    zero when the CPU is alone)."""
+    priced_as = {t.name: _link_device(t, cost_model) for t in targets}
 
     def priced(src: str, dst: str) -> Link:
-        if known and not {src, dst} <= known or src == dst:
-            src, dst = "CPU", "GPU"
-        link = cost_model.link_cost(src, dst)
+        a, b = priced_as[src], priced_as[dst]
+        host = priced_as.get("CPU", "CPU")
+        if a == b == host:
+            raise TargetError(
+                f"devices {src} and {dst} are both priced as {host}, so cost model "
+                f"'{cost_model.name}' has no link between them: give "
+                f"{dst if dst != 'CPU' else src} its own link (link=(per_byte, fixed))"
+            )
+        if a == b:  # two devices priced as one: through the host, there and back
+            there, back = cost_model.link_cost(a, host), cost_model.link_cost(host, b)
+            return Link(float(there.per_byte + back.per_byte), float(there.fixed + back.fixed))
+        link = cost_model.link_cost(a, b)
         return Link(float(link.per_byte), float(link.fixed))
 
-    default = priced("CPU", "GPU")
     links: dict[tuple[str, str], Link] = {}
     for src in targets:
         for dst in targets:
@@ -172,5 +191,16 @@ def _links(targets: Sequence[Target], cost_model: Any) -> tuple[Link, dict[tuple
             if own is not None:
                 links[(src.name, dst.name)] = Link(float(own[0]), float(own[1]))
             else:
-                links[(src.name, dst.name)] = priced(_cost_device(src), _cost_device(dst))
+                links[(src.name, dst.name)] = priced(src.name, dst.name)
+    accelerators = [t.name for t in targets if t.name != "CPU"]
+    default = links[("CPU", accelerators[0])] if accelerators and "CPU" in priced_as else Link(0, 0)
     return default, links
+
+
+def _link_device(target: Target, cost_model: Any) -> str:
+    """The device whose links ``target``'s transfers are priced as: its ``link_as`` device's (a
+    :class:`~tacopt.partitioner.targets.SimpleTarget`) or its own pricing device."""
+    link_as = getattr(target, "link_as", None)
+    if link_as is not None:
+        target = get_target(link_as)
+    return pricing_device(target, cost_model)[0]

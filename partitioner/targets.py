@@ -1,11 +1,14 @@
 """Hardware targets: which ops a device runs, in which inference types, and at what price.
 
-Two extension points, as in TAC:
+A target is a device's one record: what it runs (op kinds, fused kinds, inference types and
+constraints), how it is priced (its own name in the cost model, else an alias such as "priced
+like NNAPI, twice as fast"), its link and its lowerings. Cost models only price; they never decide
+what a device runs. Two extension points, as in TAC:
 
 - :class:`SimpleTarget` (TAC's ``SimpleHardware``): a deny-list of op kinds plus an advantage
   factor over the CPU; an op costs its CPU cost divided by the factor.
-- the :class:`Target` protocol (TAC's ``TargetHardware``): a support predicate, op costs, a
-  switching cost and device-specific lowerings. :class:`TableTarget` implements it from a
+- the :class:`Target` protocol (TAC's ``TargetHardware``): a support predicate, a pricing
+  rule, a switching cost and device-specific lowerings. :class:`TableTarget` implements it from a
   support **table** (op kind -> inference types + an optional predicate), which is how the
   built-ins are declared: one table per device, no per-backend support functions.
 
@@ -31,19 +34,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-
 from tacopt.fusion.errors import TacoptError
 from tacopt.fusion.ir import FLOAT_DTYPES, Op
 from tacopt.fusion.registry import Registry
-from tacopt.fusion.vocabulary import FUSION_ONLY_KINDS
+from tacopt.fusion.vocabulary import FUSION_ONLY_KINDS, INFERENCE_TYPES
 
 if TYPE_CHECKING:
     import networkx as nx
 
     from tacopt.partitioner.lowerings import Lowering
 
-INFERENCE_TYPES = ("FLOAT", "QUANTIZED_INT8", "QUANTIZED_UINT8", "HYBRID")
 FLOAT = frozenset({"FLOAT"})
 QUANTIZED = frozenset({"QUANTIZED_INT8", "QUANTIZED_UINT8"})
 ALL_TYPES = frozenset(INFERENCE_TYPES)
@@ -74,10 +74,12 @@ Predicate = Callable[["nx.MultiDiGraph", Op], bool]
 class Target(Protocol):
     """A device the partitioner can place ops on (TAC's ``TargetHardware``).
 
-    ``supports`` says whether op ``node`` of ``G`` runs here as ``inference_type``; ``op_costs``
-    prices ops (NaN = no number); ``switching_cost`` is the link into this device from
-    ``src_device`` (``None``: ask the cost model); ``lowerings`` are rewrites tried, before the
-    built-in table of :mod:`tacopt.partitioner.lowerings`, on ops this device does not support.
+    ``supports`` says whether op ``node`` of ``G`` runs here as ``inference_type``; ``pricing``
+    lists the ``(device, speedup)`` pairs it is priced as, in order: the first device the cost
+    model knows prices its ops, divided by the speedup (:func:`pricing_device`);
+    ``switching_cost`` is the link into this device from ``src_device`` (``None``: ask the cost
+    model); ``lowerings`` are rewrites tried, before the built-in table of
+    :mod:`tacopt.partitioner.lowerings`, on ops this device does not support.
     """
 
     @property
@@ -88,9 +90,8 @@ class Target(Protocol):
 
     def supports(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> bool: ...
 
-    def op_costs(
-        self, G: nx.MultiDiGraph, nodes: Sequence[str], inference_type: str, cost_model: Any
-    ) -> np.ndarray: ...
+    @property
+    def pricing(self) -> tuple[tuple[str, float], ...]: ...
 
     def switching_cost(self, src_device: str) -> tuple[float, float] | None: ...
 
@@ -162,7 +163,7 @@ def _support_table(types: frozenset[str], kinds: Iterable[str], **special: OpSup
 class TableTarget:
     """A target declared by a support table (kind -> :class:`OpSupport`).
 
-    Ops cost what ``cost_model`` says for this target's own name when the model knows that
+    Ops cost what the cost model says for this target's own name when the model knows that
     device; otherwise what it says for ``cost_device``, divided by ``speedup`` (the NPU example is
     TAC's NNAPI twice as fast under the ``tac`` model, and its own profile under ``roofline``).
     ``link`` = (per_byte, fixed) overrides the cost model's link into this device.
@@ -190,16 +191,10 @@ class TableTarget:
             return False
         return row.when is None or row.when(G, op)
 
-    def op_costs(
-        self, G: nx.MultiDiGraph, nodes: Sequence[str], inference_type: str, cost_model: Any
-    ) -> np.ndarray:
-        known = getattr(cost_model, "devices", ())
-        if self.cost_device is None or self.name in known:
-            device, speedup = self.name, 1.0
-        else:
-            device, speedup = self.cost_device, self.speedup
-        costs = np.asarray(cost_model.op_costs(G, list(nodes), device, inference_type), float)
-        return costs / speedup
+    @property
+    def pricing(self) -> tuple[tuple[str, float], ...]:
+        own = ((self.name, 1.0),)
+        return own if self.cost_device is None else (*own, (self.cost_device, self.speedup))
 
     def switching_cost(self, src_device: str) -> tuple[float, float] | None:
         return self.link
@@ -209,11 +204,15 @@ class TableTarget:
 class SimpleTarget:
     """TAC's ``SimpleHardware``: every op but the ``denied`` kinds, ``advantage_over_cpu`` faster.
 
+    Its ops are priced as the CPU's over the advantage. Its transfers are priced like those of
+    ``link_as`` (default NNAPI, which is itself a ``SimpleHardware`` in TAC and switches at TAC's
+    standard cross-hardware cost), unless ``link`` = (per_byte, fixed) gives its own.
+
     Examples
     --------
     >>> dsp = SimpleTarget("DSP", denied=frozenset({"SOFTMAX"}), advantage_over_cpu=4.0)
-    >>> dsp.name, dsp.types
-    ('DSP', frozenset({'FLOAT'}))
+    >>> dsp.name, dsp.types, dsp.pricing, dsp.link_as
+    ('DSP', frozenset({'FLOAT'}), (('CPU', 4.0),), 'NNAPI')
     """
 
     name: str
@@ -222,6 +221,7 @@ class SimpleTarget:
     types: frozenset[str] = FLOAT
     lowerings: tuple[Lowering, ...] = ()
     link: tuple[float, float] | None = None
+    link_as: str = "NNAPI"
 
     def supports(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> bool:
         op = G.nodes[node]["op"]
@@ -232,11 +232,9 @@ class SimpleTarget:
             and activations_match(G, op, inference_type)
         )
 
-    def op_costs(
-        self, G: nx.MultiDiGraph, nodes: Sequence[str], inference_type: str, cost_model: Any
-    ) -> np.ndarray:
-        cpu = np.asarray(cost_model.op_costs(G, list(nodes), "CPU", inference_type), float)
-        return cpu / self.advantage_over_cpu
+    @property
+    def pricing(self) -> tuple[tuple[str, float], ...]:
+        return (("CPU", self.advantage_over_cpu),)
 
     def switching_cost(self, src_device: str) -> tuple[float, float] | None:
         return self.link
@@ -325,7 +323,7 @@ def register_target(target: Target, *, replace: bool = False) -> Target:
     if not isinstance(target, Target):
         raise TargetError(
             f"{target!r} is not a Target (needs name, lowerings, supports, "
-            "op_costs, switching_cost)"
+            "pricing, switching_cost)"
         )
     name = target.name.upper()
     if name != target.name:
@@ -409,5 +407,38 @@ CPU = register_target(
     TableTarget("CPU", {}, runs_everything=True, lacks=FUSION_ONLY_KINDS)
 )
 GPU = register_target(TableTarget("GPU", GPU_TABLE))
-NNAPI = register_target(TableTarget("NNAPI", NNAPI_TABLE))
+#: NNAPI is an API, not a chip: the driver hands the ops to the vendor's accelerator, so a model
+#: without an NNAPI price (roofline) prices it as the NPU.
+NNAPI = register_target(TableTarget("NNAPI", NNAPI_TABLE, cost_device="NPU"))
+#: The NPU example: its own price where the model has one (roofline), else TAC's NNAPI x 2.
 NPU = register_target(TableTarget("NPU", NPU_TABLE, cost_device="NNAPI", speedup=2.0))
+
+
+def pricing_device(target: Target, cost_model: Any) -> tuple[str, float]:
+    """The device whose prices ``target`` uses under ``cost_model``, and the speedup to divide by.
+
+    The first of ``target.pricing`` the model knows (a model that lists no ``devices`` knows
+    every device).
+
+    Raises
+    ------
+    TargetError
+        When the model knows none of them.
+
+    Examples
+    --------
+    >>> from tacopt.cost_models.base import get_cost_model
+    >>> pricing_device(NPU, get_cost_model("tac")), pricing_device(NPU, get_cost_model("roofline"))
+    (('NNAPI', 2.0), ('NPU', 1.0))
+    >>> pricing_device(NNAPI, get_cost_model("roofline"))
+    ('NPU', 1.0)
+    """
+    known = tuple(getattr(cost_model, "devices", ()) or ())
+    for device, speedup in target.pricing:
+        if not known or device in known:
+            return device, float(speedup)
+    names = ", ".join(d for d, _ in target.pricing)
+    raise TargetError(
+        f"cost model '{getattr(cost_model, 'name', cost_model)}' prices none of {names} "
+        f"(the devices {target.name} is priced as); it knows {', '.join(known)}"
+    )

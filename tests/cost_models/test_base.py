@@ -23,8 +23,7 @@ from tacopt.cost_models.base import (
 from tacopt.fusion.ir import Op, Tensor, make_graph
 
 USER_MODULE = '''
-import numpy as np
-from tacopt.cost_models.base import LinkCost
+from tacopt.cost_models.base import LinkCost, priced
 
 
 class MyModel:
@@ -42,8 +41,8 @@ class MyModel:
         return float(G.graph["tensors"][op.outputs[0]].num_elements)
 
     def op_costs(self, G, nodes, device, inference_type):
-        return np.array([np.nan if (c := self.op_cost(G, n, device, inference_type)) is None
-                         else c for n in nodes])
+        costs = [self.op_cost(G, n, device, inference_type) for n in nodes]
+        return priced([0.0 if c is None else c for c in costs], [c is None for c in costs])
 
     def link_cost(self, src_device, dst_device):
         return LinkCost(1.0, 0.0)
@@ -88,7 +87,7 @@ def test_user_model_plugs_in_by_module_spec(user_module) -> None:
         assert model.op_cost(G, "add_0", "X", "FLOAT") == 6.0
         assert model.op_cost(G, "div_1", "X", "FLOAT") is None
         costs = model.op_costs(G, ["add_0", "div_1"], "X", "FLOAT")
-        assert costs[0] == 6.0 and np.isnan(costs[1])
+        assert costs.tolist() == [6.0, None]  # None: explicitly cannot price
         assert view_cost(model, G, ["add_0", "sub_2"], "X", "FLOAT") == 7.0
         assert view_cost(model, G, ["add_0", "div_1"], "X", "FLOAT") is None
 
@@ -99,9 +98,21 @@ def test_bad_user_costs_raise_naming_op_and_model(user_module, bad: str) -> None
     model = get_cost_model(f"{mod}:MyModel")
     with pytest.raises(CostModelError, match=r"cost model 'mine' returned .* op 'sub_2' on GPU"):
         model.op_cost(chain(), "sub_2", "GPU", "FLOAT")
-    if bad != "float('nan')":  # NaN is "unsupported" in the vectorised form
-        with pytest.raises(CostModelError, match="op 'sub_2'"):
-            model.op_costs(chain(), ["add_0", "sub_2"], "GPU", "FLOAT")
+    with pytest.raises(CostModelError, match="op 'sub_2'"):
+        model.op_costs(chain(), ["add_0", "sub_2"], "GPU", "FLOAT")
+    with pytest.raises(CostModelError, match=r"cost model 'mine' returned .* op 'sub_2' on GPU"):
+        view_cost(model, chain(), ["add_0", "sub_2"], "GPU", "FLOAT")
+
+
+def test_nan_from_a_plain_array_is_an_error_not_unsupported() -> None:
+    class Plain:
+        name, unit = "plain", "us"
+
+        def op_costs(self, G, nodes, device, inference_type):
+            return np.array([1.0, np.nan])
+
+    with pytest.raises(CostModelError, match="returned nan for op 'div_1' on GPU .*never NaN"):
+        view_cost(Plain(), chain(), ["add_0", "div_1"], "GPU", "FLOAT")  # type: ignore[arg-type]
 
 
 def test_bad_specs() -> None:

@@ -39,8 +39,8 @@ def test_matrix_vector_is_memory_bound_on_cpu() -> None:
     expected = nbytes / (cpu.memory_bandwidth_gbps * 1e9) * 1e6 + cpu.launch_overhead_us
     assert m.op_cost(G, "fc_0", "CPU", "FLOAT") == pytest.approx(expected)
     assert m.op_cost(G, "fc_0", "CPU", "QUANTIZED_INT8") < expected  # int8 moves 4x fewer bytes
-    assert m.op_cost(G, "fc_0", "GPU", "QUANTIZED_INT8") is None  # GPU profile is float only
-    assert m.op_cost(G, "fc_0", "NPU", "FLOAT") is None
+    assert m.op_cost(G, "fc_0", "GPU", "QUANTIZED_INT8") is None  # no int8 peak in the GPU profile
+    assert m.op_cost(G, "fc_0", "NPU", "HYBRID") is None  # no hybrid or float32 peak
 
 
 def test_links_and_bad_devices() -> None:
@@ -70,11 +70,13 @@ def test_profile_file_as_spec_and_bad_profile(tmp_path: Path) -> None:
         load_profile(doc)
 
 
-def test_nnapi_is_priced_with_the_npu_profile() -> None:
+def test_profiles_only_price_capability_lives_on_the_device(tmp_path) -> None:
     m = RooflineCostModel.default()
-    G = fc(256)
-    assert "NNAPI" in m.devices
-    assert m.op_cost(G, "fc_0", "NNAPI", "QUANTIZED_INT8") == m.op_cost(
-        G, "fc_0", "NPU", "QUANTIZED_INT8"
-    )
-    assert m.link_cost("NNAPI", "CPU") == m.link_cost("NPU", "CPU")
+    assert "NNAPI" not in m.devices  # NNAPI's record says it is priced as the NPU
+    doc = json.loads((PROFILE_DIR / "mobile_gpu.json").read_text())
+    for field in ("supported_ops", "inference_types"):
+        bad = dict(doc, **{field: ["ADD"]})
+        with pytest.raises(CostModelError, match=f"field '{field}' declares what the device runs"):
+            load_profile(bad)
+    with pytest.raises(CostModelError, match="unknown field 'peak_gflop'"):
+        load_profile(dict(doc, peak_gflop=1.0))

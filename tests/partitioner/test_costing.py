@@ -75,10 +75,8 @@ def test_problem_is_valid_and_costs_are_the_cost_models(net, devices, granularit
         for choice, view in zip(unit.choices, views[unit.name]):
             assert (choice.device, choice.type) == (view.device, view.inference_type)
             nodes = list(view.graph)
-            expected = np.asarray(
-                TAC.op_costs(view.graph, nodes, view.device, view.inference_type), float
-            ).sum()
-            assert choice.cost == pytest.approx(expected, rel=1e-12)
+            # TAC's own view cost (GetFuncCost: the float32 per-function sum), bit for bit
+            assert choice.cost == TAC.view_cost(view.graph, nodes, view.device, view.inference_type)
             assert choice.cost >= 0  # tac prices some GPU ops at 0, as TAC does
 
 
@@ -137,18 +135,25 @@ def test_problem_round_trips_through_json(tmp_path):
 
 
 class NoNumberFor:
-    """The tac cost model without a number for ``kind`` on ``device``."""
+    """The tac cost model, saying explicitly that it cannot price ``kind`` on ``device``
+    (or returning ``bad`` for it instead, when given)."""
 
-    def __init__(self, kind: str, device: str) -> None:
-        self.kind, self.device = kind, device
+    view_cost = None  # price views by summing op_costs
+
+    def __init__(self, kind: str, device: str, bad: float | None = None) -> None:
+        self.kind, self.device, self.bad = kind, device, bad
 
     def __getattr__(self, name):
         return getattr(TAC, name)
 
     def op_costs(self, G, nodes, device, inference_type):
-        costs = np.asarray(TAC.op_costs(G, nodes, device, inference_type), float)
+        costs = TAC.op_costs(G, nodes, device, inference_type).copy()
         if device == self.device:
-            costs[[G.nodes[n]["op"].kind == self.kind for n in nodes]] = np.nan
+            hit = np.array([G.nodes[n]["op"].kind == self.kind for n in nodes])
+            if self.bad is None:
+                costs[hit] = np.ma.masked
+            else:
+                costs[hit] = self.bad
         return costs
 
 
@@ -159,6 +164,14 @@ def test_accelerator_view_without_a_number_is_dropped():
     assert [v.device for v in views["mean_2"]] == ["CPU"]
     relu = next(u for u in problem.units if u.name == "relu_1")
     assert {c.device for c in relu.choices} == {"GPU", "CPU"}
+
+
+@pytest.mark.parametrize("bad", [float("nan"), -1.0, float("inf")])
+@pytest.mark.parametrize("device", ["GPU", "CPU"])
+def test_nan_negative_or_infinite_cost_is_an_error_naming_model_op_device(bad, device):
+    match = rf"cost model 'tac' returned {bad} for op 'mean_2' on {device}"
+    with pytest.raises(CostModelError, match=match):
+        costed(float_net(), "GPU,CPU", "op", NoNumberFor("MEAN", device, bad))
 
 
 def test_cpu_view_without_a_number_is_an_error():

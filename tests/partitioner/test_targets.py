@@ -25,6 +25,7 @@ from tacopt.partitioner.targets import (
     TableTarget,
     TargetError,
     get_target,
+    pricing_device,
     register_target,
     resolve_devices,
     target_names,
@@ -107,20 +108,23 @@ def test_cpu_runs_everything_even_unknown_custom_ops():
 
 
 def test_table_target_prices_through_its_cost_device_and_speedup():
-    G = one_op("CONV_2D", [(1, 8, 8, 4)], (1, 8, 8, 4))
+    w = Tensor("w", (4, 3, 3, 4), "int8", quantization=Q, buffer=Buffer.placeholder(144))
+    G = one_op("CONV_2D", [(1, 8, 8, 4)], (1, 8, 8, 4), dtype="int8", extra=(w,))
     model = get_cost_model("tac")
-    nnapi = model.op_costs(G, ["conv_2d_0"], "NNAPI", "QUANTIZED_INT8")
-    npu = NPU.op_costs(G, ["conv_2d_0"], "QUANTIZED_INT8", model)
-    np.testing.assert_allclose(npu, np.asarray(nnapi, float) / 2.0)
+    assert pricing_device(NPU, model) == ("NNAPI", 2.0)
+    assert pricing_device(NNAPI, model) == ("NNAPI", 1.0)
+    result = partition(G, "NPU,NNAPI,CPU", granularity="op", cost_model=model, fuse=False)
+    costs = {(c.device, c.type): c.cost for c in result.problem.units[0].choices}
+    assert costs[("NPU", "QUANTIZED_INT8")] == costs[("NNAPI", "QUANTIZED_INT8")] / 2
     assert NPU.switching_cost("CPU") is None
 
 
 def test_table_target_uses_its_own_device_when_the_cost_model_knows_it():
-    w = Tensor("w", (4, 3, 3, 4), "int8", quantization=Q, buffer=Buffer.placeholder(144))
-    G = one_op("CONV_2D", [(1, 8, 8, 4)], (1, 8, 8, 4), dtype="int8", extra=(w,))
-    model = get_cost_model("roofline")  # has an NPU profile: no NNAPI x 2 stand-in
-    own = model.op_costs(G, ["conv_2d_0"], "NPU", "QUANTIZED_INT8")
-    np.testing.assert_allclose(NPU.op_costs(G, ["conv_2d_0"], "QUANTIZED_INT8", model), own)
+    model = get_cost_model("roofline")  # has an NPU profile, no NNAPI one
+    assert pricing_device(NPU, model) == ("NPU", 1.0)
+    assert pricing_device(NNAPI, model) == ("NPU", 1.0)  # NNAPI's record: priced as the NPU
+    with pytest.raises(TargetError, match="cost model 'cpu-only' prices none of NNAPI, NPU"):
+        pricing_device(NNAPI, type("M", (), {"name": "cpu-only", "devices": ("CPU",)})())
 
 
 # --------------------------------------------------------------------------------------------
@@ -144,9 +148,15 @@ def test_simple_target_costs_cpu_cost_over_its_advantage():
     model = get_cost_model("tac")
     dsp = SimpleTarget("DSP", frozenset(), advantage_over_cpu=4.0, link=(0.5, 3.0))
     cpu = np.asarray(model.op_costs(G, ["relu_0", "tanh_1"], "CPU", "FLOAT"), float)
-    assert np.all(cpu > 0)
-    np.testing.assert_allclose(dsp.op_costs(G, ["relu_0", "tanh_1"], "FLOAT", model), cpu / 4)
+    assert np.all(cpu > 0) and dsp.pricing == (("CPU", 4.0),)
+    result = partition(G, [dsp], granularity="op", cost_model=model, fuse=False)
+    for unit, cost in zip(result.problem.units, cpu, strict=True):
+        assert {c.device: c.cost for c in unit.choices} == {"DSP": cost / 4, "CPU": cost}
     assert dsp.switching_cost("CPU") == (0.5, 3.0)
+    assert result.problem.link("CPU", "DSP") == Link(0.5, 3.0)
+    linked_like_nnapi = partition(G, [SimpleTarget("DSP", frozenset(), 4.0)], granularity="op")
+    tac_link = model.link_cost("CPU", "NNAPI")
+    assert linked_like_nnapi.problem.link("CPU", "DSP") == Link(tac_link.per_byte, tac_link.fixed)
 
 
 # --------------------------------------------------------------------------------------------
