@@ -14,7 +14,7 @@ fused op            inputs                                custom options
 ``CUSTOM:LayerNorm`` x, gamma                             ``{"epsilon", "axis"}``
 ==================  ====================================  ==========================
 
-(``tacopt.fusion.rules.custom`` registers their reference kernels with the executor.) Rules that
+(Their numpy kernels are in :mod:`tacopt.fusion.rules.custom`, imported here.) Rules that
 create custom ops have ``builtin=False``; :data:`BUILTIN_RULES` leaves them out so the written model
 loads in ai-edge-litert.
 """
@@ -28,6 +28,7 @@ import numpy as np
 from flatbuffers import flexbuffers
 
 from tacopt.fusion.ir import Op, Tensor
+from tacopt.fusion.rules import custom as _custom  # noqa: F401  (kernels of the custom kinds below)
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name, replace
 from tacopt.fusion.rules.pattern import C, P, match
 
