@@ -190,8 +190,8 @@ def rounding_steps(H: Any, out: str) -> float:
 
 def check_model(path: Path, devices: str, granularity: str, *, seed: int = 0) -> Check:
     """Partition, export and compare one model (see the module docstring)."""
-    from tacopt.fusion.executor import random_inputs
     from tacopt.fusion.ir import validate_graph
+    from tacopt.fusion.litert import random_inputs
     from tacopt.fusion.reader import read_tflite
     from tacopt.fusion.rehydrate import rehydrate
     from tacopt.fusion.writer import serialize_tflite

@@ -88,8 +88,8 @@ def test_the_rehydrated_keras_lstm_exports_one_fused_lstm_that_matches(bundled_m
     """Issue 13: the Keras-3 LSTM (a WHILE loop) partitions over one UNIDIRECTIONAL_SEQUENCE_LSTM
     and its export gives the original's outputs in LiteRT."""
     from tacopt.benchmarks.check_partition import run_litert
-    from tacopt.fusion.executor import random_inputs
     from tacopt.fusion.ir import ops_of
+    from tacopt.fusion.litert import random_inputs
     from tacopt.fusion.reader import read_tflite
     from tacopt.fusion.rehydrate import rehydrate
     from tacopt.fusion.writer import serialize_tflite
