@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.fuse import fuse, op_histogram
-from tacopt.fusion.ir import validate_graph
+from tacopt.fusion.ir import ops_of, validate_graph
 from tacopt.fusion.litert import assert_same_outputs, check_fused_regions, random_inputs
 from tacopt.fusion.reader import read_tflite
 from tacopt.fusion.rehydrate import rehydrate
@@ -46,3 +48,42 @@ def test_round_trip_numerics(zoo_dir, name):
     for H in (U, F):
         assert_same_outputs(R, H, inputs)
     check_fused_regions(U, F)
+
+
+def _filters(b, x):
+    """x ─CONV_2D(relu6)─DEPTHWISE(relu)─TRANSPOSE_CONV─AVERAGE_POOL_2D(relu)─ADD(relu_n1_to_1)─►"""
+    rng = np.random.default_rng(0)
+    w = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    h = b.op("CONV_2D", x, w(4, 3, 3, 3), w(4), fused_activation_function="RELU6")
+    h = b.op("DEPTHWISE_CONV_2D", h, w(1, 3, 3, 4), w(4), fused_activation_function="RELU")
+    h = b.op("TRANSPOSE_CONV", np.array([1, 6, 6, 2], np.int32), w(2, 3, 3, 4), h, w(2))
+    h = b.op("AVERAGE_POOL_2D", h, fused_activation_function="RELU")
+    return b.op("ADD", h, w(2), fused_activation_function="RELU_N1_TO_1")
+
+
+def _dense(b, x):
+    """x ─FULLY_CONNECTED(relu)─MUL(relu6)─►"""
+    rng = np.random.default_rng(1)
+    w, bias = rng.standard_normal((5, 8)), rng.standard_normal(5)
+    h = b.op("FULLY_CONNECTED", x, w.astype(np.float32), bias.astype(np.float32),
+             fused_activation_function="RELU")  # fmt: skip
+    return b.op("MUL", h, np.float32(3), fused_activation_function="RELU6")
+
+
+@pytest.mark.parametrize("build, shape", [(_filters, (1, 6, 6, 3)), (_dense, (2, 8))])
+def test_unfused_bias_and_activations_match_in_litert(build, shape):
+    """Every bias (CONV_2D, DEPTHWISE, TRANSPOSE_CONV, FC) and fused activation unfolds into
+    its own op, and the unfused graph gives the same outputs in LiteRT."""
+    b = GraphBuilder()
+    G = b.build(outputs=[build(b, b.input("x", shape))])
+    U = unfuse(G)
+    validate_graph(U)
+    acts = {"RELU", "RELU6", "RELU_N1_TO_1"}
+    assert all(
+        op.options.get("fused_activation_function", "NONE") == "NONE" for _, op in ops_of(U)
+    )
+    assert sum(op.kind in acts for _, op in ops_of(U)) == sum(
+        op.options.get("fused_activation_function", "NONE") != "NONE" for _, op in ops_of(G)
+    )
+    assert_same_outputs(G, U)
+    assert op_histogram(fuse(U).graph) == op_histogram(G)
