@@ -11,11 +11,16 @@ The objective, for an assignment of one choice per unit, is the sum of
 * transfer: for every tensor, one ``per_byte * bytes + fixed`` per distinct destination device
   other than the device it starts on (the link of that device pair);
 * quant: for every tensor, one ``quant_per_element * elements`` per distinct destination
-  activation format other than the one it starts in (FLOAT and HYBRID share a format).
+  activation format other than the one it starts in (FLOAT and HYBRID share a format);
+* pairwise: for every :class:`~tacopt.partitioner.problem.Pairwise`, the entry of the two
+  units' choices.
 
 A tensor starts where its producer runs; a graph input starts on the host in its dtype's type.
 Destinations are the consumers' choices, plus the host (in the dtype's type) for a graph output.
 With ``boundaries=False`` graph inputs and outputs are ignored.
+
+A plan also holds each device's peak memory (:mod:`tacopt.partitioner.memory`); one that
+exceeds a device's capacity is invalid, whatever its objective.
 """
 
 from __future__ import annotations
@@ -29,24 +34,38 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.partitioner.errors import PlanError
+from tacopt.partitioner.errors import PickerError, PlanError
+from tacopt.partitioner.memory import first_overflow, peak_memory
 from tacopt.partitioner.problem import Choice, PickProblem, ProblemIndex, index_problem
 
 STATUSES = ("OPTIMAL", "FEASIBLE", "HEURISTIC", "INFEASIBLE", "UNKNOWN")
 
 
+class NoPlanError(PickerError):
+    """A picker found no plan within the capacities.
+
+    ``status`` is INFEASIBLE when no plan fits (proven: exact, brute) and UNKNOWN when the
+    picker gave up (a heuristic, or the exact picker at its time limit).
+    """
+
+    def __init__(self, message: str, status: str = "UNKNOWN") -> None:
+        super().__init__(message)
+        self.status = status
+
+
 @dataclass(frozen=True, slots=True)
 class Breakdown:
-    """The objective split into compute, transfer and conversion (quant) costs."""
+    """The objective split into compute, transfer, conversion (quant) and pairwise costs."""
 
     compute: float
     transfer: float
     quant: float
+    pairwise: float = 0.0
 
     @property
     def total(self) -> float:
-        """compute + transfer + quant."""
-        return math.fsum((self.compute, self.transfer, self.quant))
+        """compute + transfer + quant + pairwise."""
+        return math.fsum((self.compute, self.transfer, self.quant, self.pairwise))
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -56,7 +75,8 @@ class Plan:
     ``status`` is OPTIMAL (``bound == objective``), FEASIBLE (a proven ``bound`` below, relative
     ``gap``), or HEURISTIC (no bound: ``bound`` and ``gap`` are None). ``params`` records every
     knob that shaped the answer (seed, time limit, backend, versions). ``cost_unit`` is the
-    problem's (``"us"``, ``"tac"``, ...).
+    problem's (``"us"``, ``"tac"``, ...). ``peak_memory`` is each device's peak in bytes and
+    ``capacity`` the problem's capacities (devices without one are unlimited).
 
     ``repr`` is one line and ``str`` (and a notebook's display) a short block: picker, status,
     objective with its unit, bound and gap when known, the breakdown and the units per device.
@@ -89,6 +109,13 @@ class Plan:
     seconds: float
     params: Mapping[str, Any] = field(default_factory=dict)
     cost_unit: str = "cost"
+    peak_memory: Mapping[str, float] = field(default_factory=dict)
+    capacity: Mapping[str, float] = field(default_factory=dict)
+
+    @property
+    def fits(self) -> bool:
+        """Whether every device's peak is within its capacity."""
+        return all(self.peak_memory.get(d, 0.0) <= c for d, c in self.capacity.items())
 
     def __repr__(self) -> str:
         b = self.breakdown
@@ -104,10 +131,15 @@ class Plan:
         unit = unit_label(self.cost_unit)
         head = [f"objective {_num(self.objective)} {unit}", *self._bound_parts()]
         rows = [("compute", b.compute), ("transfer", b.transfer), ("quant", b.quant)]
+        rows += [("pairwise", b.pairwise)] if b.pairwise else []
         width = max(len(_num(value)) for _, value in rows)
         lines = [f"{self.picker}: {self.status}, {', '.join(head)} ({self.seconds:.3g} s)"]
         lines += [f"  {name:<9} {_num(value):>{width}} {unit}" for name, value in rows]
         lines.append(f"  {'units':<9} {self._units_per_device()}")
+        if self.capacity:
+            peaks = ", ".join(f"{d} {_num(self.peak_memory.get(d, 0.0))}/{_num(c)} B"
+                              for d, c in sorted(self.capacity.items()))  # fmt: skip
+            lines.append(f"  {'memory':<9} {peaks}")
         return "\n".join(lines)
 
     def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
@@ -149,13 +181,16 @@ class Plan:
                 bound=None if data["bound"] is None else float(data["bound"]),
                 gap=None if data["gap"] is None else float(data["gap"]),
                 assignment={
-                    name: Choice(str(c["device"]), str(c["type"]), float(c["cost"]))
+                    name: Choice(str(c["device"]), str(c["type"]), float(c["cost"]),
+                                 float(c.get("memory", 0.0)))
                     for name, c in data["assignment"].items()
                 },
                 breakdown=Breakdown(**{k: float(v) for k, v in data["breakdown"].items()}),
                 seconds=float(data["seconds"]),
                 params=dict(data.get("params", {})),
                 cost_unit=str(data.get("cost_unit", "cost")),
+                peak_memory={str(d): float(v) for d, v in data.get("peak_memory", {}).items()},
+                capacity={str(d): float(v) for d, v in data.get("capacity", {}).items()},
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PlanError(f"not a plan: {type(exc).__name__}: {exc}") from None
@@ -170,14 +205,19 @@ class Plan:
             "bound": self.bound,
             "gap": self.gap,
             "assignment": {
-                name: {"device": c.device, "type": c.type, "cost": c.cost}
+                name: {"device": c.device, "type": c.type, "cost": c.cost,
+                       **({"memory": c.memory} if c.memory else {})}
                 for name, c in self.assignment.items()
-            },
+            },  # fmt: skip
             "breakdown": {
                 "compute": self.breakdown.compute,
                 "transfer": self.breakdown.transfer,
                 "quant": self.breakdown.quant,
+                "pairwise": self.breakdown.pairwise,
             },
+            "peak_memory": dict(self.peak_memory),
+            "capacity": dict(self.capacity),
+            "fits": self.fits,
             "seconds": self.seconds,
             "params": dict(self.params),
         }
@@ -208,7 +248,7 @@ def evaluate(problem: PickProblem, assignment: Mapping[str, Choice | tuple[str, 
     >>> p = PickProblem((Unit("a", (cpu, gpu)), Unit("b", (cpu,))),
     ...     (TensorEdge("t", "a", ("b",), (100,), "float32"),), Link(5.0, 10.0), 2.0)
     >>> evaluate(p, {"a": ("GPU", "FLOAT"), "b": ("CPU", "FLOAT")})
-    Breakdown(compute=4.0, transfer=2010.0, quant=0.0)
+    Breakdown(compute=4.0, transfer=2010.0, quant=0.0, pairwise=0.0)
     """
     index = index_problem(problem)
     return evaluate_index(index, choice_indices(problem, index, assignment))
@@ -232,7 +272,7 @@ def evaluate_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
 def _objective_terms(
     index: ProblemIndex, chosen: np.ndarray
 ) -> list[tuple[np.ndarray, np.ndarray]]:
-    """(row, cost) arrays of every compute, transfer and quant charge of each row of ``chosen``.
+    """(row, cost) arrays of every compute, transfer, quant and pairwise charge of each row.
 
     A charge is one (row, tensor, destination) triple: ``np.unique`` on the triples is what
     makes a tensor pay once per distinct destination device (or format).
@@ -261,6 +301,12 @@ def _objective_terms(
         row, rest = np.divmod(key, n_tensors * n)
         t, d = np.divmod(rest, n)
         terms.append((row, price(src[row, t], d, t)))
+    start = index.choice_start
+    n_b = np.diff(start)[index.pair_b]
+    i = chosen[:, index.pair_a] - start[index.pair_a]
+    j = chosen[:, index.pair_b] - start[index.pair_b]
+    pair = index.pair_cost[index.pair_offset + i * n_b + j] if len(n_b) else np.zeros((m, 0))
+    terms.append((np.repeat(np.arange(m), len(n_b)), pair.ravel()))
     return terms
 
 
@@ -328,6 +374,8 @@ def plan_from_choices(
         seconds=time.perf_counter() - started,
         params=dict(params or {}),
         cost_unit=problem.cost_unit,
+        peak_memory=peak_memory(index, chosen),
+        capacity=dict(problem.capacity),
     )
 
 
@@ -372,8 +420,9 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
     """Check that ``plan`` fits ``problem``; raise :class:`PlanError` otherwise.
 
     Every unit must get one of its own choices (with that choice's cost), no unknown unit may
-    appear, the reported breakdown and objective must match :func:`evaluate`, and a reported
-    bound may not exceed the objective.
+    appear, the reported breakdown and objective must match :func:`evaluate`, a reported
+    bound may not exceed the objective, and no device may hold more than its capacity at any
+    step (the message names the device, the step and the bytes).
 
     Examples
     --------
@@ -397,10 +446,15 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
             raise PlanError(f"{who}: unit {unit.name!r} runs as {picked}, not one of its choices")
     index = index_problem(problem)
     try:
-        actual = evaluate_index(index, choice_indices(problem, index, plan.assignment))
+        chosen = choice_indices(problem, index, plan.assignment)
     except PlanError as exc:
         raise PlanError(f"{who}: {exc}") from None
-    for name in ("compute", "transfer", "quant"):
+    actual = evaluate_index(index, chosen)
+    if index.has_memory:
+        overflow = first_overflow(index, chosen)
+        if overflow is not None:
+            raise PlanError(f"{who}: does not fit: {overflow}")
+    for name in ("compute", "transfer", "quant", "pairwise"):
         got, want = getattr(plan.breakdown, name), getattr(actual, name)
         if not math.isclose(got, want, rel_tol=rel_tol, abs_tol=rel_tol):
             raise PlanError(f"{who}: reported {name} cost {got} but evaluate gives {want}")

@@ -8,8 +8,9 @@ import time
 import numpy as np
 
 from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.pickers.registry import register_picker
-from tacopt.partitioner.plan import Plan, evaluate_batch, plan_from_choices
+from tacopt.partitioner.plan import NoPlanError, Plan, evaluate_batch, plan_from_choices
 from tacopt.partitioner.problem import PickProblem, index_problem
 
 MAX_UNITS = 12
@@ -18,6 +19,8 @@ _CHUNK = 20_000
 
 def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Plan:
     """Try every assignment and keep the cheapest (the first one found on ties); status OPTIMAL.
+
+    Assignments over a device's capacity are skipped; pairwise costs count in the objective.
 
     Parameters
     ----------
@@ -30,6 +33,8 @@ def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Pla
     ------
     PickerError
         Above 12 units or ``max_assignments`` assignments.
+    NoPlanError
+        With status INFEASIBLE when no assignment fits the capacities.
 
     Examples
     --------
@@ -54,9 +59,13 @@ def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Pla
     for begin in range(0, total, _CHUNK):
         chosen = _assignments(index.choice_start, radix, begin, min(total, begin + _CHUNK))
         values = evaluate_batch(index, chosen)
+        if index.has_memory:
+            values[~fits_batch(index, chosen)] = math.inf
         i = int(np.argmin(values))
         if values[i] < best_value:
             best_value, best_row = float(values[i]), chosen[i]
+    if best_value == math.inf and total:
+        raise NoPlanError("brute picker: no assignment fits the capacities", "INFEASIBLE")
     return plan_from_choices(
         problem,
         index,

@@ -17,6 +17,7 @@ from importlib.metadata import version
 import numpy as np
 
 from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.pickers.decompose import certify
 from tacopt.partitioner.pickers.formulation import build_model
 from tacopt.partitioner.pickers.greedy import greedy_choices
@@ -30,8 +31,8 @@ from tacopt.partitioner.pickers.mip import (
     warm_start,
 )
 from tacopt.partitioner.pickers.registry import register_picker
-from tacopt.partitioner.plan import Plan, evaluate_index, plan_from_choices
-from tacopt.partitioner.problem import PickProblem, index_problem
+from tacopt.partitioner.plan import NoPlanError, Plan, evaluate_index, plan_from_choices
+from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
 DEFAULT_BACKEND = "highs"
 
@@ -82,12 +83,19 @@ def pick_exact(
     Returns
     -------
     Plan
-        Status OPTIMAL (``bound == objective``) or FEASIBLE (``bound`` and ``gap``).
+        Status OPTIMAL (``bound == objective``) or FEASIBLE (``bound`` and ``gap``); never a
+        plan over a capacity.
 
     Raises
     ------
     PickerError
-        For an unknown backend or method.
+        For an unknown backend or method, or capacities with CP-SAT.
+    NoPlanError
+        With status INFEASIBLE when no plan fits the capacities (proven), UNKNOWN when none
+        was found within the time limit.
+
+    Capacities and pairwise costs are solved by branch-and-bound on the whole model (the
+    region certificate assumes neither).
 
     Examples
     --------
@@ -113,11 +121,18 @@ def pick_exact(
 
     # Data.
     index = index_problem(problem)
-    warm = greedy_choices(index)
+    coupled = index.has_memory or index.has_pairwise
+    if index.has_memory and backend == "cp-sat":
+        raise PickerError("exact picker: the cp-sat backend does not take capacities; use highs")
+    try:
+        warm: np.ndarray | None = greedy_choices(index)
+    except NoPlanError:  # greedy found no plan within the capacities; the solver may
+        warm = None
     if index.n_units == 0:
         return plan_from_choices(
-            problem, index, warm, picker="exact", status="OPTIMAL", started=started, params=params
-        )
+            problem, index, np.zeros(0, np.int64), picker="exact", status="OPTIMAL",
+            started=started, params=params,
+        )  # fmt: skip
     model = build_model(index)
 
     # HiGHS first tries to prove the LP's plan region by region (decompose.py); only if
@@ -125,15 +140,15 @@ def pick_exact(
     fallback, lp_bound = warm, -math.inf
     if method not in METHODS:
         raise PickerError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-    use_certify = backend == "highs" and method == "decompose"
-    params["method"] = method if backend == "highs" else "monolithic"
-    if use_certify:
+    use_certify = backend == "highs" and method == "decompose" and not coupled
+    params["method"] = "decompose" if use_certify else "monolithic"
+    if use_certify and warm is not None:
         found = certify(index, model, started + time_limit_s, seed, threads=threads)
         if found is not None:
             params.update(found.stats)
             params["certified"] = found.proven
             best = found.chosen
-            if not found.proven and found.objective > evaluate_index(index, warm).total:
+            if not found.proven and found.objective > _total(index, warm):
                 best = warm  # cut short before its plan beat the greedy one
             if found.proven:
                 return plan_from_choices(
@@ -152,7 +167,8 @@ def pick_exact(
     scale, rounding = integer_scale(model.cost) if backend == "cp-sat" else (1.0, 0.0)
     cost = np.round(model.cost * scale) if backend == "cp-sat" else model.cost
     # OR-Tools 9.15 crashes when HiGHS is given a hint, so HiGHS starts cold.
-    start = warm_start(model, fallback) if hint and backend != "highs" else None
+    usable = hint and backend != "highs" and fallback is not None and not coupled
+    start = warm_start(model, fallback) if usable and fallback is not None else None
     remaining = max(time_limit_s - (time.perf_counter() - started), 0.0)
     if remaining > 0:
         parameters = solver_parameters(backend, seed, num_workers)
@@ -163,14 +179,20 @@ def pick_exact(
     chosen, proven, bound = fallback, False, lp_bound
     if solution.x is not None:
         mine = chosen_choices(index, solution.x[: model.n_choices])
-        if (
-            solution.optimal
-            or evaluate_index(index, mine).total <= evaluate_index(index, fallback).total
+        # The solver's tolerances could leave a plan a few bytes over a capacity: never taken.
+        if fits_batch(index, mine)[0] and (
+            solution.optimal or _total(index, mine) <= _total(index, fallback)
         ):
             chosen = mine
-        proven = solution.optimal and rounding == 0.0
+            proven = solution.optimal and rounding == 0.0
         bound = max(bound, solution.bound / scale - rounding)
     params["solver_status"] = solution.status
+    if chosen is None:
+        if solution.infeasible:
+            raise NoPlanError("exact picker: no plan fits the capacities (the integer program"
+                              " is infeasible)", "INFEASIBLE")  # fmt: skip
+        raise NoPlanError(f"exact picker: no plan within the capacities found in {time_limit_s:g}"
+                          f" s ({solution.status})")  # fmt: skip
     params["scale"] = scale
     return plan_from_choices(
         problem,
@@ -182,6 +204,11 @@ def pick_exact(
         started=started,
         params=params,
     )
+
+
+def _total(index: ProblemIndex, chosen: np.ndarray | None) -> float:
+    """The objective of ``chosen``; inf for no plan."""
+    return math.inf if chosen is None else evaluate_index(index, chosen).total
 
 
 register_picker("exact", pick_exact)

@@ -2,6 +2,12 @@
 
 Model (data, variables, constraints, objective), in the words of ``docs/pick-problem.md``:
 
+Capacities add, per limited device ``d``, a resident-memory variable ``r_d`` (its choices'
+bytes over the capacity) and one row per step where a tensor starts and the worst case could
+overflow: ``r_d + sum of live tensors' bytes over capacity * (y_p(d) + need[t, d]) <= 1`` (a
+tensor is on d if its producer is, or if it is moved there). Pairwise costs add the local
+marginal polytope: ``w_ij >= 0``, ``sum_j w_ij = x_ai``, ``sum_i w_ij = x_bj``.
+
 The matrix is built with numpy and handed to OR-Tools' model builder in one call
 (``fill_model_from_sparse_data``): 0.05 s for 10,000 units, so the time is the solver's.
 Joint rows that the device and format rows imply are left out (see ``_needed_pair_rows``).
@@ -74,7 +80,101 @@ def build_model(index: ProblemIndex) -> LinearModel:
             cols.append(column[found])
         vals = np.concatenate([pair_rows.vals, np.ones(sum(len(r) for r in rows[1:]))])
         model.add(np.concatenate(rows), np.concatenate(cols), vals, pair_rows.lb)
+    if index.has_pairwise:
+        _add_pairwise(model, index)
+    if index.has_memory:
+        _add_memory(model, index, dev_rows, need)
     return model.finish()
+
+
+def _add_pairwise(model: _Blocks, index: ProblemIndex) -> None:
+    """One ``w`` per entry of each pairwise matrix, tied to the two units' choices."""
+    start = index.choice_start
+    n_a = np.diff(start)[index.pair_a]
+    n_b = np.diff(start)[index.pair_b]
+    w = model.new_vars(index.pair_cost)
+    sizes = n_a * n_b
+    pair_of = np.repeat(np.arange(len(sizes)), sizes)
+    local = np.arange(len(w)) - index.pair_offset[pair_of]
+    i, j = np.divmod(local, n_b[pair_of])
+    # Row blocks: (pair, i) for the a side, then (pair, j) for the b side.
+    a_first = np.concatenate([[0], np.cumsum(n_a)[:-1]])
+    b_first = np.concatenate([[0], np.cumsum(n_b)[:-1]]) + n_a.sum()
+    row_a, row_b = a_first[pair_of] + i, b_first[pair_of] + j
+    x_a = np.concatenate([start[p] + np.arange(n) for p, n in zip(index.pair_a, n_a)])
+    x_b = np.concatenate([start[p] + np.arange(n) for p, n in zip(index.pair_b, n_b)])
+    n_rows = int(n_a.sum() + n_b.sum())
+    rows = np.concatenate([row_a, row_b, np.arange(n_rows)])
+    cols = np.concatenate([w, w, x_a, x_b])
+    vals = np.concatenate([np.ones(2 * len(w)), -np.ones(n_rows)])
+    model.add_range(rows, cols, vals, np.zeros(n_rows), np.zeros(n_rows))
+
+
+def _add_memory(model: _Blocks, index: ProblemIndex, dev_rows: _LinkingRows, need: Any) -> None:
+    """Capacity rows at the steps where a tensor starts, where the worst case may overflow."""
+    n_dev = len(index.devices)
+    n_t = len(index.src_unit)
+    nbytes = index.nbytes
+    producer = index.src_unit
+    # Which devices each tensor can be on: its producer's choices, or a move row (need).
+    can = np.zeros((n_t, n_dev), dtype=bool)
+    p_of, p_choice = _expand_producer(index, np.arange(n_t), producer)
+    can[p_of, index.choice_dev[p_choice]] = True
+    can[producer < 0, index.host_dev] = True
+    can[dev_rows.t, dev_rows.kind] = True
+    steps = np.unique(np.concatenate([[0], index.live_start]))
+    for d in np.flatnonzero(np.isfinite(index.capacity)).tolist():
+        cap = max(float(index.capacity[d]), 1e-9)
+        on_d = index.choice_dev == d
+        most = np.zeros(index.n_units)
+        np.maximum.at(most, index.choice_unit[on_d], index.choice_memory[on_d])
+        live_here = can[:, d] & (nbytes > 0)
+        # Worst-case bytes on d at each candidate step: every unit at its largest choice on d
+        # and every tensor that can be on d.
+        t_live = np.flatnonzero(live_here)
+        s_of = np.searchsorted(steps, index.live_start[t_live])
+        e_of = np.searchsorted(steps, index.live_end[t_live], side="right")
+        worst = np.zeros(len(steps) + 1)
+        np.add.at(worst, s_of, nbytes[t_live])
+        np.add.at(worst, e_of, -nbytes[t_live])
+        worst = np.cumsum(worst)[:-1] + most.sum()
+        tight = np.flatnonzero(worst > cap * (1 + 1e-12))
+        if len(tight) == 0:
+            continue
+        # r_d = resident bytes on d / capacity.
+        r = model.new_vars(np.zeros(1))
+        k = np.flatnonzero(on_d & (index.choice_memory > 0))
+        model.add_range(np.zeros(len(k) + 1, np.int64), np.concatenate([k, r]),
+                        np.concatenate([index.choice_memory[k] / cap, [-1.0]]),
+                        np.zeros(1), np.zeros(1))  # fmt: skip
+        # Each live tensor enters every tight row its interval covers.
+        row_of_step = np.full(len(steps), -1)
+        row_of_step[tight] = np.arange(len(tight))
+        span = e_of - s_of
+        t_rep = np.repeat(t_live, span)
+        offset = np.arange(span.sum()) - np.repeat(np.cumsum(span) - span, span)
+        s_rep = np.repeat(s_of, span) + offset
+        keep = row_of_step[s_rep] >= 0
+        t_rep, row_rep = t_rep[keep], row_of_step[s_rep[keep]]
+        weight = nbytes[t_rep] / cap
+        rows, cols = [np.arange(len(tight))], [np.repeat(r, len(tight))]
+        vals = [np.ones(len(tight))]
+        # The producer's choices on d ...
+        items, choice = _expand_producer(index, np.arange(len(t_rep)), producer[t_rep])
+        on = index.choice_dev[choice] == d
+        rows.append(row_rep[items[on]])
+        cols.append(choice[on])
+        vals.append(weight[items[on]])
+        # ... or a move there (need[t, d]); a graph input is on the host from the start.
+        found, column = need(t_rep * n_dev + d)
+        rows.append(row_rep[found])
+        cols.append(column[found])
+        vals.append(weight[found])
+        fixed = np.zeros(len(tight))
+        on_host = (producer[t_rep] < 0) & (d == index.host_dev)
+        np.add.at(fixed, row_rep[on_host], weight[on_host])
+        model.add_range(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals),
+                        np.full(len(tight), -np.inf), 1.0 - fixed)  # fmt: skip
 
 
 def _needed_pair_rows(index: ProblemIndex, pair: _LinkingRows) -> _LinkingRows:
@@ -140,6 +240,16 @@ class _Blocks:
         equality = owner is None and not self.owners
         self.ubs.append(lb.copy() if equality else np.full(len(lb), np.inf))
         self.owners.append(np.full(len(lb), -1) if owner is None else owner)
+        self.n_rows += len(lb)
+
+    def add_range(
+        self, rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, lb: np.ndarray, ub: np.ndarray
+    ) -> None:
+        """Rows ``lb <= A x <= ub`` owned by no auxiliary variable."""
+        self.entries.append((rows + self.n_rows, cols, vals))
+        self.lbs.append(np.asarray(lb, dtype=np.float64))
+        self.ubs.append(np.asarray(ub, dtype=np.float64))
+        self.owners.append(np.full(len(lb), -1))
         self.n_rows += len(lb)
 
     def finish(self) -> LinearModel:

@@ -6,13 +6,16 @@ import time
 
 import numpy as np
 
+from tacopt.partitioner.memory import first_overflow
 from tacopt.partitioner.pickers.registry import register_picker
-from tacopt.partitioner.plan import Plan, plan_from_choices
+from tacopt.partitioner.plan import NoPlanError, Plan, plan_from_choices
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
 
 def pick_first_fit(problem: PickProblem) -> Plan:
     """The initial plan as it is (each unit's ``initial`` choice); status HEURISTIC.
+
+    Raises :class:`NoPlanError` (status UNKNOWN) when that plan overflows a capacity.
 
     Examples
     --------
@@ -24,6 +27,9 @@ def pick_first_fit(problem: PickProblem) -> Plan:
     """
     started = time.perf_counter()
     index = index_problem(problem)
+    overflow = first_overflow(index, index.initial) if index.has_memory else None
+    if overflow is not None:
+        raise NoPlanError(f"first-fit picker: the initial plan does not fit: {overflow}")
     return plan_from_choices(
         problem, index, index.initial, picker="first-fit", status="HEURISTIC", started=started
     )
@@ -34,7 +40,14 @@ def pick_greedy(problem: PickProblem) -> Plan:
 
     A unit's price for a choice is its compute cost, plus moving and converting each input to
     it (nothing if an earlier consumer already brought the tensor to that device or format),
-    plus sending its graph outputs back to the host. Status HEURISTIC.
+    plus sending its graph outputs back to the host, plus its pairwise costs with units already
+    placed. With capacities, a choice that would make a device overflow at some step (given
+    what is placed) is skipped. Status HEURISTIC.
+
+    Raises
+    ------
+    NoPlanError
+        With status UNKNOWN when every choice of some unit would overflow.
 
     Examples
     --------
@@ -52,7 +65,10 @@ def pick_greedy(problem: PickProblem) -> Plan:
 
 
 def greedy_choices(index: ProblemIndex) -> np.ndarray:
-    """The greedy assignment as global choice indices (also the exact picker's warm start)."""
+    """The greedy assignment as global choice indices (also the exact picker's warm start).
+
+    Raises :class:`NoPlanError` when every choice of some unit would overflow a capacity.
+    """
     inputs = _group(index.arc_unit, index.arc_tensor, index.n_units)
     has_unit = index.src_unit >= 0
     outputs = _group(index.src_unit[has_unit], np.flatnonzero(has_unit), index.n_units)
@@ -74,10 +90,14 @@ def greedy_choices(index: ProblemIndex) -> np.ndarray:
     delivered: set[int] = set()  # t * n_dev + device, and ~(t * n_fmt + format)
     n_fmt = len(index.formats)
     chosen = list(index.initial.tolist())
+    pairs = _Pairs(index, chosen)
+    memory = _Memory(index, inputs, outputs) if index.has_memory else None
     for u in index.order.tolist():
-        best, best_k = float("inf"), start[u]
+        best, best_k = float("inf"), -1
         for k in range(start[u], start[u + 1]):
-            price = cost[k]
+            if memory is not None and not memory.fits(u, k):
+                continue
+            price = cost[k] + pairs.price(u, k)
             d, f = dev[k], fmt[k]
             for t in inputs[u]:
                 s_dev = src_dev[t] if src_unit[t] < 0 else dev[chosen[src_unit[t]]]
@@ -93,13 +113,87 @@ def greedy_choices(index: ProblemIndex) -> np.ndarray:
                         price += per_byte[d][h] * nbytes[t] + fixed[d][h]
                     if f != host_fmt[t]:
                         price += quant[t]
-            if price < best:
+            if price < best or best_k < 0:
                 best, best_k = price, k
+        if best_k < 0:
+            raise NoPlanError(f"greedy picker: every choice of unit {index.unit_names[u]!r} "
+                              "overflows a device's capacity", "UNKNOWN")  # fmt: skip
         chosen[u] = best_k
+        pairs.placed[u] = True
+        if memory is not None:
+            memory.place(u, best_k)
         for t in inputs[u]:
             delivered.add(t * n_dev + dev[best_k])
             delivered.add(~(t * n_fmt + fmt[best_k]))
     return np.array(chosen, dtype=np.int64)
+
+
+class _Pairs:
+    """Pairwise costs of a unit's choices against the units already placed."""
+
+    def __init__(self, index: ProblemIndex, chosen: list[int]) -> None:
+        self.placed = [False] * index.n_units
+        self.chosen = chosen
+        self.start = index.choice_start.tolist()
+        self.cost = index.pair_cost.tolist()
+        self.mine: list[list[tuple[int, int, bool]]] = [[] for _ in range(index.n_units)]
+        for p, (a, b) in enumerate(zip(index.pair_a.tolist(), index.pair_b.tolist())):
+            self.mine[a].append((p, b, True))
+            self.mine[b].append((p, a, False))
+        self.offset = index.pair_offset.tolist()
+        self.n_b = np.diff(index.choice_start)[index.pair_b].tolist()
+
+    def price(self, u: int, k: int) -> float:
+        total = 0.0
+        for p, other, is_a in self.mine[u]:
+            if self.placed[other]:
+                i = k - self.start[u]
+                j = self.chosen[other] - self.start[other]
+                i, j = (i, j) if is_a else (j, i)
+                total += self.cost[self.offset[p] + i * self.n_b[p] + j]
+        return total
+
+
+class _Memory:
+    """Bytes held per device and step by the units placed so far."""
+
+    def __init__(self, index: ProblemIndex, inputs: list[list[int]], outputs: list[list[int]]):
+        self.index = index
+        self.inputs, self.outputs = inputs, outputs
+        self.n_dev = len(index.devices)
+        self.usage = np.zeros((self.n_dev, max(index.n_units, 1)))
+        self.on: set[tuple[int, int]] = set()  # (tensor, device) pairs already counted
+        for t in np.flatnonzero(index.src_unit < 0).tolist():  # graph inputs: on the host
+            self._add(t, index.host_dev, self.usage)
+            self.on.add((t, index.host_dev))
+
+    def _add(self, t: int, d: int, usage: np.ndarray) -> None:
+        ix = self.index
+        usage[d, ix.live_start[t] : ix.live_end[t] + 1] += ix.nbytes[t]
+
+    def _footprint(self, u: int, k: int) -> list[tuple[int, int]]:
+        """The (tensor, device) pairs choice ``k`` of ``u`` adds."""
+        ix = self.index
+        d = int(ix.choice_dev[k])
+        new = [(t, d) for t in self.inputs[u] if (t, d) not in self.on]
+        new += [(t, d) for t in self.outputs[u]]
+        new += [(t, ix.host_dev) for t in self.outputs[u] if ix.to_host[t] and d != ix.host_dev]
+        return list(dict.fromkeys(new))
+
+    def fits(self, u: int, k: int) -> bool:
+        ix = self.index
+        trial = self.usage.copy()
+        trial[ix.choice_dev[k]] += ix.choice_memory[k]
+        for t, d in self._footprint(u, k):
+            self._add(t, d, trial)
+        return bool(np.all(trial.max(axis=1) <= ix.capacity))
+
+    def place(self, u: int, k: int) -> None:
+        ix = self.index
+        self.usage[ix.choice_dev[k]] += ix.choice_memory[k]
+        for t, d in self._footprint(u, k):
+            self._add(t, d, self.usage)
+            self.on.add((t, d))
 
 
 def _group(keys: np.ndarray, values: np.ndarray, n: int) -> list[list[int]]:

@@ -43,7 +43,8 @@ def pick_mincut(problem: PickProblem) -> Plan:
     ------
     PickerError
         If the units together use more than two (device, type) choices, or two that differ
-        in type rather than device.
+        in type rather than device, or the problem has capacities or pairwise costs (outside
+        this picker's scope: a cut cannot hold a memory row).
 
     Examples
     --------
@@ -54,6 +55,9 @@ def pick_mincut(problem: PickProblem) -> Plan:
     """
     started = time.perf_counter()
     index = index_problem(problem)
+    if index.has_memory or index.has_pairwise:
+        raise PickerError("mincut picker does not handle capacities or pairwise costs; "
+                          "use exact")  # fmt: skip
     devices = np.unique(index.choice_dev)
     counts = np.diff(index.choice_start)
     two = counts == 2

@@ -30,6 +30,7 @@ class Solution:
     bound: float
     status: str
     dual_bound: float = -math.inf
+    infeasible: bool = False  # proven: no solution exists
 
 
 def solve_model(
@@ -75,7 +76,8 @@ def solve_model(
     if status not in (mbh.SolveStatus.OPTIMAL, mbh.SolveStatus.FEASIBLE) or not (
         solver.has_solution()
     ):
-        return Solution(None, False, -math.inf, text)
+        infeasible = status == mbh.SolveStatus.INFEASIBLE
+        return Solution(None, False, -math.inf, text, infeasible=infeasible)
     optimal = status == mbh.SolveStatus.OPTIMAL
     dual_bound = solver.best_objective_bound()
     bound = solver.objective_value() if optimal else dual_bound

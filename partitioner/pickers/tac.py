@@ -7,12 +7,15 @@ Source: ``tensorflow/compiler/mlir/lite/experimental/tac/transforms/pick_subgrap
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
+from tacopt.partitioner.memory import first_overflow
 from tacopt.partitioner.pickers.registry import register_picker
-from tacopt.partitioner.plan import Plan, plan_from_choices
+from tacopt.partitioner.plan import NoPlanError, Plan, plan_from_choices
 from tacopt.partitioner.problem import (
+    Choice,
     PickProblem,
     TensorEdge,
     Unit,
@@ -60,6 +63,11 @@ def pick_tac(problem: PickProblem) -> Plan:
     The objective reported is :func:`tacopt.partitioner.plan.evaluate` of the result. Status
     HEURISTIC.
 
+    Capacities (TAC has none): a choice whose own memory exceeds its device's capacity is never
+    a unit's view nor a producer's wish; if the plan still overflows a device at some step,
+    :class:`~tacopt.partitioner.plan.NoPlanError` (status UNKNOWN) is raised rather than an
+    invalid plan returned. Pairwise costs (TAC has none either) count only in the objective.
+
     Examples
     --------
     The chain W -> X -> Y of the module tests: TAC puts W on GPU but X and Y on CPU.
@@ -84,12 +92,20 @@ def pick_tac(problem: PickProblem) -> Plan:
         u.name: [_process(problem, units, u, k, operands[u.name]) for k in range(len(u.choices))]
         for u in problem.units
     }
+    if problem.capacity:
+        for limited in problem.units:
+            own = views[limited.name]
+            views[limited.name] = [_View(math.inf, {}) if _too_big(problem, c) else view
+                                   for c, view in zip(limited.choices, own)]  # fmt: skip
     decisions = _make_decisions(views, _output_units(problem))
     aborted = decisions is None
     chosen = index.initial.copy()
     for u, unit in enumerate(problem.units):
         if decisions is not None and unit.name in decisions:
             chosen[u] = index.choice_start[u] + decisions[unit.name]
+    overflow = first_overflow(index, chosen) if index.has_memory else None
+    if overflow is not None:
+        raise NoPlanError(f"tac picker: its plan does not fit: {overflow}", "UNKNOWN")
     return plan_from_choices(
         problem,
         index,
@@ -129,6 +145,8 @@ def _process(
         nbytes, elements = per_producer[operand.producer]
         best = float("inf")
         for j, theirs in enumerate(producer.choices):
+            if problem.capacity and _too_big(problem, theirs):
+                continue
             cost = theirs.cost
             if theirs.device != mine.device:
                 cost += problem.link(theirs.device, mine.device).cost(nbytes)
@@ -139,6 +157,11 @@ def _process(
                 wants[producer.name] = j
         total += best
     return _View(total + mine.cost, wants)
+
+
+def _too_big(problem: PickProblem, choice: Choice) -> bool:
+    """Whether ``choice`` alone holds more than its device's capacity."""
+    return choice.memory > problem.capacity.get(choice.device, math.inf)
 
 
 def _output_units(problem: PickProblem) -> list[str]:

@@ -2,24 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 
+import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tacopt.benchmarks.synthetic import layered_dag_problem, two_choice_problem
-from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.errors import PickerError, PlanError, ProblemError
 from tacopt.partitioner.pickers import get_picker, pick, picker_names, register_picker
-from tacopt.partitioner.plan import Plan, plan_from_choices, validate_plan
+from tacopt.partitioner.plan import NoPlanError, Plan, plan_from_choices, validate_plan
 from tacopt.partitioner.problem import (
     Choice,
     Link,
+    Pairwise,
     PickProblem,
     TensorEdge,
     Unit,
     index_problem,
+    validate_problem,
 )
 
 BUILTINS = ("brute", "exact", "first-fit", "greedy", "mincut", "tac")
@@ -441,3 +445,105 @@ def test_exact_plan_does_not_depend_on_the_thread_count() -> None:
 def test_exact_rejects_an_unknown_method() -> None:
     with pytest.raises(PickerError, match="unknown method 'nope'"):
         pick(layered_dag_problem(5, seed=0), "exact", method="nope")
+
+
+# ---------------------------------------------------------------------------------------------
+# Capacities and pairwise costs
+
+
+@st.composite
+def memory_problems(draw: st.DrawFn) -> PickProblem:
+    """A small problem with resident memory, some capacities and some pairwise costs."""
+    base = draw(small_problems())
+    units = tuple(
+        Unit(u.name, tuple(dataclasses.replace(c, memory=float(draw(st.integers(0, 100))))
+                           for c in u.choices), u.initial)
+        for u in base.units
+    )  # fmt: skip
+    devices = sorted({c.device for u in units for c in u.choices} | {base.host})
+    limited = draw(st.lists(st.sampled_from(devices), unique=True, max_size=3))
+    capacity = {d: float(draw(st.integers(0, 400))) for d in limited}
+    pairwise = []
+    if len(units) > 1:
+        for _ in range(draw(st.integers(0, 3))):
+            a, b = draw(st.lists(st.sampled_from(units), min_size=2, max_size=2, unique_by=id))
+            entry = st.integers(0, 150).map(float)
+            cost = tuple(tuple(draw(entry) for _ in b.choices) for _ in a.choices)
+            pairwise.append(Pairwise(a.name, b.name, cost))
+    problem = dataclasses.replace(base, units=units, capacity=capacity, pairwise=tuple(pairwise))
+    try:
+        validate_problem(problem)
+    except ProblemError:
+        assume(False)
+    return problem
+
+
+def _plan_or_none(problem: PickProblem, name: str) -> tuple[Plan | None, str]:
+    try:
+        return pick(problem, name), "PLAN"
+    except NoPlanError as exc:
+        return None, exc.status
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(memory_problems())
+def test_exact_equals_brute_with_capacities_and_pairwise_costs(problem: PickProblem) -> None:
+    brute, brute_status = _plan_or_none(problem, "brute")
+    exact, exact_status = _plan_or_none(problem, "exact")
+    if brute is None:
+        assert brute_status == exact_status == "INFEASIBLE"
+        return
+    assert exact is not None and exact.status == "OPTIMAL"
+    validate_plan(problem, brute)
+    validate_plan(problem, exact)
+    assert exact.fits and brute.fits
+    assert close(exact.objective, brute.objective)
+    for name in ("tac", "greedy", "first-fit"):
+        other, _ = _plan_or_none(problem, name)
+        if other is not None:
+            validate_plan(problem, other)
+            assert other.fits
+            assert exact.objective <= other.objective + 1e-6
+    if problem.capacity or problem.pairwise:
+        with pytest.raises(PickerError, match="capacities or pairwise"):
+            pick(problem, "mincut")
+
+
+def test_validate_plan_refuses_a_plan_over_a_capacity() -> None:
+    big = Choice("GPU", "FLOAT", 1.0, memory=100.0)
+    problem = PickProblem(
+        (Unit("a", (big, Choice("CPU", "FLOAT", 50.0))),), (), Link(0.0, 0.0), 0.0,
+        capacity={"GPU": 99.0},
+    )  # fmt: skip
+    plan = pick(problem, "exact")
+    assert plan.assignment["a"].device == "CPU" and plan.peak_memory["GPU"] == 0.0
+    over = plan_from_choices(problem, index_problem(problem), np.array([0]), picker="manual",
+                             status="HEURISTIC", started=0.0)  # fmt: skip
+    assert not over.fits
+    with pytest.raises(PlanError, match=r"device GPU holds 100 bytes at step 0 .*capacity of 99"):
+        validate_plan(problem, over)
+
+
+def test_a_tensor_counts_on_every_device_it_reaches() -> None:
+    # a (GPU) -> t (40 bytes) -> b (CPU): t is on GPU and CPU from step 0 to 1.
+    problem = PickProblem(
+        (Unit("a", (Choice("GPU", "FLOAT", 1.0),)), Unit("b", (Choice("CPU", "FLOAT", 1.0),))),
+        (TensorEdge("t", "a", ("b",), (10,), "float32"),), Link(0.0, 0.0), 0.0,
+        capacity={"CPU": 40.0, "GPU": 39.0},
+    )  # fmt: skip
+    with pytest.raises(NoPlanError, match="INFEASIBLE|no plan") as caught:
+        pick(problem, "exact")
+    assert caught.value.status == "INFEASIBLE"
+    fits = dataclasses.replace(problem, capacity={"CPU": 40.0, "GPU": 40.0})
+    plan = pick(fits, "exact")
+    assert plan.peak_memory == {"CPU": 40.0, "GPU": 40.0}
+
+
+def test_pairwise_costs_steer_the_exact_plan() -> None:
+    cpu, gpu = Choice("CPU", "FLOAT", 1.0), Choice("GPU", "FLOAT", 1.0)
+    units = (Unit("a", (cpu, gpu)), Unit("b", (cpu, gpu)))
+    problem = PickProblem(units, (), Link(0.0, 0.0), 0.0,
+                          pairwise=(Pairwise("a", "b", ((9.0, 0.0), (5.0, 9.0))),))  # fmt: skip
+    plan = pick(problem, "exact")
+    assert [c.device for c in plan.assignment.values()] == ["CPU", "GPU"]
+    assert plan.breakdown.pairwise == 0.0 and plan.objective == 2.0
