@@ -219,7 +219,9 @@ def _bad_value(model: str, value: float, op: str, device: str) -> str:
     return msg
 
 
-def priced(values: Sequence[float] | np.ndarray, unsupported: Sequence[bool] | np.ndarray):
+def priced(
+    values: Sequence[float] | np.ndarray, unsupported: Sequence[bool] | np.ndarray
+) -> np.ma.MaskedArray:
     """Op costs as returned by ``op_costs``: ``values``, with the ``unsupported`` ones masked.
 
     >>> priced([1.0, 2.0], [False, True]).tolist()

@@ -293,9 +293,9 @@ class TacCostModel(CostModelBase):
     ) -> float | None:
         """``GetFuncCost``: the double sum of op costs, stored as float32 (``tac.cost``)."""
         costs = self.op_costs(G, list(nodes), device, inference_type)
-        if costs.mask.any():
+        if np.ma.getmaskarray(costs).any():
             return None
-        return float(F32(costs.data.sum()))
+        return float(F32(np.ma.getdata(costs).sum()))
 
     def link_cost(self, src_device: str, dst_device: str) -> LinkCost:
         """``GetHardwareSwitchingCost``: 0 on the same device, else 5 per byte + 10 per crossing.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 
+import networkx as nx
 import numpy as np
 import pytest
 
@@ -136,7 +137,7 @@ def test_conv(bias: bool, n: int, cout: int, cpu: float, gpu: float) -> None:
     assert f32(TAC.op_cost(G, "conv_2d_0", "NNAPI", "FLOAT")) == f32(np.float64(cpu) / 5)
 
 
-def test_quantized_func_cost_matches_compute_cost_mlir() -> None:
+def quantize_ops_func() -> nx.MultiDiGraph:
     # FC(384x512 i8, 128x512 i8, bias i32) -> RESHAPE -> MUL(128 i8) -> ADD(128 i8)
     # compute-cost.mlir @quantize_ops_CPU_QUANTIZED_INT8: tac.cost = 0x4B673001
     q = Quantization((0.1,), (0,))
@@ -160,6 +161,11 @@ def test_quantized_func_cost_matches_compute_cost_mlir() -> None:
     ]
     G = make_graph("g", ts, ops, ["x", "s", "o"], ["y"])
     validate_graph(G)
+    return G
+
+
+def test_quantized_func_cost_matches_compute_cost_mlir() -> None:
+    G = quantize_ops_func()
     nodes = [n for n in G]
     assert TAC.view_cost(G, nodes, "CPU", "QUANTIZED_INT8") == hexf("4B673001")
     assert TAC.view_cost(G, nodes, "GPU", "QUANTIZED_INT8") is None  # GPU is float only
