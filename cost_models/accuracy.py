@@ -13,6 +13,7 @@ from tacopt.cost_models.base import (
     CostModelError,
 )
 from tacopt.cost_models.learned import FLOOR_US, LearnedCostModel, net_latency, records_by_key
+from tacopt.cost_models.speed import normalize_records
 
 
 def evaluate(
@@ -23,18 +24,25 @@ def evaluate(
 ) -> dict[str, Any]:
     """Accuracy of ``model`` on held-out records.
 
+    Records that carry the machine's ``speed`` are first put in the model's units
+    (:func:`tacopt.cost_models.speed.normalize_records`), so a model fitted on one day is
+    evaluated on measurements of another without the machine's drift.
+
     Returns ``within_10pct`` (share of ops whose predicted single-op latency, overhead included,
     is within ±10 % of the measured one), ``within_10pct_net`` (the same on net latencies: the
     model's overhead subtracted from the prediction, each record's own from the measurement),
     ``within_10pct_unseen`` (only configurations not in ``train_keys``, i.e. not answered by the
     lookup table), ``mape`` (%), ``spearman`` (rank correlation of predicted vs measured),
     ``model_error_median`` (median over models of |predicted - measured| / measured, %, see
-    :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), counts, the
-    share of predictions per source and ``per_kind``: the same figures per (kind, inference
+    :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), counts
+    (``unseen_share``, ``skips`` and ``skip_share`` of op records that could not run alone),
+    the share of predictions per source and ``per_kind``: the same figures per (kind, inference
     type).
     """
     from scipy.stats import spearmanr
 
+    # measured on another day or machine: put the times in the model's units first
+    records = normalize_records(records, model.anchor_speed)
     by_key = records_by_key(records)
     ops = [r for r in records if r.get("type") == "op"]
     if not ops:
@@ -54,7 +62,7 @@ def evaluate(
     U = np.array(unseen)
     errors = []
     for r in records:
-        if r.get("type") == "model":
+        if r.get("type") == "model" and r.get("latency_us"):
             errors.append((model.predict_model(r, by_key) - r["latency_us"]) / r["latency_us"])
     close = np.abs(P - M) <= 0.1 * M
     per_kind: dict[str, dict[str, float]] = {}
@@ -70,9 +78,13 @@ def evaluate(
             else float("nan"),
             "mape": float(np.mean(np.abs(P[sel] - M[sel]) / M[sel]) * 100),
         }
+    skips = sum(1 for r in records if r.get("type") == "skip")
     return {
         "ops": len(ops),
         "ops_unseen": int(U.sum()),
+        "unseen_share": float(U.mean()),
+        "skips": skips,
+        "skip_share": skips / (skips + len(ops)),
         "models": len(errors),
         "within_10pct": float(np.mean(close)),
         "within_10pct_unseen": float(np.mean(close[U])) if U.any() else float("nan"),

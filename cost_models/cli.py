@@ -20,6 +20,12 @@ from typing import Any
 
 from tacopt.fusion.io import check_output_path
 
+#: Timing rounds of `tacopt calibrate`.
+CALIBRATE_ROUNDS = 20
+
+#: Ops a default sweep samples (``tacopt measure --sweep``).
+SWEEP_SIZE = 6000
+
 
 @dataclass(frozen=True, slots=True)
 class MeasureArgs:
@@ -44,7 +50,22 @@ def register_measure(subparsers: Any) -> None:
         "--out (resumable).",
     )
     p.add_argument(
-        "models", nargs="+", type=Path, metavar="MODEL", help="a .tflite model, or a folder of them"
+        "models", nargs="*", type=Path, metavar="MODEL", help="a .tflite model, or a folder of them"
+    )
+    p.add_argument(
+        "--sweep",
+        type=int,
+        nargs="?",
+        const=SWEEP_SIZE,
+        metavar="N",
+        help=f"measure N single ops sampled over each kind's configuration space instead of "
+        f"models (default N {SWEEP_SIZE}; cost_models/sweep.py); resumable",
+    )
+    p.add_argument("--seed", type=int, default=0, help="sweep seed (default 0)")
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        help="sweep: stop starting new ops after this long; re-run the same command to go on",
     )
     p.add_argument(
         "--out", type=Path, required=True, help="records file (JSON lines; appended to, resumable)"
@@ -85,6 +106,10 @@ def run_measure(args: argparse.Namespace) -> int:
     check_output_path(args.out, what="--out")
     if args.out.exists():
         check_records_file(args.out, what="--out")
+    if args.sweep is not None:
+        return _run_sweep(args)
+    if not args.models:
+        raise MeasureError("measure: give models (or folders of them), or --sweep")
     opts = MeasureArgs(
         model_files(args.models), args.out, args.repeats, args.warmup, args.threads, args.quiet,
         names,
@@ -112,6 +137,30 @@ def run_measure(args: argparse.Namespace) -> int:
     finally:
         if bar is not None:
             bar.close()
+    print(json.dumps(stats))
+    return 0
+
+
+def _run_sweep(args: argparse.Namespace) -> int:
+    from tacopt.cost_models.measure import measure_graphs
+    from tacopt.cost_models.records import MeasureError
+    from tacopt.cost_models.sweep import iter_samples
+    from tacopt.cost_models.timing import MeasureConfig
+
+    if args.models:
+        raise MeasureError(
+            "measure: --sweep measures sampled ops, not models; give one or the other"
+        )
+    if args.sweep < 1:
+        raise MeasureError(f"--sweep: must be at least 1, got {args.sweep}")
+    samples = max(args.repeats, 1)
+    cfg = MeasureConfig(
+        threads=args.threads, warmup=args.warmup, samples=samples, min_samples=min(3, samples)
+    )
+    silence_xnnpack_banner()
+    max_s = None if args.max_minutes is None else args.max_minutes * 60
+    items = iter_samples(args.sweep, seed=args.seed)
+    stats = measure_graphs(items, args.out, cfg, max_s=max_s)
     print(json.dumps(stats))
     return 0
 
@@ -225,6 +274,17 @@ def register_fit(subparsers: Any) -> None:
     p.add_argument("-o", "--out", type=Path, required=True, help="model file (.json)")
     p.add_argument("--eval", type=Path, help="held-out records to evaluate on")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    p.add_argument(
+        "--learner",
+        choices=("lightgbm", "trees"),
+        default="lightgbm",
+        help="boosted trees from LightGBM (default; stored as JSON lists) or our numpy trees",
+    )
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="then re-anchor the model on this machine (as `tacopt calibrate`; a timing run)",
+    )
     p.set_defaults(run=run_fit)
 
 
@@ -239,7 +299,9 @@ def run_fit(args: argparse.Namespace) -> int:
         if args.eval is not None:
             check_records_file(args.eval, what="--eval")
         train = read_records(args.records)
-        doc = fit(train)
+        doc = fit(train, learner=args.learner)
+        if args.calibrate:
+            doc = calibrate(doc)
         result = None
         if args.eval is not None:
             train_keys = {r["key"] for r in train if r.get("type") == "op"}
@@ -266,4 +328,57 @@ def run_fit(args: argparse.Namespace) -> int:
             f"MAPE {result['mape']:.1f} %, Spearman {result['spearman']:.3f}, "
             f"median whole-model error {result['model_error_median']:.1f} %"
         )
+    return 0
+
+
+def calibrate(doc: dict[str, Any], rounds: int = CALIBRATE_ROUNDS) -> dict[str, Any]:
+    """``doc`` (a fitted learned model) re-anchored on this machine: the reference models of
+    :mod:`tacopt.cost_models.speed` timed now become its ``speed``."""
+    from tacopt.cost_models.speed import measure_speed, speed_index
+
+    silence_xnnpack_banner()
+    speed = measure_speed(rounds)
+    factor = speed_index(speed, doc.get("anchor_speed", {}))
+    return {**doc, "speed": speed, "calibrated": {"rounds": rounds, "speed_index": factor}}
+
+
+def register_calibrate(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "calibrate",
+        help="re-anchor a learned model on the machine at hand (times its reference models)",
+        description="Time the reference models of cost_models/speed.py (gated, as ops are timed) "
+        "and store them as the model's `speed`: its predictions then follow this machine's "
+        "speed today. A timing run: run it alone (under the timing lock).",
+    )
+    p.add_argument("model", type=Path, help="a learned model file from `tacopt fit`")
+    p.add_argument("-o", "--out", type=Path, help="write here instead of over MODEL")
+    p.add_argument("--rounds", type=int, default=CALIBRATE_ROUNDS, help="timing rounds")
+    p.set_defaults(run=run_calibrate)
+
+
+def run_calibrate(args: argparse.Namespace) -> int:
+    from tacopt.cost_models.base import CostModelError
+    from tacopt.cost_models.learned import FORMAT
+    from tacopt.fusion.io import all_or_nothing
+
+    out = args.out or args.model
+    if args.rounds < 1:
+        raise CostModelError(f"--rounds: must be at least 1, got {args.rounds}")
+    try:
+        doc = json.loads(args.model.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CostModelError(f"learned model '{args.model}': cannot read it ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CostModelError(f"learned model '{args.model}': format is not '{FORMAT}'")
+    if not doc.get("anchor_speed"):
+        raise CostModelError(
+            f"learned model '{args.model}': fitted on records without speed; refit it"
+        )
+    with all_or_nothing([("-o", out)]) as w:
+        new = calibrate(doc, args.rounds)
+        w.write(out, json.dumps(new, indent=1, sort_keys=True) + "\n")
+    print(
+        f"wrote {out}: this machine runs at {new['calibrated']['speed_index']:.3f} x the "
+        f"training machine's time ({json.dumps(new['speed'])})"
+    )
     return 0

@@ -67,7 +67,22 @@ FEATURES = (
     "log_inner",
     "log_data_moved",
     "is_int8",
+    # XNNPACK's GEMM / IGEMM / DWConv micro-kernels on this CPU (AVX-512: f32 7x16 tiles):
+    # the work done on padded tiles, and whether the operands stay in the 2 MB L2 of a core
+    "log_gemm_m",
+    "m_tile_waste",
+    "n_tile_waste",
+    "log_padded_macs",
+    "log_working_set",
+    "exceeds_l2",
 )
+
+#: Rows (output pixels) and columns (output channels) of XNNPACK's micro-kernel tiles.
+TILE_M, TILE_N = 7, 16
+
+
+#: Bytes of L2 cache per core.
+L2_BYTES = 2 * 1024 * 1024
 
 
 #: Binary elementwise broadcast patterns (:func:`op_vector` ``broadcast_pattern``).
@@ -211,6 +226,9 @@ def _kernel_terms(
         inner = float(math.prod(oshape[ax:]))
     moved = sum(_nbytes(d) for d in acts) + sum(_nbytes(d) for d in outs)
     dtype = (acts[0] if acts else out)[1]
+    m = max(out_elems // max(n, 1), 1) if k > 1 or n > 1 else 1
+    m_pad, n_pad = -(-m // TILE_M) * TILE_M, -(-n // TILE_N) * TILE_N
+    working = moved + sum(_nbytes(d) for d in ins if d[2])
     return [
         math.log1p(flops / 2),
         math.log1p(k),
@@ -226,6 +244,12 @@ def _kernel_terms(
         math.log1p(inner),
         math.log1p(moved),
         float(dtype in ("int8", "uint8")),
+        math.log1p(m),
+        m_pad / m,
+        n_pad / max(n, 1),
+        math.log1p(m_pad * n_pad * k),
+        math.log1p(working),
+        float(working > L2_BYTES),
     ]
 
 

@@ -60,12 +60,21 @@ from tacopt.cost_models.base import (
 )
 from tacopt.cost_models.features import FEATURES, bytes_moved, copy_runs, design_row, op_vector
 from tacopt.cost_models.ops import MOVEMENT, trip_count
-from tacopt.cost_models.trees import TREE_PARAMS, fit_trees, predict_stacked, stack_trees
+from tacopt.cost_models.singleop import UNMEASURABLE
+from tacopt.cost_models.speed import normalize_records, run_speed, speed_index
+from tacopt.cost_models.trees import (
+    LIGHTGBM_PARAMS,
+    TREE_PARAMS,
+    fit_lightgbm,
+    fit_trees,
+    predict_stacked,
+    stack_trees,
+)
 
 FORMAT = "tacopt-learned"
 
 
-VERSION = 3
+VERSION = 4
 
 
 MIN_GROUP = 4
@@ -80,6 +89,13 @@ SHRINK = 3.0
 FLOOR_US = 0.05
 
 
+#: Learners of the tree part: (fit function, its parameters).
+LEARNERS: dict[str, tuple[Any, Mapping[str, Any]]] = {
+    "lightgbm": (fit_lightgbm, LIGHTGBM_PARAMS),
+    "trees": (fit_trees, TREE_PARAMS),
+}
+
+
 #: A kind's data-movement fit answers within this factor of the bytes it was fitted on.
 RANGE = 2.0
 
@@ -91,8 +107,9 @@ def net_latency(record: Mapping[str, Any]) -> float:
 
 @dataclass(frozen=True, slots=True)
 class Prediction:
-    """A predicted single-op latency, ``invoke()`` overhead included (``latency_us``), and where
-    it came from (``exact``, ``group``, ``fallback``)."""
+    """A predicted single-op latency, ``invoke()`` overhead included (``latency_us``, in the
+    units of the model's ``anchor_speed``), and where it came from (``exact``, ``group``,
+    ``movement``, ``fallback``)."""
 
     latency_us: float
     source: str
@@ -104,13 +121,23 @@ def _fit_group(X: np.ndarray, y: np.ndarray, prior: np.ndarray, strength: float)
     return np.linalg.solve(A, X.T @ y + strength * prior)
 
 
-def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[str, Any]:
+def fit(
+    records: Sequence[Mapping[str, Any]], *, device: str = "CPU", learner: str = "lightgbm"
+) -> dict[str, Any]:
     """Fit a learned model (a JSON-ready dict) on measurement records.
+
+    Times are first put in one machine's units (:func:`tacopt.cost_models.speed.
+    normalize_records`, anchored at the training records' median ``speed``), so records from
+    runs on a faster or slower day fit together; the model stores the anchor
+    (``anchor_speed``) and the speed of the machine it predicts for (``speed``, the anchor until
+    ``tacopt calibrate`` re-measures it).
 
     Parameters
     ----------
     records : records from :func:`tacopt.cost_models.measure.read_records` (``op`` and ``model``).
     device : the device the records were measured on.
+    learner : ``"lightgbm"`` (LightGBM's boosted trees, converted to JSON lists) or ``"trees"``
+        (:func:`tacopt.cost_models.trees.fit_trees`, numpy).
 
     Raises
     ------
@@ -127,6 +154,10 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
     ...            "outputs": [[[10 ** 4]]]}, key="k4")
     Prediction(latency_us=11.0, source='exact')
     """
+    if learner not in LEARNERS:
+        raise CostModelError(f"learned: unknown learner '{learner}' (known: {', '.join(LEARNERS)})")
+    anchor = run_speed(records)
+    records = normalize_records(records, anchor)
     ops = [r for r in records if r.get("type") == "op"]
     if not ops:
         raise CostModelError("learned: no op records to fit on")
@@ -166,7 +197,10 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
         "group_features": ["1", "log1p(flops)", "log1p(bytes)", "log1p(output elements)"],
         "tree_features": [*FEATURES, *(f"kind={k}" for k in kinds)],
         "tree_kinds": kinds,
-        "tree_params": dict(TREE_PARAMS),
+        "learner": learner,
+        "tree_params": dict(LEARNERS[learner][1]),
+        "anchor_speed": anchor,
+        "speed": anchor,
         "min_group": MIN_GROUP,
         "table": {k: round(statistics.median(v), 4) for k, v in sorted(table.items())},
         "fits": fits,
@@ -186,7 +220,7 @@ def fit(records: Sequence[Mapping[str, Any]], *, device: str = "CPU") -> dict[st
     X = np.array([op_vector(r, kinds) for r in ops])
     base = np.array([math.log(base_model.predict(r).latency_us) for r in ops])
     y = np.log(np.maximum([r["latency_us"] for r in ops], FLOOR_US))
-    model["trees"] = fit_trees(X, y, base)
+    model["trees"] = LEARNERS[learner][0](X, y, base)
     model["movement"] = movement_fits(ops)
     model["in_model_scale"], model["while_trip_us"] = _whole_model_terms(
         records, LearnedCostModel(model)
@@ -249,7 +283,7 @@ def _whole_model_terms(
     """
     by_key = records_by_key(records)
     scales, per_trip = [], []
-    whole = [r for r in records if r.get("type") == "model"]
+    whole = [r for r in records if r.get("type") == "model" and r.get("latency_us")]
     for r in whole:
         net = model.predict_model(r, by_key, with_loops=False, scaled=False) - model.overhead_us
         if not r.get("loop_trips") and net > 0:
@@ -296,6 +330,8 @@ class LearnedCostModel(CostModelBase):
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
             self.conversion_us = float(doc.get("conversion_us_per_element", 0.0))
             self.devices = (str(doc.get("device", "CPU")),)
+            self.anchor_speed = {str(k): float(v) for k, v in doc.get("anchor_speed", {}).items()}
+            self.speed = {str(k): float(v) for k, v in doc.get("speed", {}).items()}
             gross = int(doc.get("version", 1)) >= 2
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CostModelError(f"learned model '{source}': bad or missing field {exc}") from None
@@ -311,6 +347,8 @@ class LearnedCostModel(CostModelBase):
         self.table_offset = 0.0 if gross else self.overhead_us
         self.doc = doc
         self.strict = strict
+        #: how much slower the machine predicted for is than the anchor (``tacopt calibrate``)
+        self.speed_factor = speed_index(self.speed, self.anchor_speed)
 
     def predict(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
@@ -359,9 +397,10 @@ class LearnedCostModel(CostModelBase):
         total = 0.0
         for key, count in model_record["ops"]:
             rec = by_key.get(key)
-            if rec is None or rec.get("type") != "op":
-                continue  # WHILE itself and ops that could not run alone
-            total += count * self.predict_net(rec, key=key)
+            if rec is None or rec.get("kind") in UNMEASURABLE or "inputs" not in rec:
+                continue  # WHILE (its body ops are counted), variables, records without features
+            # an op that could not run alone (skip record) is predicted from its features
+            total += count * self.predict_net(rec, key=key if rec.get("type") == "op" else None)
         total = self.overhead_us + (self.scale if scaled else 1.0) * total
         if with_loops:
             total += self.while_trip_us * model_record.get("loop_trips", 0.0)
@@ -371,7 +410,7 @@ class LearnedCostModel(CostModelBase):
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
     ) -> float | None:
         """Predicted latency (us) of op ``node`` inside a model on this model's device."""
-        from tacopt.cost_models.singleop import UNMEASURABLE, op_features, op_key
+        from tacopt.cost_models.singleop import op_features, op_key
 
         self.check_device(device)
         check_inference_type(inference_type, model=self.name)
@@ -385,7 +424,7 @@ class LearnedCostModel(CostModelBase):
         feats = op_features(G, node, root=G)
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type
-        return self.scale * self.predict_net(feats, key=key)
+        return self.speed_factor * self.scale * self.predict_net(feats, key=key)
 
     def _while_cost(self, G: nx.MultiDiGraph, node: str, device: str, itype: str) -> float:
         op = G.nodes[node]["op"]
@@ -408,7 +447,7 @@ class LearnedCostModel(CostModelBase):
     def conversion_cost_per_element(self, src_type: str, dst_type: str) -> float:
         if not needs_conversion(src_type, dst_type, model=self.name):
             return 0.0
-        return self.conversion_us
+        return self.speed_factor * self.conversion_us
 
 
 def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> nx.MultiDiGraph:

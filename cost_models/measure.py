@@ -13,12 +13,18 @@ Records (JSON lines, appended and flushed one by one, so a run can resume):
 - ``{"type": "op", "key", "model", "graph", "op", "kind", "inputs", "outputs", "options",
   "flops", "bytes", "inference_type", "latency_us", "latency_median_us", "wall_us",
   "wall_median_us", "batch", "repeats", "rejected", "quiet", "threads", "method",
-  "overhead_us"}``: ``repeats`` samples counted, ``rejected`` dropped as not quiet, ``quiet``
-  False when no sample was (then every sample counts). Records of earlier versions have no
-  ``rejected`` / ``quiet`` (ungated samples) and read the same.
-- ``{"type": "skip", "key", "model", "op", "kind", "reason"}`` for ops that cannot run alone
+  "overhead_us", "probe_us", "speed"}``: ``repeats`` samples counted, ``rejected`` dropped
+  as not quiet, ``quiet`` False when no sample was (then every sample counts). Records of
+  earlier versions have no ``rejected`` / ``quiet`` (ungated samples) and read the same.
+  ``speed`` (reference model -> latency in us, :mod:`~tacopt.cost_models.speed`) is the
+  machine's speed beside the op, and ``probe_us`` the gate's fast-state probe time; records
+  without them predate drift tracking.
+- ``{"type": "skip", "key", "model", "op", "kind", "reason", ...}`` for ops that cannot run
+  alone, with the op's features (``inputs``, ``outputs``, ``options``, ...) when known, so a
+  learned model predicts them (from data movement) instead of counting them as zero
 - ``{"type": "model", "model", "latency_us", "ops": [[key, count], ...], "variants": [...],
-  ...}``
+  ...}``; ``latency_us`` is None when the runtime cannot run the model whole (custom ops),
+  ``untimed`` then says why
 
 With ``types`` (``tacopt measure --types float32,int8``) every op is also rebuilt in the other
 inference types (:func:`retype_op`) and measured; those records carry ``retyped_from`` (the op's
@@ -36,6 +42,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
+import networkx as nx
+
 from tacopt.cost_models.ops import trip_count
 from tacopt.cost_models.records import read_records, write_record
 from tacopt.cost_models.retype import RetypeError, retype_op
@@ -47,6 +55,7 @@ from tacopt.cost_models.singleop import (
     op_key,
     unmeasurable,
 )
+from tacopt.cost_models.speed import SpeedTracker, reference_models
 from tacopt.cost_models.timing import Gate, MeasureConfig, Timing, time_model, time_models
 
 
@@ -98,9 +107,10 @@ def measure_models(
     total = sum(sum(1 for _ in model_ops(G)) for _, G in graphs)
     stats = {"measured": 0, "reused": 0, "skipped": 0, "models": 0}
     gate = Gate(cfg)  # one per run: its reference and overhead sharpen as the run goes
+    tracker = SpeedTracker()  # the machine's speed, from reference models timed in each chunk
 
     def knobs() -> dict[str, Any]:
-        return {**cfg.knobs(), "overhead_us": round(gate.overhead_us(), 4)}
+        return _run_knobs(cfg, gate, tracker)
 
     count = 0
     with out.open("a") as f:
@@ -110,7 +120,7 @@ def measure_models(
             nonlocal pending
             pending.append((base, feats, single))
             if len(pending) >= cfg.chunk:
-                _measure_chunk(f, pending, cfg, gate, knobs, stats)
+                _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
                 pending = []
 
         def skip(base: Mapping[str, Any], kind: str, reason: str) -> None:
@@ -146,7 +156,7 @@ def measure_models(
                     stats["reused"] += 1
                 elif alone is None:
                     done_keys.add(key)
-                    skip(base, feats["kind"], str(reason))
+                    skip({**base, **feats}, feats["kind"], str(reason))
                 else:
                     done_keys.add(key)
                     submit(base, feats, serialize_tflite(alone))
@@ -168,23 +178,29 @@ def measure_models(
                         continue
                     done_keys.add(vkey)
                     submit({**vbase, "key": vkey}, vfeats, serialize_tflite(R))
-            _measure_chunk(f, pending, cfg, gate, knobs, stats)
+            _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
             pending = []
-            whole = serialize_tflite(fill_constants(G, seed=cfg.seed))
-            t = time_model(
-                whole,
-                None,
-                replace(cfg, max_time_s=cfg.model_max_time_s),
-                seed=cfg.seed,
-                samples=cfg.model_samples,
-                gate=gate,
-            )
+            timed: dict[str, Any]
+            try:
+                whole = serialize_tflite(fill_constants(G, seed=cfg.seed))
+                t = time_model(
+                    whole,
+                    None,
+                    replace(cfg, max_time_s=cfg.model_max_time_s),
+                    seed=cfg.seed,
+                    samples=cfg.model_samples,
+                    gate=gate,
+                )
+                timed = _timing_fields(t)
+            except Exception as exc:  # custom ops, ...: the ops are measured, the whole is not
+                first = (str(exc).splitlines() or [""])[0][:200]
+                timed = {"latency_us": None, "untimed": f"{type(exc).__name__}: {first}"}
             write_record(
                 f,
                 {
                     "type": "model",
                     "model": path.stem,
-                    **_timing_fields(t),
+                    **timed,
                     "ops": sorted([k, v] for k, v in keys.items()),
                     "variants": sorted([k, v] for k, v in variants.items()),
                     "types": list(types),
@@ -196,22 +212,105 @@ def measure_models(
     return stats
 
 
+def measure_graphs(
+    items: Iterable[tuple[str, Callable[[], nx.MultiDiGraph]]],
+    out: str | Path,
+    cfg: MeasureConfig | None = None,
+    *,
+    max_s: float | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict[str, int]:
+    """Measure single-op graphs (``(label, build)``, e.g. from
+    :func:`tacopt.cost_models.sweep.iter_samples`) into the JSONL file ``out``, resuming it:
+    labels and configurations already recorded are skipped (a label is recorded as the
+    record's ``model``). Stops submitting new ops after ``max_s`` seconds (re-run to go on).
+
+    Returns
+    -------
+    dict
+        Counts: ``measured``, ``reused`` (labels or configurations done), ``skipped``,
+        ``left`` (not reached within ``max_s``).
+    """
+    import time
+
+    from tacopt.fusion.writer import serialize_tflite
+
+    cfg = MeasureConfig() if cfg is None else cfg
+    out = Path(out)
+    done_keys: set[str] = set()
+    done_labels: set[str] = set()
+    if out.exists():
+        for r in read_records(out):
+            if r.get("type") in ("op", "skip"):
+                done_keys.add(r["key"])
+                done_labels.add(r.get("model", ""))
+    todo = list(items)
+    stats = {"measured": 0, "reused": 0, "skipped": 0, "left": 0}
+    start = time.perf_counter()
+    gate, tracker = Gate(cfg), SpeedTracker()
+
+    def knobs() -> dict[str, Any]:
+        return _run_knobs(cfg, gate, tracker)
+
+    with out.open("a") as f:
+        pending: list[tuple[dict[str, Any], dict[str, Any], bytes]] = []
+        for i, (label, build) in enumerate(todo):
+            if progress is not None:
+                progress(i + 1, len(todo), label)
+            if label in done_labels:
+                stats["reused"] += 1
+                continue
+            if max_s is not None and time.perf_counter() - start > max_s:
+                stats["left"] = len(todo) - i
+                break
+            G = build()
+            node = next(iter(G.nodes))
+            feats = op_features(G, node, root=G)
+            key = op_key(feats)
+            base = {"key": key, "model": label, "graph": G.graph["name"], "op": node}
+            if key in done_keys:
+                stats["reused"] += 1
+                continue
+            done_keys.add(key)
+            pending.append((base, feats, serialize_tflite(G)))
+            if len(pending) >= cfg.chunk:
+                _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
+                pending = []
+        _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
+    return stats
+
+
+def _run_knobs(cfg: MeasureConfig, gate: Gate, tracker: SpeedTracker) -> dict[str, Any]:
+    return {
+        **cfg.knobs(),
+        "overhead_us": round(gate.overhead_us(), 4),
+        "probe_us": round(gate.reference(), 4),
+        "speed": tracker.speed(),
+    }
+
+
 def _measure_chunk(
     f: TextIO,
     pending: Sequence[tuple[dict[str, Any], dict[str, Any], bytes]],
     cfg: MeasureConfig,
     gate: Gate,
+    tracker: SpeedTracker,
     knobs: Callable[[], dict[str, Any]],
     stats: dict[str, int],
 ) -> None:
     if not pending:
         return
-    timings = time_models([m for _, _, m in pending], cfg, seed=cfg.seed, gate=gate)
+    refs = reference_models()
+    timed = time_models(
+        [*refs.values(), *(m for _, _, m in pending)], cfg, seed=cfg.seed, gate=gate
+    )
+    tracker.add({n: t.cpu_us for n, t in zip(refs, timed) if isinstance(t, Timing)})
+    timings = timed[len(refs) :]
     run_knobs = knobs()  # the overhead as re-calibrated up to now
     for (base, feats, _), t in zip(pending, timings, strict=True):
         if isinstance(t, Exception):
             reason = f"runtime: {type(t).__name__}: {(str(t).splitlines() or [''])[0][:160]}"
-            write_record(f, {"type": "skip", **base, "kind": feats["kind"], "reason": reason})
+            write_record(f, {"type": "skip", **base, **feats, "reason": reason})
             stats["skipped"] += 1
         else:
             write_record(f, {"type": "op", **base, **feats, **_timing_fields(t), **run_knobs})

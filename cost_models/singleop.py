@@ -6,13 +6,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from tacopt.cost_models.ops import inference_type, op_counts, trip_count
-from tacopt.fusion.ir import Op, make_graph, ops_of
+from tacopt.fusion.ir import Buffer, Op, make_graph, ops_of
 from tacopt.fusion.rehydrate import rehydrate
 
 #: Kinds that cannot run as a single op: control flow needs its bodies, the rest need state.
@@ -45,7 +46,8 @@ def fill_constants(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
 
 
 def cut_op(G: nx.MultiDiGraph, node: str) -> nx.MultiDiGraph:
-    """A graph holding only op ``node`` of ``G``: its non-constant inputs become graph inputs.
+    """A graph holding only op ``node`` of ``G``: its non-constant inputs become graph inputs
+    (except the shape of a RESHAPE computed by other ops: it becomes a constant).
 
     >>> from tacopt.fusion.ir import Op, Tensor, make_graph
     >>> ts = [Tensor(n, (2,), "float32") for n in "xyz"]
@@ -60,12 +62,22 @@ def cut_op(G: nx.MultiDiGraph, node: str) -> nx.MultiDiGraph:
     names = list(
         dict.fromkeys([*(t for t in op.inputs if t is not None), *op.outputs, *op.intermediates])
     )
+    own = {t: tensors[t] for t in names}
+    if op.kind == "RESHAPE" and len(op.inputs) > 1 and op.inputs[1] is not None:
+        shape_t = own[op.inputs[1]]
+        if not shape_t.is_constant:
+            # the shape came from other ops: alone it would be a (zero-filled) input, so it
+            # becomes the constant it is in the model, the output's shape
+            value = np.asarray(tensors[op.outputs[0]].shape, dtype=np.int32)
+            own[shape_t.name] = replace(
+                shape_t, shape=value.shape, dtype="int32", buffer=Buffer.from_bytes(value)
+            )
     inputs = [
         t
         for t in dict.fromkeys(t for t in op.inputs if t is not None)
-        if not tensors[t].is_constant and not tensors[t].is_variable
+        if not own[t].is_constant and not own[t].is_variable
     ]
-    return make_graph(f"{node}_alone", [tensors[t] for t in names], [op], inputs, op.outputs)
+    return make_graph(f"{node}_alone", list(own.values()), [op], inputs, op.outputs)
 
 
 def _jsonable(v: Any) -> Any:

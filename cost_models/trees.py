@@ -133,3 +133,68 @@ def predict_stacked(stacked: tuple[np.ndarray, ...], X: np.ndarray) -> np.ndarra
         x = X[rows, np.where(inner, f, 0)]
         step = np.where(x <= thr[tix, node], left[tix, node], right[tix, node])
         node = np.where(inner, step, node)
+
+
+#: LightGBM's settings when it is the learner (``tacopt fit --learner lightgbm``).
+LIGHTGBM_PARAMS: dict[str, Any] = {
+    "objective": "regression",
+    "learning_rate": 0.05,
+    "num_leaves": 31,
+    "min_data_in_leaf": 5,
+    "lambda_l2": 1.0,
+    "feature_fraction": 0.9,
+    "bagging_fraction": 0.8,
+    "bagging_freq": 1,
+    "max_bin": 255,
+    "num_boost_round": 600,
+    "seed": 0,
+}
+
+
+def fit_lightgbm(
+    X: np.ndarray, y: np.ndarray, base: np.ndarray, params: Mapping[str, Any] = LIGHTGBM_PARAMS
+) -> list[dict[str, list[float]]]:
+    """Boosted trees fitting ``y - base`` with LightGBM, returned in :func:`fit_trees`' format
+    (so a fitted model needs no LightGBM to predict and is stored as JSON, never pickle).
+
+    Deterministic (one thread, ``deterministic=True``, a fixed seed).
+
+    >>> X = np.arange(40.0).reshape(-1, 1)
+    >>> y = (X[:, 0] > 19).astype(float)
+    >>> p = {**LIGHTGBM_PARAMS, "num_boost_round": 60, "learning_rate": 0.3, "bagging_freq": 0}
+    >>> trees = fit_lightgbm(X, y, np.zeros(40), p)
+    >>> np.round(predict_trees(trees, np.array([[5.0], [30.0]])), 2)
+    array([0., 1.])
+    """
+    import lightgbm as lgb
+
+    opts = {k: v for k, v in params.items() if k != "num_boost_round"}
+    opts.update(verbosity=-1, num_threads=1, deterministic=True, force_row_wise=True)
+    data = lgb.Dataset(X, y, init_score=base, params={"max_bin": opts["max_bin"]})
+    booster = lgb.train(opts, data, num_boost_round=int(params["num_boost_round"]))
+    return [_from_lightgbm(t["tree_structure"]) for t in booster.dump_model()["tree_info"]]
+
+
+def _from_lightgbm(root: Mapping[str, Any]) -> dict[str, list[float]]:
+    """One LightGBM tree (``dump_model`` form; numeric ``<=`` splits only) as parallel lists."""
+    tree: dict[str, list[float]] = {k: [] for k in ("feature", "threshold", "left", "right")}
+    tree["value"] = []
+
+    def walk(n: Mapping[str, Any]) -> int:
+        node = len(tree["feature"])
+        for k in ("feature", "threshold", "left", "right", "value"):
+            tree[k].append(0.0)
+        if "leaf_value" in n or "split_feature" not in n:
+            tree["feature"][node], tree["left"][node], tree["right"][node] = -1, -1, -1
+            tree["value"][node] = float(n.get("leaf_value", 0.0))
+            return node
+        if n.get("decision_type", "<=") != "<=":
+            raise ValueError(f"LightGBM split {n.get('decision_type')} is not supported")
+        tree["feature"][node] = int(n["split_feature"])
+        tree["threshold"][node] = float(n["threshold"])
+        tree["left"][node] = walk(n["left_child"])
+        tree["right"][node] = walk(n["right_child"])
+        return node
+
+    walk(root)
+    return tree

@@ -13,6 +13,7 @@ from tacopt.cost_models.base import CostModelError, get_cost_model
 from tacopt.cost_models.learned import LearnedCostModel, fit
 from tacopt.cost_models.records import read_records
 from tacopt.cost_models.singleop import cut_op, fill_constants, op_features, op_key
+from tacopt.cost_models.speed import speed_index
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
 from tacopt.partitioner.cli import main
 
@@ -105,8 +106,10 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     fc = next(r for r in ops if r["kind"] == "FULLY_CONNECTED" and r["model"] == "m64")
     # (op_cost is the latency inside a model: net of the invoke overhead, times a fitted scale)
     assert doc["in_model_scale"] > 0 and doc["trees"]
+    # (in the model's units: the record's latency over its speed index against the anchor)
+    fc_us = fc["latency_us"] / speed_index(fc["speed"], doc["anchor_speed"])
     assert model.op_cost(G, "fully_connected_1", "CPU", "FLOAT") == pytest.approx(
-        doc["in_model_scale"] * max(fc["latency_us"] - doc["overhead_us"], 0.05), rel=1e-3
+        doc["in_model_scale"] * max(fc_us - doc["overhead_us"], 0.05), rel=1e-3
     )
     # unseen size: regression, finite and positive
     assert 0 < model.op_cost(small_model(300), "fully_connected_1", "CPU", "FLOAT") < 1e6

@@ -1,0 +1,184 @@
+"""The machine's speed, measured beside every op: reference models timed in each chunk.
+
+The gate (:class:`~tacopt.cost_models.timing.Gate`) keeps samples taken in the machine's fast
+state *within* a run; it cannot tell that the fast state itself is slower today than an hour ago
+(docs/cost-models.md, "Drift"). So every chunk of ops is timed together with a few fixed
+reference models (:data:`REFERENCES`: a GEMM-bound CONV_2D, a depthwise conv, a memory-bound
+ADD, int8 and float), interleaved with the ops, by the same gated method. Each record carries
+``speed`` (reference name -> its latency in us, a running median over the last
+``SPEED_WINDOW`` chunks, so one noisy chunk does not move it) and the learned model predicts
+``latency / speed index`` (:func:`speed_index`), converted back with the speed of the machine
+at hand (``tacopt calibrate``, :func:`measure_speed`).
+
+>>> sorted(REFERENCES)
+['add', 'conv', 'conv_int8', 'dwconv']
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Iterable, Mapping
+from functools import cache
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.ir import Quantization
+
+#: Chunks the running median of a reference's latency spans.
+SPEED_WINDOW = 9
+
+
+def _conv(int8: bool) -> nx.MultiDiGraph:
+    rng = np.random.default_rng(0)
+    b = GraphBuilder("ref_conv_int8" if int8 else "ref_conv")
+    if int8:
+        q = Quantization(scale=(0.02,), zero_point=(0,))
+        x = b.input("x", (1, 16, 16, 32), "int8", quantization=q)
+        w = b.const(
+            rng.integers(-127, 128, (32, 3, 3, 32)),
+            dtype="int8",
+            quantization=Quantization(scale=(0.01,) * 32, zero_point=(0,) * 32, axis=0),
+        )
+        bq = Quantization(scale=(0.0002,) * 32, zero_point=(0,) * 32, axis=0)
+        bias = b.const(np.zeros(32), dtype="int32", quantization=bq)
+        y = b.op("CONV_2D", x, w, bias, quantization=Quantization((0.05,), (0,)))
+    else:
+        x = b.input("x", (1, 16, 16, 32))
+        y = b.op("CONV_2D", x, rng.normal(size=(32, 3, 3, 32)), np.zeros(32))
+    return b.build(outputs=[y])
+
+
+def _dwconv() -> nx.MultiDiGraph:
+    rng = np.random.default_rng(0)
+    b = GraphBuilder("ref_dwconv")
+    x = b.input("x", (1, 32, 32, 64))
+    y = b.op("DEPTHWISE_CONV_2D", x, rng.normal(size=(1, 3, 3, 64)), np.zeros(64))
+    return b.build(outputs=[y])
+
+
+def _add() -> nx.MultiDiGraph:
+    b = GraphBuilder("ref_add")
+    x, z = b.input("x", (1, 64, 64, 32)), b.input("z", (1, 64, 64, 32))
+    return b.build(outputs=[b.op("ADD", x, z)])
+
+
+#: The reference models, by name (built on first use).
+REFERENCES: dict[str, Callable[[], nx.MultiDiGraph]] = {
+    "conv": lambda: _conv(False),
+    "conv_int8": lambda: _conv(True),
+    "dwconv": _dwconv,
+    "add": _add,
+}
+
+
+@cache
+def reference_models() -> dict[str, bytes]:
+    """The reference models as .tflite bytes, by name."""
+    from tacopt.fusion.writer import serialize_tflite
+
+    return {name: serialize_tflite(build()) for name, build in sorted(REFERENCES.items())}
+
+
+def speed_index(speed: Mapping[str, float], anchor: Mapping[str, float]) -> float:
+    """How much slower the machine of ``speed`` is than that of ``anchor``: the geometric mean
+    of the references' latency ratios (1.0 when either is empty).
+
+    >>> round(speed_index({"conv": 20.0, "add": 10.0}, {"conv": 10.0, "add": 10.0}), 4)
+    1.4142
+    """
+    names = [n for n in sorted(anchor) if n in speed and speed[n] > 0 and anchor[n] > 0]
+    if not names:
+        return 1.0
+    return math.exp(statistics.fmean(math.log(speed[n] / anchor[n]) for n in names))
+
+
+class SpeedTracker:
+    """Running medians of the references' latencies over the last :data:`SPEED_WINDOW` chunks.
+
+    >>> t = SpeedTracker()
+    >>> for v in (10.0, 30.0, 11.0):
+    ...     t.add({"conv": v})
+    >>> t.speed()
+    {'conv': 11.0}
+    """
+
+    def __init__(self) -> None:
+        self.history: dict[str, list[float]] = {}
+
+    def add(self, reads: Mapping[str, float]) -> None:
+        for name, v in reads.items():
+            self.history.setdefault(name, []).append(v)
+
+    def speed(self) -> dict[str, float]:
+        return {
+            n: round(float(statistics.median(v[-SPEED_WINDOW:])), 4)
+            for n, v in sorted(self.history.items())
+        }
+
+
+def measure_speed(rounds: int = 5, cfg: object | None = None) -> dict[str, float]:
+    """Time the reference models ``rounds`` times (gated, as ops are timed) and return the
+    median latency of each, in us: the machine's speed now (``tacopt calibrate``)."""
+    from tacopt.cost_models.timing import Gate, MeasureConfig, time_models
+
+    mcfg = cfg if isinstance(cfg, MeasureConfig) else MeasureConfig()
+    gate = Gate(mcfg)
+    names = list(reference_models())
+    tracker = SpeedTracker()
+    for _ in range(rounds):
+        timings = time_models(list(reference_models().values()), mcfg, gate=gate)
+        tracker.add(
+            {
+                n: t.cpu_us
+                for n, t in zip(names, timings, strict=True)
+                if not isinstance(t, Exception)
+            }
+        )
+    return {n: round(float(statistics.median(v)), 4) for n, v in sorted(tracker.history.items())}
+
+
+def run_speed(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """The median speed (reference -> us) over the op records that carry one ({} if none).
+
+    >>> recs = [{"type": "op", "speed": {"conv": 10.0}}, {"type": "op", "speed": {"conv": 12.0}}]
+    >>> run_speed(recs)
+    {'conv': 11.0}
+    """
+    reads: dict[str, list[float]] = {}
+    for r in records:
+        if r.get("type") == "op":
+            for name, v in (r.get("speed") or {}).items():
+                reads.setdefault(name, []).append(float(v))
+    return {n: round(float(statistics.median(v)), 4) for n, v in sorted(reads.items())}
+
+
+#: Record fields in microseconds that scale with the machine's speed.
+TIMED_FIELDS = ("latency_us", "latency_median_us", "wall_us", "wall_median_us", "overhead_us")
+
+
+def normalize_records(
+    records: Iterable[Mapping[str, Any]], anchor: Mapping[str, float]
+) -> list[dict[str, Any]]:
+    """Copies of ``records`` with their times in the units of the machine of ``anchor``: each op
+    or model record that carries a ``speed`` has its times divided by
+    ``speed_index(speed, anchor)`` (``speed_index`` field added); others are copied as they are.
+
+    >>> r = {"type": "op", "latency_us": 20.0, "speed": {"conv": 2.0}}
+    >>> normalize_records([r], {"conv": 1.0})[0]["latency_us"]
+    10.0
+    """
+    out = []
+    for r in records:
+        r = dict(r)
+        if r.get("speed") and anchor:
+            s = speed_index(r["speed"], anchor)
+            for f in TIMED_FIELDS:
+                if isinstance(r.get(f), (int, float)):
+                    r[f] = r[f] / s
+            r["speed_index"] = s
+        out.append(r)
+    return out

@@ -1,0 +1,162 @@
+"""The sweep (sampled single ops), speed-normalized records and models, calibration, ops that
+cannot run alone, and LightGBM trees stored as JSON lists."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tacopt.cost_models.learned import LearnedCostModel, fit
+from tacopt.cost_models.measure import measure_models
+from tacopt.cost_models.records import read_records
+from tacopt.cost_models.singleop import cut_op, op_features, op_key
+from tacopt.cost_models.speed import SpeedTracker, normalize_records, run_speed, speed_index
+from tacopt.cost_models.sweep import SAMPLERS, iter_samples, sample_ops
+from tacopt.cost_models.timing import MeasureConfig
+from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.ir import validate_graph
+from tacopt.partitioner.cli import main
+
+FAST = MeasureConfig(samples=3, rounds=1, probe_reads=5, max_wait_s=0.5, sample_s=0.0005)
+
+
+def test_every_sampler_builds_valid_single_ops_deterministically() -> None:
+    even = {k: 1.0 for k in SAMPLERS}
+    items = sample_ops(2 * len(SAMPLERS), seed=3, weights=even)
+    kinds = set()
+    for label, G in items:
+        validate_graph(G)
+        (node,) = list(G)
+        kinds.add(G.nodes[node]["op"].kind)
+        assert label.startswith(G.nodes[node]["op"].kind + ":3:")
+    assert len(kinds) >= len(SAMPLERS) - 3  # nearly every kind drawn
+    again = [b() for _, b in iter_samples(2 * len(SAMPLERS), seed=3, weights=even)]
+    keys = [op_key(op_features(G, next(iter(G)), root=G)) for _, G in items]
+    assert keys == [op_key(op_features(G, next(iter(G)), root=G)) for G in again]
+    types = {op_features(G, next(iter(G)), root=G)["inference_type"] for _, G in items}
+    assert types == {"FLOAT", "QUANTIZED_INT8"}
+
+
+def test_sweep_measures_resumes_and_records_speed(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "sweep.jsonl"
+    args = ["measure", "--sweep", "5", "--seed", "1", "--repeats", "3", "--out", str(out)]
+    assert main(args) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert stats["measured"] + stats["skipped"] == 5
+    ops = [r for r in read_records(out) if r["type"] == "op"]
+    assert ops and all(set(r["speed"]) == {"add", "conv", "conv_int8", "dwconv"} for r in ops)
+    assert all(r["probe_us"] > 0 and r["model"].count(":") == 2 for r in ops)
+    assert main(args) == 0  # resumed: every label done
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["reused"] == 5
+    assert main(["measure", "--out", str(out)]) == 2  # neither models nor --sweep
+    assert "--sweep" in capsys.readouterr().err
+
+
+def test_speed_index_tracker_and_normalization() -> None:
+    assert speed_index({"conv": 3.0}, {"conv": 1.5}) == pytest.approx(2.0)
+    assert speed_index({}, {"conv": 1.0}) == 1.0
+    t = SpeedTracker()
+    for v in [100.0] + [10.0] * 9:
+        t.add({"conv": v})
+    assert t.speed() == {"conv": 10.0}  # the window forgot the outlier
+    recs = [
+        {"type": "op", "latency_us": 4.0, "overhead_us": 0.4, "speed": {"conv": 2.0}},
+        {"type": "op", "latency_us": 2.0, "overhead_us": 0.2, "speed": {"conv": 1.0}},
+        {"type": "skip", "key": "k"},
+    ]
+    assert run_speed(recs) == {"conv": 1.5}
+    norm = normalize_records(recs, {"conv": 1.0})
+    assert [r.get("latency_us") for r in norm] == [2.0, 2.0, None]
+    assert norm[0]["overhead_us"] == 0.2 and recs[0]["latency_us"] == 4.0  # copies
+
+
+def _records(factor: float) -> list[dict]:
+    """ADD ops of 10^2..10^6 elements measured on a machine ``factor`` x slower."""
+    return [
+        {"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT", "model": "m",
+         "flops": 10.0**i, "bytes": 12.0 * 10**i, "outputs": [[[10**i], "float32"]],
+         "inputs": [[[10**i], "float32"], [[10**i], "float32"]], "options": {},
+         "latency_us": factor * (1 + 10.0**i / 1000), "overhead_us": factor * 0.5,
+         "speed": {"conv": 10.0 * factor}}
+        for i in range(2, 7)
+    ]  # fmt: skip
+
+
+def test_records_of_a_slower_day_fit_and_evaluate_in_one_unit() -> None:
+    from tacopt.cost_models.accuracy import evaluate
+
+    doc = fit(_records(1.0), learner="trees")
+    model = LearnedCostModel(doc)
+    assert doc["anchor_speed"] == {"conv": 10.0} and model.speed_factor == 1.0
+    # the same ops measured 2x slower: normalized, they match the model
+    result = evaluate(model, _records(2.0))
+    assert result["within_10pct"] == 1.0
+    # calibrated on a machine 2x slower, op costs double
+    slow = LearnedCostModel({**doc, "speed": {"conv": 20.0}})
+    G = GraphBuilder("g")
+    y = G.op("ADD", G.input("x", (1000,)), G.input("z", (1000,)))
+    g = G.build(outputs=[y])
+    assert slow.op_cost(g, "add_0", "CPU", "FLOAT") == pytest.approx(
+        2 * model.op_cost(g, "add_0", "CPU", "FLOAT")
+    )
+
+
+def test_calibrate_command_rewrites_speed(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps(fit(_records(1.0), learner="trees")))
+    assert main(["calibrate", str(path), "--rounds", "1"]) == 0
+    doc = json.loads(path.read_text())
+    assert set(doc["speed"]) == {"add", "conv", "conv_int8", "dwconv"}
+    assert doc["calibrated"]["speed_index"] > 0
+    assert "this machine runs at" in capsys.readouterr().out
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    assert main(["calibrate", str(bad)]) == 2
+    assert "format is not" in capsys.readouterr().err
+
+
+def test_model_with_a_custom_op_measures_its_ops_and_says_why_not_whole(tmp_path: Path) -> None:
+    from tacopt.fusion.writer import write_tflite
+
+    #  x -> RELU -> CUSTOM:NoSuchOp -> RESHAPE(shape from SHAPE of x) -> y
+    b = GraphBuilder("custom")
+    x = b.input("x", (1, 8, 8, 4))
+    h = b.op("CUSTOM:NoSuchOp", b.op("RELU", x), shape=(1, 8, 8, 4), custom_options=b"")
+    s = b.op("SHAPE", x, shape=(4,), dtype="int32", out_type="INT32")
+    y = b.op("RESHAPE", h, s, shape=(1, 8, 8, 4))
+    G = b.build(outputs=[y])
+    assert cut_op(G, "reshape_3").graph["inputs"] == ("custom_nosuchop_1",)  # shape now constant
+    path = write_tflite(G, tmp_path / "custom.tflite")
+    out = tmp_path / "r.jsonl"
+    stats = measure_models([path], out, FAST)
+    recs = read_records(out)
+    (whole,) = [r for r in recs if r["type"] == "model"]
+    assert whole["latency_us"] is None and "NoSuchOp" in whole["untimed"]
+    skips = [r for r in recs if r["type"] == "skip"]
+    assert [r["kind"] for r in skips] == ["CUSTOM:NoSuchOp"] and stats["skipped"] == 1
+    assert skips[0]["reason"] and skips[0]["inputs"]  # why, and the features to predict it
+    assert {r["kind"] for r in recs if r["type"] == "op"} == {"RELU", "SHAPE", "RESHAPE"}
+    model = LearnedCostModel(fit(recs, learner="trees"))
+    by_key = {r["key"]: r for r in recs if r["type"] in ("op", "skip")}
+    with_custom = model.predict_model(whole, by_key)
+    without = model.predict_model({**whole, "ops": [o for o in whole["ops"]
+                                                    if o[0] != skips[0]["key"]]}, by_key)
+    assert np.isfinite(with_custom) and with_custom > without  # the custom op is not zero
+
+
+def test_lightgbm_trees_as_json_lists_predict_as_lightgbm() -> None:
+    lgb = pytest.importorskip("lightgbm")
+    from tacopt.cost_models.trees import _from_lightgbm, predict_trees
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 4))
+    y = X[:, 0] ** 2 + np.where(X[:, 1] > 0.3, 1.0, 0.0)
+    params = {"verbosity": -1, "num_threads": 1, "deterministic": True, "seed": 0}
+    booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=30)
+    trees = [_from_lightgbm(t["tree_structure"]) for t in booster.dump_model()["tree_info"]]
+    json.loads(json.dumps(trees))  # plain JSON
+    Z = rng.normal(size=(50, 4))
+    assert np.allclose(predict_trees(trees, Z), booster.predict(Z), atol=1e-9)
