@@ -18,7 +18,9 @@ from typing import Any
 from tacopt.fusion.errors import OutputError
 from tacopt.partitioner.cli import add_load_option, check_seconds, load_module
 
-__all__ = ["PartitionOptions", "load_module", "options_from", "register", "run"]
+__all__ = [
+    "PartitionOptions", "add_memory_option", "load_module", "options_from", "register", "run"
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +42,7 @@ class PartitionOptions:
     dot: Path | None = None
     json: bool = False
     fuse: bool = True
+    memory: tuple[tuple[str, float], ...] = ()
 
 
 def register(subparsers: Any) -> None:
@@ -76,6 +79,7 @@ def register(subparsers: Any) -> None:
         help="partition the model as it is (default: fuse it first; a fused op a device lacks "
         "is lowered back to its primitive ops there)",
     )
+    add_memory_option(p)
     p.add_argument(
         "--pin",
         action="append",
@@ -94,9 +98,21 @@ def register(subparsers: Any) -> None:
     p.set_defaults(run=run)
 
 
+def add_memory_option(p: argparse.ArgumentParser) -> None:
+    """``--memory GPU=64MiB,NNAPI=8MiB`` (``tacopt partition`` and ``tacopt bench``)."""
+    p.add_argument(
+        "--memory",
+        default="",
+        metavar="DEVICE=SIZE,...",
+        help="device capacities in bytes (units B, KB/KiB, MB/MiB, GB/GiB); every choice holds "
+        "its weights and tensors their bytes while live; a device not listed is unlimited",
+    )
+
+
 def options_from(args: argparse.Namespace) -> PartitionOptions:
-    """The frozen options of parsed arguments (pins checked here)."""
+    """The frozen options of parsed arguments (pins and memory checked here)."""
     from tacopt.partitioner.annotate import parse_pin
+    from tacopt.partitioner.pipeline import parse_memory
 
     return PartitionOptions(
         model=args.model,
@@ -114,6 +130,7 @@ def options_from(args: argparse.Namespace) -> PartitionOptions:
         dot=args.dot,
         json=args.json,
         fuse=args.fuse,
+        memory=tuple(parse_memory(args.memory).items()),
     )
 
 
@@ -177,6 +194,7 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
         pins=opts.pins,
         time_limit_s=opts.time_limit_s,
         fuse=opts.fuse,
+        capacity=dict(opts.memory),
     )
     summary = result.summary()
     summary["model"] = str(opts.model)
@@ -218,7 +236,11 @@ def _human(result: Any, summary: dict[str, Any]) -> str:
         f"(compute {b['compute']:.6g}, transfer {b['transfer']:.6g}, quant {b['quant']:.6g}; "
         f"cost model {result.cost_model})",
         "ops per device: " + ", ".join(f"{d} {n}" for d, n in sorted(counts.items())),
-    ]
+        "peak memory: " + ", ".join(
+            f"{d} {summary['peak_memory'].get(d, 0.0):,.0f} B"
+            + (f" of {summary['capacity'][d]:,.0f}" if d in summary["capacity"] else "")
+            for d in sorted(summary["peak_memory"])),
+    ]  # fmt: skip
     if result.fusions:
         fused = ", ".join(f"{rule} {n}" for rule, n in result.fusions.items())
         unfused = ", ".join(f"{kind} {n}" for kind, n in result.unfused.items())

@@ -12,8 +12,9 @@ Examples
 
 from __future__ import annotations
 
+import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -100,6 +101,7 @@ def build_pick_problem(
     granularity: str = "subgraph",
     pins: Sequence[tuple[str, str]] = (),
     fuse: bool = True,
+    capacity: Mapping[str, float] | None = None,
 ) -> PickProposal:
     """Fuse, annotate, raise units, enumerate views and cost them: the pick problem of ``G``.
 
@@ -107,7 +109,9 @@ def build_pick_problem(
     :func:`tacopt.partitioner.apply.apply_plan`; a study that compares pickers calls this once and
     runs every picker on the same problem.
 
-    Parameters and errors are those of :func:`partition`.
+    Every choice holds its view's weight bytes
+    (:func:`~tacopt.partitioner.views.view_weight_bytes`) as memory; ``capacity`` (device ->
+    bytes) limits devices. Parameters and errors are those of :func:`partition`.
 
     Examples
     --------
@@ -134,6 +138,11 @@ def build_pick_problem(
     if granularity not in GRANULARITIES:
         raise PartitionError(f"unknown granularity '{granularity}'; known: subgraph, op")
     targets = resolve_devices(devices)
+    names = [t.name for t in targets]
+    unknown = sorted(set(capacity or {}) - set(names))
+    if unknown:
+        known = ", ".join(names)
+        raise PartitionError(f"capacity of unknown device {unknown[0]!r}; devices: {known}")
     validate_graph(G)
     model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
     lap("setup")
@@ -161,10 +170,78 @@ def build_pick_problem(
     lap("views")
     problem, views = build_problem(G, units, targets, model)
     problem = replace(problem, cost_unit=getattr(model, "unit", "cost"))
+    problem = with_capacity(_with_memory(problem, views), capacity or {})
     lap("cost")
     return PickProposal(
         problem, part, annotations, views, tuple(targets), model, seconds, G, fusions, unfused
     )
+
+
+def _with_memory(problem: Any, views: dict[str, tuple[Any, ...]]) -> Any:
+    """``problem`` with each choice holding its view's weight bytes."""
+    from tacopt.partitioner.views import view_weight_bytes
+
+    units = tuple(
+        replace(u, choices=tuple(replace(c, memory=float(view_weight_bytes(v)))
+                                 for c, v in zip(u.choices, views[u.name])))
+        for u in problem.units
+    )  # fmt: skip
+    return replace(problem, units=units)
+
+
+def with_capacity(problem: Any, capacity: Mapping[str, float]) -> Any:
+    """``problem`` (a :class:`~tacopt.partitioner.problem.PickProblem`) limited to ``capacity``.
+
+    Memory is counted step by step along the listed unit order, so with capacities the units
+    are put in an execution order (the one :func:`~tacopt.partitioner.problem.index_problem`
+    uses) and the problem is validated.
+
+    Raises
+    ------
+    ProblemError
+        For a capacity of a device no unit runs on, or one that is not a byte count.
+    """
+    from tacopt.partitioner.problem import index_problem, validate_problem
+
+    problem = replace(problem, capacity=dict(capacity))
+    if capacity:
+        order = index_problem(problem).order.tolist()
+        problem = replace(problem, units=tuple(problem.units[i] for i in order))
+        validate_problem(problem, source="capacity")
+    return problem
+
+
+def parse_memory(text: str) -> dict[str, float]:
+    """Capacities from ``"GPU=64MiB,NNAPI=8MiB"`` (units B, KB/KiB, MB/MiB, GB/GiB; none = B).
+
+    Raises
+    ------
+    PartitionError
+        For a malformed item, an unknown unit or a negative size (one line naming it).
+
+    Examples
+    --------
+    >>> parse_memory("GPU=64MiB,NPU=1.5MB")
+    {'GPU': 67108864.0, 'NPU': 1500000.0}
+    """
+    out: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        device, _, size = item.partition("=")
+        found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", size)
+        unit = found.group(2) if found else ""
+        if not device.strip() or found is None or unit.lower() not in _SIZE_UNITS:
+            raise PartitionError(
+                f"--memory: {item!r} is not DEVICE=SIZE (e.g. GPU=64MiB; units: B, KB, KiB, MB,"
+                " MiB, GB, GiB)"
+            )
+        if device.strip() in out:
+            raise PartitionError(f"--memory: device {device.strip()!r} given twice")
+        out[device.strip()] = float(found.group(1)) * _SIZE_UNITS[unit.lower()]
+    return out
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "kib": 2**10, "mb": 1e6, "mib": 2**20, "gb": 1e9,
+               "gib": 2**30}  # fmt: skip
 
 
 def partition(
@@ -177,6 +254,7 @@ def partition(
     pins: Sequence[tuple[str, str]] = (),
     time_limit_s: float | None = None,
     fuse: bool = True,
+    capacity: Mapping[str, float] | None = None,
 ) -> PartitionResult:
     """Partition ``G`` across ``devices`` and return the applied plan.
 
@@ -203,6 +281,10 @@ def partition(
         Fuse ``G`` first (:func:`tacopt.fusion.fuse.fuse`, the default): the partitioner works
         on the fused DAG, and a fused op a device lacks is lowered back to its primitive ops in
         that device's views. ``False`` partitions ``G`` as it is.
+    capacity : mapping, optional
+        Device -> bytes it can hold (:func:`parse_memory` reads ``--memory``); every choice
+        holds its view's weights, and tensors their bytes while live. A picker that finds no
+        plan within them raises :class:`~tacopt.partitioner.plan.NoPlanError`.
 
     Returns
     -------
@@ -220,8 +302,9 @@ def partition(
 
     accepted = picker_options(picker)  # an unknown picker fails here, before any work
     proposal = build_pick_problem(
-        G, devices, cost_model=cost_model, granularity=granularity, pins=pins, fuse=fuse
-    )
+        G, devices, cost_model=cost_model, granularity=granularity, pins=pins, fuse=fuse,
+        capacity=capacity,
+    )  # fmt: skip
     seconds = dict(proposal.seconds)
     clock = time.perf_counter()
     options: dict[str, Any] = {}

@@ -29,6 +29,7 @@ from tacopt.partitioner.problem_checks import validate_problem
 from tacopt.partitioner.problem_index import ProblemIndex, index_problem
 from tacopt.partitioner.problem_json import decode_json, problem_fields, problem_to_dict
 from tacopt.partitioner.problem_types import (
+    DTYPE_NBYTES,
     INFERENCE_TYPES,
     MAX_NBYTES,
     MAX_TOTAL,
@@ -43,6 +44,7 @@ from tacopt.partitioner.problem_types import (
 )
 
 __all__ = [
+    "DTYPE_NBYTES",
     "INFERENCE_TYPES",
     "MAX_NBYTES",
     "MAX_TOTAL",

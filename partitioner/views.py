@@ -154,6 +154,35 @@ def _dequantized_constant(t: Tensor) -> Tensor | None:
     return Tensor(name, t.shape, "float32", t.shape_signature, buffer=buffer)
 
 
+def view_weight_bytes(view: View) -> int:
+    """Bytes of the constant tensors (weights) the ops of ``view`` read, in the view's types.
+
+    Each constant counts once, at its element count times its dtype's size (a float view's
+    dequantized weights at four bytes an element); this is the memory the view holds on its
+    device for the whole run.
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> w = Tensor("w", (4, 4), "float32", buffer=Buffer.placeholder(64))
+    >>> G = make_graph("g", [Tensor("x", (1, 4), "float32"), w, Tensor("y", (1, 4), "float32")],
+    ...                [Op("fc_0", "FULLY_CONNECTED", ("x", "w"), ("y",))], ["x"], ["y"])
+    >>> view_weight_bytes(View("u", "GPU", "FLOAT", G))
+    64
+    """
+    from tacopt.partitioner.problem import DTYPE_NBYTES
+
+    H = view.graph
+    tensors = H.graph["tensors"]
+    names = {i for _, data in H.nodes(data=True) for i in data["op"].inputs if i is not None}
+    constants = [tensors[n] for n in sorted(names) if n in tensors and tensors[n].is_constant]
+    # A dtype without a per-element size (packed int4, strings) counts its stored bytes.
+    return sum(
+        t.num_elements * DTYPE_NBYTES[t.dtype] if t.dtype in DTYPE_NBYTES else t.nbytes
+        for t in constants
+    )
+
+
 def enumerate_views(
     G: nx.MultiDiGraph, partition: Partition, targets: Sequence[Target]
 ) -> tuple[UnitViews, ...]:

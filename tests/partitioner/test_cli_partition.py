@@ -266,3 +266,40 @@ def test_a_picker_spec_works_without_load(bundled_models, tmp_path, capsys, monk
     assert json.loads(capsys.readouterr().out)["picker"] == "greedy"
     assert main([*argv, "--picker", "no_such_module_x:mine"]) == 2
     assert "cannot import 'no_such_module_x'" in capsys.readouterr().err
+
+
+def test_memory_limits_the_plan_and_json_reports_peaks(bundled_models, tmp_path, capsys):
+    model = str(bundled_models[MODEL])
+    base = ["partition", model, "--devices", "GPU,CPU", "--granularity", "op", "--json"]
+    assert main(base) == 0
+    free = json.loads(capsys.readouterr().out)
+    gpu_peak = free["peak_memory"]["GPU"]
+    assert gpu_peak > 0 and free["capacity"] == {}
+    limit = int(gpu_peak // 2)
+    assert main([*base, "--memory", f"GPU={limit}B", "--problem", str(tmp_path / "p.json")]) == 0
+    half = json.loads(capsys.readouterr().out)
+    assert half["capacity"] == {"GPU": limit} and half["fits"] is True
+    assert 0 < half["peak_memory"]["GPU"] <= limit
+    assert half["objective"] >= free["objective"]
+    from tacopt.partitioner.problem import load_problem
+
+    problem = load_problem(tmp_path / "p.json")
+    assert problem.capacity == {"GPU": limit}
+    assert any(c.memory > 0 for u in problem.units for c in u.choices)
+
+
+@pytest.mark.parametrize(
+    ("memory", "message"),
+    [
+        ("GPU=12XB", "'GPU=12XB' is not DEVICE=SIZE"),
+        ("GPU", "'GPU' is not DEVICE=SIZE"),
+        ("GPU=1MiB,GPU=2MiB", "device 'GPU' given twice"),
+        ("NPU=1MiB", "capacity of unknown device 'NPU'; devices: GPU, CPU"),
+        ("CPU=1KB", "exact picker: no plan fits the capacities"),
+    ],
+)
+def test_bad_memory_is_one_line_and_exit_2(bundled_models, capsys, memory, message):
+    code = main(["partition", str(bundled_models[MODEL]), "--devices", "GPU,CPU",
+                 "--memory", memory])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1

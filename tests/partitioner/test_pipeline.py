@@ -104,3 +104,35 @@ def test_the_rehydrated_keras_lstm_exports_one_fused_lstm_that_matches(bundled_m
     inputs = [feeds[t] for t in G.graph["inputs"]]
     (want,), (got,) = run_litert(serialize_tflite(G), inputs), run_litert(out.read_bytes(), inputs)
     assert np.max(np.abs(want - got)) <= 1e-5 * max(np.max(np.abs(want)), 1e-12)
+
+
+def test_every_choice_holds_its_views_weight_bytes(bundled_models):
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.partitioner.views import view_weight_bytes
+
+    G = read_tflite(bundled_models["keras__mobilenet_v2_int8.tflite"])
+    proposal = build_pick_problem(G, "GPU,CPU", granularity="op")
+    tensors = proposal.graph.graph["tensors"]
+    read = {i for _, d in proposal.graph.nodes(data=True) for i in d["op"].inputs if i}
+    for unit in proposal.problem.units:
+        for choice, view in zip(unit.choices, proposal.views[unit.name]):
+            assert choice.memory == view_weight_bytes(view)
+        by_type = {c.type: c.memory for c in unit.choices if c.device == "CPU"}
+        if by_type.get("QUANTIZED_INT8"):  # dequantized weights take 4 bytes an element
+            assert by_type["FLOAT"] >= by_type["QUANTIZED_INT8"]
+    # The int8 views are the model's own ops: together they hold exactly its weights.
+    initial = sum(u.choices[u.initial].memory for u in proposal.problem.units)
+    assert initial == sum(tensors[n].nbytes for n in read if tensors[n].is_constant) > 0
+
+
+def test_capacities_reach_the_problem_in_execution_order(bundled_models):
+    from tacopt.fusion.reader import read_tflite
+    from tacopt.partitioner.pipeline import PartitionError
+
+    G = read_tflite(bundled_models["keras__text_transformer_float32.tflite"])
+    proposal = build_pick_problem(G, "GPU,CPU", granularity="op", capacity={"GPU": 1e6})
+    assert proposal.problem.capacity == {"GPU": 1e6}
+    with pytest.raises(PartitionError, match="capacity of unknown device 'NPU'"):
+        build_pick_problem(G, "GPU,CPU", capacity={"NPU": 1.0})
+    result = partition(G, "GPU,CPU", granularity="op", capacity={"GPU": 1e6})
+    assert result.plan.fits and result.plan.peak_memory["GPU"] <= 1e6
