@@ -23,7 +23,7 @@ from typing import Any
 import ai_edge_litert.schema_py_generated as fb
 import networkx as nx
 
-from tacopt.fusion import schema
+from tacopt.fusion import flatbuf, schema
 from tacopt.fusion.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import (
     TFLITE_DTYPES,
@@ -143,65 +143,6 @@ def _load(source: Any) -> tuple[Any, str]:
         raise ModelFormatError(f"{where}: cannot read ({exc.strerror or exc})") from None
 
 
-# -- lean flatbuffer access for the hot tables (tensors, operators) -------------------------------
-# The generated accessors re-read the vtable and validate every number on each call, which costs
-# ~2 us per field; tensors and operators are read here with plain struct unpacking instead, one
-# vtable read per table. Cold tables (opcodes, signatures, options) still use the accessors.
-
-_U8 = struct.Struct("<B").unpack_from
-_U16 = struct.Struct("<H").unpack_from
-_I32 = struct.Struct("<i").unpack_from
-_U32 = struct.Struct("<I").unpack_from
-_U64 = struct.Struct("<Q").unpack_from
-
-
-def _fields(buf: Any, pos: int, n: int) -> list[int]:
-    """Absolute positions of the first ``n`` fields of the table at ``pos`` (0 = absent)."""
-    vtable = pos - _I32(buf, pos)[0]
-    n_present = min(n, (_U16(buf, vtable)[0] - 4) // 2)
-    if n_present <= 0:
-        return [0] * n
-    offsets = struct.unpack_from(f"<{n_present}H", buf, vtable + 4)
-    return [pos + o if o else 0 for o in offsets] + [0] * (n - n_present)
-
-
-def _vector(buf: Any, field: int, fmt: str, size: int, nbytes: int) -> tuple:
-    """The scalar vector referenced at ``field`` (``()`` if absent), bounds-checked."""
-    if not field:
-        return ()
-    start = field + _U32(buf, field)[0]
-    n = _U32(buf, start)[0]
-    if start + 4 + n * size > nbytes:
-        raise IndexError(f"vector of {n} elements runs past the end of the buffer")
-    return struct.unpack_from(f"<{n}{fmt}", buf, start + 4)
-
-
-def _table(buf: Any, field: int) -> int:
-    """Position of the sub-table referenced at ``field`` (0 if absent)."""
-    return field + _U32(buf, field)[0] if field else 0
-
-
-def _string(buf: Any, field: int, nbytes: int) -> str:
-    if not field:
-        return ""
-    start = field + _U32(buf, field)[0]
-    n = _U32(buf, start)[0]
-    if start + 4 + n > nbytes:
-        raise IndexError(f"string of {n} bytes runs past the end of the buffer")
-    return bytes(buf[start + 4 : start + 4 + n]).decode()
-
-
-def _vector_len(tab: Any, slot: int, elem_size: int, nbytes: int) -> int:
-    """Length of the vector in field ``slot`` (0 if absent), checked to lie inside the buffer."""
-    o = tab.Offset(slot)
-    if o == 0:
-        return 0
-    n = tab.VectorLen(o)
-    if tab.Vector(o) + n * elem_size > nbytes:
-        raise IndexError(f"vector of {n} elements runs past the end of the buffer")
-    return n
-
-
 def _unique(name: str, index: int, taken: set[str]) -> str:
     """``name``, or ``name#index`` (then ``name#index#2``, ...) if empty or already taken."""
     if name and name not in taken:
@@ -236,9 +177,9 @@ class _Reader:
         mtab = m._tab
         # Field slots of Model: version 4, operator_codes 6, subgraphs 8, description 10,
         # buffers 12, metadata_buffer 14, metadata 16, signature_defs 18.
-        self.n_buffers = _vector_len(mtab, 12, 4, self.nbytes)
-        n_subgraphs = _vector_len(mtab, 8, 4, self.nbytes)
-        n_codes = _vector_len(mtab, 6, 4, self.nbytes)
+        self.n_buffers = flatbuf.vector_len(mtab, 12, 4, self.nbytes)
+        n_subgraphs = flatbuf.vector_len(mtab, 8, 4, self.nbytes)
+        n_codes = flatbuf.vector_len(mtab, 6, 4, self.nbytes)
         if n_subgraphs == 0:
             raise self.fail("model has no subgraphs")
         self.opcodes = [self._opcode(i) for i in range(n_codes)]
@@ -276,21 +217,21 @@ class _Reader:
         m = self.model
         desc = m.Description()
         metadata = []
-        for i in range(_vector_len(m._tab, 16, 4, self.nbytes)):
+        for i in range(flatbuf.vector_len(m._tab, 16, 4, self.nbytes)):
             md = m.Metadata(i)
             raw = md.Name()
             buffer = self._buffer(md.Buffer(), f"metadata {i}")
             data = b"" if buffer is None or buffer.is_placeholder else buffer.tobytes()
             metadata.append((raw.decode() if raw else "", data))
         sigs = []
-        for i in range(_vector_len(m._tab, 18, 4, self.nbytes)):
+        for i in range(flatbuf.vector_len(m._tab, 18, 4, self.nbytes)):
             sig = m.SignatureDefs(i)
             index = sig.SubgraphIndex()
             if not 0 <= index < len(graphs):
                 raise self.fail(f"signature def {i}: subgraph index {index} out of range")
             tensor_names = list(graphs[index].graph["tensors"])
-            n_in = _vector_len(sig._tab, 4, 4, self.nbytes)
-            n_out = _vector_len(sig._tab, 6, 4, self.nbytes)
+            n_in = flatbuf.vector_len(sig._tab, 4, 4, self.nbytes)
+            n_out = flatbuf.vector_len(sig._tab, 6, 4, self.nbytes)
             key = sig.SignatureKey()
             sigs.append(
                 SignatureDef(
@@ -334,18 +275,19 @@ class _Reader:
         result: Buffer | None = None
         if index != 0:
             if self._buffer_tables is None:
-                self._buffer_tables = self._tables(_fields(self.buf, self.model._tab.Pos, 5)[4])
+                model_fields = flatbuf.fields(self.buf, self.model._tab.Pos, 5)
+                self._buffer_tables = self._tables(model_fields[4])
             # Buffer fields: data, offset, size.
-            f = _fields(self.buf, self._buffer_tables[index], 3)
-            start = f[0] + _U32(self.buf, f[0])[0] if f[0] else 0
-            n = _U32(self.buf, start)[0] if start else 0
+            f = flatbuf.fields(self.buf, self._buffer_tables[index], 3)
+            start = f[0] + flatbuf.U32(self.buf, f[0])[0] if f[0] else 0
+            n = flatbuf.U32(self.buf, start)[0] if start else 0
             if n > 0:
                 if start + 4 + n > self.nbytes:
                     raise self.fail(f"buffer {index}: data runs past the end of the file")
                 result = Buffer(self.buf, start + 4, n, index)
             else:
-                offset = _U64(self.buf, f[1])[0] if f[1] else 0
-                size = _U64(self.buf, f[2])[0] if f[2] else 0
+                offset = flatbuf.U64(self.buf, f[1])[0] if f[1] else 0
+                size = flatbuf.U64(self.buf, f[2])[0] if f[2] else 0
                 if offset == 1 and size > 0:
                     result = Buffer.placeholder(size, index)  # structure-only model: bytes dropped
                 elif offset > 1 and size > 0:
@@ -363,8 +305,8 @@ class _Reader:
         if not field:
             return []
         buf = self.buf
-        start = field + _U32(buf, field)[0]
-        n = _U32(buf, start)[0]
+        start = field + flatbuf.U32(buf, field)[0]
+        n = flatbuf.U32(buf, start)[0]
         if start + 4 + 4 * n > self.nbytes:
             raise IndexError(f"vector of {n} tables runs past the end of the buffer")
         elems = range(start + 4, start + 4 + 4 * n, 4)
@@ -374,37 +316,38 @@ class _Reader:
         # Tensor fields: shape, type, buffer, name, quantization, is_variable, sparsity,
         # shape_signature.
         buf, nbytes = self.buf, self.nbytes
-        code = _U8(buf, f[1])[0] if f[1] else 0
+        code = flatbuf.U8(buf, f[1])[0] if f[1] else 0
         dtype = TFLITE_DTYPES.get(code)
         if dtype is None:
             raise self.fail(f"{where}: unknown tensor type {code}")
         quant = None
-        q = _table(buf, f[4])
+        q = flatbuf.table(buf, f[4])
         if q:
             # QuantizationParameters fields: min, max, scale, zero_point, details_type, details,
             # quantized_dimension.
-            qf = _fields(buf, q, 7)
-            qmin, qmax = _vector(buf, qf[0], "f", 4, nbytes), _vector(buf, qf[1], "f", 4, nbytes)
-            scale = _vector(buf, qf[2], "f", 4, nbytes)
-            zero = _vector(buf, qf[3], "q", 8, nbytes)
+            qf = flatbuf.fields(buf, q, 7)
+            qmin = flatbuf.vector(buf, qf[0], "f", 4, nbytes)
+            qmax = flatbuf.vector(buf, qf[1], "f", 4, nbytes)
+            scale = flatbuf.vector(buf, qf[2], "f", 4, nbytes)
+            zero = flatbuf.vector(buf, qf[3], "q", 8, nbytes)
             if scale or zero or qmin or qmax:
-                axis = _I32(buf, qf[6])[0] if qf[6] else 0
+                axis = flatbuf.I32(buf, qf[6])[0] if qf[6] else 0
                 quant = Quantization(scale=scale, zero_point=zero, axis=axis, min=qmin, max=qmax)
         sparsity = None
         if f[6]:
             sp = fb.SparsityParameters()
-            sp.Init(buf, _table(buf, f[6]))
+            sp.Init(buf, flatbuf.table(buf, f[6]))
             sparsity = schema.plain_object(
                 fb.SparsityParametersT.InitFromObj(sp), self.subgraph_names
             )
         return Tensor(
             name=name,
-            shape=_vector(buf, f[0], "i", 4, nbytes),
+            shape=flatbuf.vector(buf, f[0], "i", 4, nbytes),
             dtype=dtype,
-            shape_signature=_vector(buf, f[7], "i", 4, nbytes) if f[7] else None,
+            shape_signature=flatbuf.vector(buf, f[7], "i", 4, nbytes) if f[7] else None,
             quantization=quant,
-            is_variable=bool(_U8(buf, f[5])[0]) if f[5] else False,
-            buffer=self._buffer(_U32(buf, f[2])[0] if f[2] else 0, where),
+            is_variable=bool(flatbuf.U8(buf, f[5])[0]) if f[5] else False,
+            buffer=self._buffer(flatbuf.U32(buf, f[2])[0] if f[2] else 0, where),
             sparsity=sparsity,
         )
 
@@ -413,13 +356,13 @@ class _Reader:
     def _subgraph(self, sg: Any, gname: str, gindex: int) -> nx.MultiDiGraph:
         buf, nbytes = self.buf, self.nbytes
         # SubGraph fields: tensors, inputs, outputs, operators, name.
-        sf = _fields(buf, sg._tab.Pos, 4)
-        tensor_fields = [(pos, _fields(buf, pos, 8)) for pos in self._tables(sf[0])]
+        sf = flatbuf.fields(buf, sg._tab.Pos, 4)
+        tensor_fields = [(pos, flatbuf.fields(buf, pos, 8)) for pos in self._tables(sf[0])]
         n_tensors = len(tensor_fields)
         names: list[str] = []
         taken: set[str] = set()
         for i, (_, f) in enumerate(tensor_fields):
-            name = _unique(_string(buf, f[3], nbytes), i, taken)
+            name = _unique(flatbuf.string(buf, f[3], nbytes), i, taken)
             taken.add(name)
             names.append(name)
         tensors = [
@@ -441,16 +384,16 @@ class _Reader:
             # builtin_options, custom_options, custom_options_format, mutating_variable_inputs,
             # intermediates, large_custom_options_offset / _size, builtin_options2_type,
             # builtin_options2.
-            f = _fields(buf, pos, 13)
+            f = flatbuf.fields(buf, pos, 13)
             where = f"subgraph '{gname}' op {i}"
-            index = _U32(buf, f[0])[0] if f[0] else 0
+            index = flatbuf.U32(buf, f[0])[0] if f[0] else 0
             if index >= n_codes:
                 raise self.fail(f"{where}: opcode index {index} out of range ({n_codes} codes)")
             kind, version = self.opcodes[index]
-            custom = bytes(_vector(buf, f[5], "B", 1, nbytes)) if f[5] else None
-            inputs = _vector(buf, f[1], "i", 4, nbytes)
-            outputs = _vector(buf, f[2], "i", 4, nbytes)
-            intermediates = _vector(buf, f[8], "i", 4, nbytes)
+            custom = bytes(flatbuf.vector(buf, f[5], "B", 1, nbytes)) if f[5] else None
+            inputs = flatbuf.vector(buf, f[1], "i", 4, nbytes)
+            outputs = flatbuf.vector(buf, f[2], "i", 4, nbytes)
+            intermediates = flatbuf.vector(buf, f[8], "i", 4, nbytes)
             ops.append(
                 Op(
                     name=_op_name(kind, i),
@@ -464,8 +407,8 @@ class _Reader:
                     origin=(i,),
                 )
             )
-        inputs = tensor_names(_vector(buf, sf[1], "i", 4, nbytes), "inputs", False)
-        outputs = tensor_names(_vector(buf, sf[2], "i", 4, nbytes), "outputs", False)
+        inputs = tensor_names(flatbuf.vector(buf, sf[1], "i", 4, nbytes), "inputs", False)
+        outputs = tensor_names(flatbuf.vector(buf, sf[2], "i", 4, nbytes), "outputs", False)
         return make_graph(gname, tensors, ops, inputs, outputs)
 
     def _options(self, f: list[int], where: str, kind: str) -> dict[str, Any]:
@@ -477,7 +420,7 @@ class _Reader:
             (f[3], f[4], schema.OPTIONS_CLASSES),
             (f[11], f[12], schema.OPTIONS2_CLASSES),
         ):
-            value = _U8(buf, type_field)[0] if type_field else 0
+            value = flatbuf.U8(buf, type_field)[0] if type_field else 0
             if value == 0 or not table_field:
                 continue
             cls: Any = classes.get(value)
@@ -487,7 +430,7 @@ class _Reader:
             if expected is None or expected[1] != cls:
                 want = expected[1].__name__[:-1] if expected else "none"
                 raise self.fail(f"{where} ({kind}): has {cls.__name__[:-1]}, expected {want}")
-            pos = _table(buf, table_field)
+            pos = flatbuf.table(buf, table_field)
             key = self._options_key(cls, pos)
             decoded = self._options_cache.get(key) if key is not None else None
             if decoded is None:
@@ -509,8 +452,8 @@ class _Reader:
         if not schema.is_scalar_table(cls):
             return None
         buf = self.buf
-        vtable = pos - _I32(buf, pos)[0]
-        vt_len, obj_len = _U16(buf, vtable)[0], _U16(buf, vtable + 2)[0]
+        vtable = pos - flatbuf.I32(buf, pos)[0]
+        vt_len, obj_len = flatbuf.U16(buf, vtable)[0], flatbuf.U16(buf, vtable + 2)[0]
         return cls, bytes(buf[vtable : vtable + vt_len]), bytes(buf[pos + 4 : pos + obj_len])
 
 

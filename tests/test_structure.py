@@ -23,7 +23,6 @@ OVER_BUDGET: dict[str, str] = {
     "tacopt.benchmarks.fuzz_models": "the model mutators: one table of mutations, to split by kind",
     "tacopt.benchmarks.harness": "study, records, checks and executors: to split (issue 13)",
     "tacopt.benchmarks.report": "tables and plots: to split into report and plots",
-    "tacopt.fusion.reader": "the flatbuffer reader: tables and graph building",
 }
 
 
