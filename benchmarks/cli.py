@@ -136,6 +136,9 @@ def register(subparsers: Any) -> None:
         help="import a module or .py file that registers pickers, cost models or devices "
         "first, here and in every worker (repeatable)",
     )
+    from tacopt.partitioner.cli_partition import add_memory_option
+
+    add_memory_option(p)
     p.add_argument("--backend", default=None, help="exact picker backend (default: its own)")
     p.add_argument("--seed", type=int, default=0, help="seed of generators and pickers")
     p.add_argument(
@@ -205,6 +208,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     from tacopt.benchmarks.report import default_title, write_report
     from tacopt.benchmarks.zoos import BenchmarkError
     from tacopt.partitioner.cli import load_module
+    from tacopt.partitioner.pipeline import parse_memory
 
     report_dir = None if args.no_report else (args.report or args.out.parent)
     _check_outputs(args.out, report_dir)
@@ -222,6 +226,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         time_limit_s=args.time_limit,
         backend=args.backend,
         seed=args.seed,
+        memory=tuple(parse_memory(args.memory).items()),
     )
     records = run_study(
         study,

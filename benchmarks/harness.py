@@ -18,13 +18,16 @@ A record (one JSON object per line)::
 
     key, model, zoo, kind, ops, units, choices, tensors, devices, granularity, cost_model,
     fusion ("fused" or "plain"), fusions {rule: n}, unfused {kind: n}, cost_unit, picker,
-    status, objective, breakdown {compute, transfer, quant}, bound, gap, exact_objective,
-    ratio_to_exact, gap_to_exact, seconds, build_seconds, transfers, conversions, seed, params
+    status, objective, breakdown {compute, transfer, quant, pairwise}, bound, gap,
+    exact_objective, ratio_to_exact, gap_to_exact, seconds, build_seconds, transfers,
+    conversions, capacity {device: bytes}, peak_memory {device: bytes}, fits, seed, params
     {time_limit_s, backend, ...}, versions {...}, error
 
 ``gap`` is the picker's own proven relative gap (exact only); ``gap_to_exact`` is
 ``objective / exact_objective - 1`` on the same problem. ``status`` is the plan's status
-(OPTIMAL, FEASIBLE, HEURISTIC, ...) or ERROR when the picker or the problem build raised a
+(OPTIMAL, FEASIBLE, HEURISTIC, ...), INFEASIBLE or UNKNOWN when the picker found no plan
+within the capacities (:class:`~tacopt.partitioner.plan.NoPlanError`), or ERROR when the picker
+or the problem build raised a
 :class:`~tacopt.fusion.errors.TacoptError` (the message is in ``error``), or CRASH for any other
 exception (a bug, recorded so that one model cannot stop a long study).
 
@@ -42,375 +45,36 @@ Examples
 from __future__ import annotations
 
 import json
-import math
 import os
-import platform
 import sys
-import time
-import traceback
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from tacopt.benchmarks.zoos import BenchmarkError, ZooItem, load_item, resolve_zoo
-from tacopt.fusion.errors import TacoptError
+from tacopt.benchmarks.cases import (  # noqa: F401  (re-exported: the harness's API)
+    BuiltProblem,
+    build_problem,
+    count_moves,
+    failed_records,
+    run_case,
+    versions,
+)
+from tacopt.benchmarks.study import (  # noqa: F401  (re-exported)
+    DEFAULT_DEVICE_SETS,
+    DEFAULT_PICKERS,
+    FAILED,
+    FUSION_MODES,
+    Case,
+    Study,
+    check_models,
+    check_study,
+    expand_cases,
+)
+from tacopt.benchmarks.zoos import BenchmarkError
 from tacopt.fusion.io import atomic_write
 
 if TYPE_CHECKING:  # workers imports this module
     from tacopt.benchmarks.workers import WorkerSetup
-
-#: Device sets of the default study (TAC's examples).
-DEFAULT_DEVICE_SETS: tuple[tuple[str, ...], ...] = (
-    ("GPU", "CPU"),
-    ("NNAPI", "CPU"),
-    ("GPU", "NNAPI", "CPU"),
-)
-DEFAULT_PICKERS = ("exact", "tac", "greedy", "first-fit")
-#: Statuses of records whose picker (or problem) failed.
-FAILED = frozenset({"ERROR", "CRASH"})
-
-
-@dataclass(frozen=True, slots=True)
-class Study:
-    """What to run: the cross product of every field that is a tuple.
-
-    ``time_limit_s`` and ``backend`` go to pickers that take them (``exact``); ``seed`` to the
-    synthetic generators and pickers that take one. ``time_limit_s=None`` uses the picker's own
-    default.
-    """
-
-    zoos: tuple[str, ...] = ("bundled",)
-    device_sets: tuple[tuple[str, ...], ...] = DEFAULT_DEVICE_SETS
-    granularities: tuple[str, ...] = ("subgraph", "op")
-    cost_models: tuple[str, ...] = ("tac",)
-    pickers: tuple[str, ...] = DEFAULT_PICKERS
-    time_limit_s: float | None = 60.0
-    backend: str | None = None
-    seed: int = 0
-    #: ``"fused"``: the partitioner's pipeline as it is (fuse first); ``"plain"``: ``fuse=False``.
-    fusion: tuple[str, ...] = ("fused",)
-
-
-#: The values of :attr:`Study.fusion`.
-FUSION_MODES = ("fused", "plain")
-
-
-@dataclass(frozen=True, slots=True)
-class Case:
-    """One pick problem of a study and the pickers that solve it (``exact`` first).
-
-    Synthetic pick-problem items carry their own devices and costs: their ``devices`` is empty
-    and ``granularity`` and ``cost_model`` are ``"-"``.
-    """
-
-    item: ZooItem
-    devices: tuple[str, ...]
-    granularity: str
-    cost_model: str
-    pickers: tuple[str, ...]
-    time_limit_s: float | None = None
-    backend: str | None = None
-    seed: int = 0
-    fusion: str = "fused"
-
-    @property
-    def key(self) -> str:
-        """Stable identity of the case: zoo, model, devices, granularity, cost model, seed, and
-        ``|plain`` for a case partitioned without fusing."""
-        devices = ",".join(self.devices) or "-"
-        return (
-            f"{self.item.zoo}/{self.item.name}|{devices}|{self.granularity}|{self.cost_model}"
-            f"|seed={self.seed}" + ("|plain" if self.fusion == "plain" else "")
-        )
-
-    def record_key(self, picker: str) -> str:
-        """Stable identity of one record: the case key and the picker."""
-        return f"{self.key}|{picker}"
-
-
-@dataclass(frozen=True, slots=True)
-class BuiltProblem:
-    """A case's pick problem and what is known about the model it came from."""
-
-    problem: Any
-    ops: int
-    cost_unit: str
-    build_seconds: float
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-
-def expand_cases(study: Study) -> list[Case]:
-    """The cases of ``study`` in a fixed order: zoo, model, device set, granularity, cost model.
-
-    Raises
-    ------
-    BenchmarkError
-        For an unknown zoo or an empty field of the study.
-
-    Examples
-    --------
-    >>> cases = expand_cases(Study(zoos=("transformer:1",)))
-    >>> len(cases), cases[0].pickers
-    (6, ('exact', 'tac', 'greedy', 'first-fit'))
-    >>> cases[0].key
-    'transformer/transformer_L1|GPU,CPU|subgraph|tac|seed=0'
-
-    """
-    for name in ("zoos", "device_sets", "granularities", "cost_models", "pickers", "fusion"):
-        if not getattr(study, name):
-            raise BenchmarkError(f"study option {name!r} is empty")
-    pickers = tuple(dict.fromkeys(p for p in study.pickers if p == "exact")) + tuple(
-        dict.fromkeys(p for p in study.pickers if p != "exact")
-    )
-    common: dict[str, Any] = dict(
-        pickers=pickers, time_limit_s=study.time_limit_s, backend=study.backend, seed=study.seed
-    )
-    cases: list[Case] = []
-    for spec in study.zoos:
-        for item in resolve_zoo(spec):
-            if item.kind == "problem":
-                cases.append(
-                    Case(replace(item, seed=item.seed + study.seed), (), "-", "-", **common)
-                )
-                continue
-            for devices in study.device_sets:
-                for granularity in study.granularities:
-                    for cost_model in study.cost_models:
-                        for fusion in study.fusion:
-                            cases.append(
-                                Case(
-                                    item, tuple(devices), granularity, cost_model, **common,
-                                    fusion=fusion,
-                                )
-                            )  # fmt: skip
-    keys = [c.key for c in cases]
-    if len(set(keys)) != len(keys):
-        dup = next(k for k in keys if keys.count(k) > 1)
-        raise BenchmarkError(f"study lists case {dup!r} twice (the same model in two zoos?)")
-    return cases
-
-
-# ---------------------------------------------------------------------------------------------
-# one case
-
-
-def build_problem(case: Case) -> BuiltProblem:
-    """Build the pick problem of ``case`` (once; every picker of the case solves it)."""
-    started = time.perf_counter()
-    loaded = load_item(case.item)
-    if case.item.kind == "problem":
-        n = len(loaded.units)
-        return BuiltProblem(loaded, n, "us", time.perf_counter() - started)
-    from tacopt.cost_models.base import get_cost_model
-
-    cost_model = get_cost_model(case.cost_model)
-    proposal = _proposal(loaded, case.devices, cost_model, case.granularity, case.fusion == "fused")
-    ops = sum(g.number_of_nodes() for g in [loaded, *loaded.graph.get("subgraphs", {}).values()])
-    extra = {"fusions": proposal.fusions, "unfused": proposal.unfused}
-    return BuiltProblem(
-        proposal.problem, ops, cost_model.unit, time.perf_counter() - started, extra
-    )
-
-
-def _proposal(G: Any, devices: Sequence[str], cost_model: Any, granularity: str, fuse: bool) -> Any:
-    from tacopt.partitioner.pipeline import GRANULARITIES, build_pick_problem
-
-    if granularity not in GRANULARITIES:
-        raise BenchmarkError(f"unknown granularity {granularity!r}; known: op, subgraph")
-    return build_pick_problem(G, devices, cost_model=cost_model, granularity=granularity, fuse=fuse)
-
-
-def count_moves(problem: Any, assignment: Mapping[str, Any]) -> tuple[int, int]:
-    """Numbers of (transfers, conversions) an assignment pays, as ``evaluate`` charges them.
-
-    Evaluates the assignment with unit prices (every transfer and every conversion costs 1), so
-    the counts follow :func:`tacopt.partitioner.plan.evaluate`'s rules exactly (once per tensor and
-    distinct destination device / format, graph boundaries included when the problem counts them).
-
-    Examples
-    --------
-    >>> from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
-    >>> cpu, gpu = Choice("CPU", "FLOAT", 3.0), Choice("GPU", "QUANTIZED_INT8", 1.0)
-    >>> p = PickProblem((Unit("a", (cpu, gpu)), Unit("b", (cpu,)), Unit("c", (cpu,))),
-    ...     (TensorEdge("t", "a", ("b", "c"), (100,), "float32"),), Link(5.0, 10.0), 2.0)
-    >>> count_moves(p, {"a": gpu, "b": cpu, "c": cpu})
-    (1, 1)
-    """
-    from tacopt.partitioner.plan import choice_indices, evaluate_index
-    from tacopt.partitioner.problem import index_problem
-
-    index = index_problem(problem)
-    n_dev = len(index.devices)
-    unit_priced = replace(
-        index,
-        link_per_byte=np.zeros((n_dev, n_dev)),
-        link_fixed=np.ones((n_dev, n_dev)),
-        quant_per_element=1.0,
-        elements=np.ones_like(index.elements),
-    )
-    counted = evaluate_index(unit_priced, choice_indices(problem, index, assignment))
-    return round(counted.transfer), round(counted.quant)
-
-
-def run_case(case: Case, done: Mapping[str, Mapping[str, Any]] | None = None) -> list[dict]:
-    """Run every picker of ``case`` not already in ``done`` (records by picker) on one problem.
-
-    Returns the new records in picker order. Never raises for a failing model or picker: the
-    failure becomes a record with status ERROR (a :class:`~tacopt.fusion.errors.TacoptError`) or
-    CRASH.
-    """
-    done = done or {}
-    todo = [p for p in case.pickers if p not in done]
-    if not todo:
-        return []
-    base = _base_record(case)
-    try:
-        built = build_problem(case)
-    except Exception as exc:  # noqa: BLE001 - one bad model must not stop a study
-        return [_failed(_for_picker(base, case, p), exc) for p in todo]
-    problem = built.problem
-    base.update(
-        ops=built.ops,
-        units=len(problem.units),
-        choices=sum(len(u.choices) for u in problem.units),
-        tensors=len(problem.tensors),
-        cost_unit=built.cost_unit,
-        build_seconds=round(built.build_seconds, 6),
-        **built.extra,
-    )
-    if not case.devices:
-        base["devices"] = ",".join(sorted({c.device for u in problem.units for c in u.choices}))
-    previous = done.get("exact", {})
-    exact = previous.get("objective") if previous.get("status") in ("OPTIMAL", "FEASIBLE") else None
-    records = []
-    for picker in todo:
-        record = _run_picker(case, problem, picker, _for_picker(base, case, picker))
-        if picker == "exact" and record["status"] in ("OPTIMAL", "FEASIBLE"):
-            exact = record["objective"]
-        records.append(record)
-    for record in records:
-        _fill_ratio(record, exact)
-    return records
-
-
-def _run_picker(case: Case, problem: Any, picker: str, record: dict) -> dict:
-    from tacopt.partitioner.pickers import pick, picker_options
-
-    try:
-        accepted = picker_options(picker)
-        wanted = {"time_limit_s": case.time_limit_s, "backend": case.backend, "seed": case.seed}
-        options = {k: v for k, v in wanted.items() if v is not None and ({k, "*"} & accepted)}
-        record["params"] = {**record["params"], **options}
-        started = time.perf_counter()
-        plan = pick(problem, picker, **options)
-        wall = time.perf_counter() - started
-        transfers, conversions = count_moves(problem, plan.assignment)
-    except Exception as exc:  # noqa: BLE001 - recorded, see run_case
-        return _failed(record, exc)
-    record.update(
-        status=plan.status,
-        objective=plan.objective,
-        breakdown={
-            "compute": plan.breakdown.compute,
-            "transfer": plan.breakdown.transfer,
-            "quant": plan.breakdown.quant,
-        },
-        bound=plan.bound,
-        gap=plan.gap,
-        seconds=round(wall, 6),
-        transfers=transfers,
-        conversions=conversions,
-        params={**record["params"], **_jsonable(plan.params)},
-    )
-    return record
-
-
-def _fill_ratio(record: dict, exact: float | None) -> None:
-    record["exact_objective"] = exact
-    objective = record.get("objective")
-    if exact is None or objective is None:
-        return
-    if exact > 0:
-        record["ratio_to_exact"] = objective / exact
-        record["gap_to_exact"] = objective / exact - 1.0
-    else:  # a free optimum: any positive cost is infinitely worse, equal is ratio 1
-        record["ratio_to_exact"] = 1.0 if objective <= 0 else math.inf
-        record["gap_to_exact"] = 0.0 if objective <= 0 else math.inf
-
-
-def _base_record(case: Case) -> dict:
-    return {
-        "key": case.key,
-        "model": case.item.name,
-        "zoo": case.item.zoo,
-        "kind": case.item.kind,
-        "ops": None,
-        "units": None,
-        "choices": None,
-        "tensors": None,
-        "devices": ",".join(case.devices),
-        "granularity": case.granularity,
-        "cost_model": case.cost_model,
-        "fusion": case.fusion if case.item.kind != "problem" else "-",
-        "fusions": None,
-        "unfused": None,
-        "cost_unit": None,
-        "picker": None,
-        "status": None,
-        "objective": None,
-        "breakdown": None,
-        "bound": None,
-        "gap": None,
-        "exact_objective": None,
-        "ratio_to_exact": None,
-        "gap_to_exact": None,
-        "seconds": None,
-        "build_seconds": None,
-        "transfers": None,
-        "conversions": None,
-        "seed": case.seed,
-        "params": {"time_limit_s": case.time_limit_s, "backend": case.backend},
-        "versions": versions(),
-        "error": None,
-    }
-
-
-def _for_picker(base: dict, case: Case, picker: str) -> dict:
-    return {**base, "key": case.record_key(picker), "picker": picker}
-
-
-def _failed(record: dict, exc: BaseException) -> dict:
-    out = dict(record)
-    if isinstance(exc, TacoptError):
-        out["status"], out["error"] = "ERROR", f"{type(exc).__name__}: {exc}"
-    else:
-        where = traceback.extract_tb(exc.__traceback__)[-1:] if exc.__traceback__ else []
-        at = f" at {Path(where[0].filename).name}:{where[0].lineno}" if where else ""
-        out["status"], out["error"] = "CRASH", f"{type(exc).__name__}{at}: {exc}"
-    return out
-
-
-def _jsonable(params: Mapping[str, Any]) -> dict[str, Any]:
-    return json.loads(json.dumps(dict(params), default=str))
-
-
-@lru_cache(maxsize=1)
-def versions() -> dict[str, str]:
-    """Versions of tacopt, its solver stack and Python, as recorded in every record."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for dist in ("tacopt", "ortools", "numpy", "networkx", "scipy"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "absent"
-    out["python"] = platform.python_version()
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -598,89 +262,6 @@ def run_study(
     return ordered
 
 
-def check_study(study: Study) -> None:
-    """Refuse a study that cannot run, before any work: one line naming the option and value.
-
-    Checks every device set (no empty name, known devices, none twice), granularity, cost model
-    (it builds), picker (it resolves; none twice) and the time limit (positive and finite).
-    Zoos are checked by :func:`expand_cases`.
-
-    Raises
-    ------
-    BenchmarkError
-
-    Examples
-    --------
-    >>> check_study(Study(device_sets=(("GPU", "", "CPU"),)))
-    Traceback (most recent call last):
-    ...
-    tacopt.benchmarks.zoos.BenchmarkError: devices 'GPU,,CPU': empty device name
-    >>> check_study(Study(pickers=("exact", "exact")))
-    Traceback (most recent call last):
-    ...
-    tacopt.benchmarks.zoos.BenchmarkError: pickers: 'exact' is listed twice
-    """
-    from tacopt.cost_models.base import get_cost_model
-    from tacopt.partitioner.pickers import get_picker
-    from tacopt.partitioner.pipeline import GRANULARITIES
-    from tacopt.partitioner.targets import get_target
-
-    for devices in study.device_sets:
-        where = f"devices {','.join(devices)!r}"
-        if not devices or devices == ("",):
-            raise BenchmarkError(f"{where}: empty device list")
-        if any(not d.strip() for d in devices):
-            raise BenchmarkError(f"{where}: empty device name")
-        for d in devices:
-            try:
-                get_target(d)
-            except TacoptError as exc:
-                raise BenchmarkError(f"{where}: {exc}") from None
-        _no_twice(where, [d.strip().upper() for d in devices])
-    options = {
-        "pickers": study.pickers,
-        "cost models": study.cost_models,
-        "granularities": study.granularities,
-        "fusion": study.fusion,
-    }
-    for option, values in options.items():
-        _no_twice(option, values)
-    for mode in study.fusion:
-        if mode not in FUSION_MODES:
-            raise BenchmarkError(f"unknown fusion mode {mode!r}; known: {', '.join(FUSION_MODES)}")
-    for granularity in study.granularities:
-        if granularity not in GRANULARITIES:
-            raise BenchmarkError(
-                f"unknown granularity {granularity!r}; known: {', '.join(GRANULARITIES)}"
-            )
-    for spec in study.cost_models:
-        get_cost_model(spec)  # a CostModelError names the spec
-    for picker in study.pickers:
-        get_picker(picker)  # a PickerError names the picker
-    limit = study.time_limit_s
-    if limit is not None and not (math.isfinite(limit) and limit > 0):
-        raise BenchmarkError(f"time limit must be a positive number of seconds, got {limit}")
-
-
-def _no_twice(where: str, values: Sequence[str]) -> None:
-    twice = next((v for i, v in enumerate(values) if v in values[:i]), None)
-    if twice is not None:
-        raise BenchmarkError(f"{where}: {twice!r} is listed twice")
-
-
-def check_models(cases: Iterable[Case]) -> None:
-    """Read every ``.tflite`` model of ``cases`` once; a broken one raises, naming its file."""
-    from tacopt.fusion.reader import read_tflite
-
-    seen = set()
-    for case in cases:
-        if case.item.kind == "tflite" and case.item.source not in seen:
-            seen.add(case.item.source)
-            try:
-                read_tflite(case.item.source)
-            except TacoptError as exc:
-                raise BenchmarkError(f"zoo {case.item.zoo!r}: {exc}") from None
-
 
 def warm_up(pickers: Iterable[str]) -> None:
     """Solve a small problem with each of ``pickers`` so that the first timed solve of a process
@@ -797,8 +378,7 @@ def _execute_processes(
 
 def _crashed(case: Case, done: Mapping[str, Any]) -> tuple[Case, list[dict]]:
     crash = RuntimeError("worker process died while running this case (native crash?)")
-    base = _base_record(case)
-    return case, [_failed(_for_picker(base, case, p), crash) for p in case.pickers if p not in done]
+    return case, failed_records(case, [p for p in case.pickers if p not in done], crash)
 
 
 def _worker_setup(study: Study, load: Sequence[str]) -> WorkerSetup:

@@ -14,7 +14,7 @@ capacity shrinks (an infeasible limit counts as infinitely dear).
 Run (prints the table and the checks; ``--out`` keeps the records, ``--plot`` draws the prices)::
 
     python -m tacopt.benchmarks.memory_study --zoo bundled --granularity op
-    python -m tacopt.benchmarks.memory_study --zoo dir:../shared/zoo --out memory.jsonl
+    python -m tacopt.benchmarks.memory_study --zoo shared --out memory.jsonl --plot memory.png
 
 Examples
 --------

@@ -30,7 +30,8 @@ FIELDS = {
     "granularity", "cost_model", "fusion", "fusions", "unfused", "cost_unit", "picker", "status",
     "objective", "breakdown",
     "bound", "gap", "exact_objective", "ratio_to_exact", "gap_to_exact", "seconds",
-    "build_seconds", "transfers", "conversions", "seed", "params", "versions", "error",
+    "build_seconds", "transfers", "conversions", "capacity", "peak_memory", "fits", "seed",
+    "params", "versions", "error",
 }  # fmt: skip
 
 PICKERS = ("greedy", "first-fit", "tac", "exact")
