@@ -28,10 +28,8 @@ swapping the machine.
 
 Examples
 --------
->>> sources = load_sources()
->>> m = mutant(sources, seed=1, index=0)
->>> m.index, m.source in {s.name for s in sources}, len(m.data) > 8
-(0, True, True)
+>>> OUTCOMES[:2], sorted(FAILURES)[:3], PIPELINE[0]
+(('ok', 'refused'), ['crash', 'died', 'memory'], 'fuse')
 """
 
 from __future__ import annotations
