@@ -1,1 +1,1 @@
-"""tacopt.fusion: read and write .tflite models, the graph IR, fusion passes, reference executor."""
+"""tacopt.fusion: read and write .tflite models, the graph IR, fusion passes, LiteRT checks."""

@@ -170,3 +170,18 @@ def test_unfuse_inverts_recognizers(build):
     validate_graph(U)
     assert len(U) > 1 and _kinds(fuse(U).graph) == _kinds(F)
     assert_same_outputs(F, U, seed=5)
+
+
+def test_fusing_alone_registers_the_custom_kernels():
+    """The kernels of the custom kinds exist whenever the fusion does (no unfuse import)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tacopt.fusion.fuse import fuse; "
+        "from tacopt.fusion.rules.custom import kernel_kinds; "
+        "assert 'tacopt.fusion.unfuse' not in sys.modules and 'tacopt.fusion.litert' not in "
+        "sys.modules; print(','.join(kernel_kinds()))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert set(out.stdout.strip().split(",")) >= FUSION_ONLY_KINDS
