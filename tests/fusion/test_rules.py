@@ -179,9 +179,11 @@ def test_fusing_alone_registers_the_custom_kernels():
 
     code = (
         "import sys; from tacopt.fusion.fuse import fuse; "
+        "loaded = 'tacopt.fusion.rules.custom' in sys.modules; "
         "from tacopt.fusion.rules.custom import kernel_kinds; "
         "assert 'tacopt.fusion.unfuse' not in sys.modules and 'tacopt.fusion.litert' not in "
-        "sys.modules; print(','.join(kernel_kinds()))"
+        "sys.modules; print(loaded, ','.join(kernel_kinds()))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert set(out.stdout.strip().split(",")) >= FUSION_ONLY_KINDS
+    loaded, kinds = out.stdout.split()
+    assert loaded == "True" and set(kinds.split(",")) >= FUSION_ONLY_KINDS
