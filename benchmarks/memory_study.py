@@ -168,23 +168,35 @@ def memory_table(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 def plot_prices(records: Sequence[Mapping[str, Any]], path: str) -> str:
-    """Draw the exact price of each limit per case (capacity on x, price on y) to ``path``."""
+    """Draw each picker's geometric-mean price per capacity (over the cases where it found a
+    plan) and every case's exact price as a thin line, to ``path`` (PNG)."""
     from tacopt.benchmarks.report import _pyplot
 
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    fractions = [f for f in FRACTIONS if f is not None]
-    for key in dict.fromkeys((r["model"], r["devices"]) for r in records):
+    fractions = list(FRACTIONS)
+    x = [100.0 if f is None else 100 * f for f in fractions]
+    for key in dict.fromkeys((r["model"], r["devices"], r["granularity"]) for r in records):
         rows = {r["fraction"]: r for r in records
-                if (r["model"], r["devices"]) == key and r["picker"] == "exact"}  # fmt: skip
-        xs = [1.0] + [f for f in fractions if f in rows and rows[f]["price"] is not None]
-        ys = [1.0] + [rows[f]["price"] for f in xs[1:]]
-        ax.plot([100 * x for x in xs], ys, marker="o", label=f"{key[0]} ({key[1]})")
-    ax.set_xlabel("accelerator capacity, % of the unconstrained plan's peak")
-    ax.set_ylabel("exact objective / unconstrained")
+                if (r["model"], r["devices"], r["granularity"]) == key
+                and r["picker"] == "exact"}  # fmt: skip
+        xs = [xv for xv, f in zip(x, fractions) if rows.get(f, {}).get("price") is not None]
+        ys = [rows[f]["price"] for f in fractions if rows.get(f, {}).get("price") is not None]
+        ax.plot(xs, ys, color="0.85", linewidth=0.6, zorder=1)
+    for picker in dict.fromkeys(r["picker"] for r in records):
+        means = []
+        for f in fractions:
+            prices = [r["objective"] / r["free_objective"] for r in records
+                      if r["picker"] == picker and r["fraction"] == f and r["objective"]
+                      and r["free_objective"]]
+            means.append(math.exp(sum(map(math.log, prices)) / len(prices)) if prices else None)
+        pts = [(xv, m) for xv, m in zip(x, means) if m is not None]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=picker, zorder=2)
+    ax.set_xlabel("accelerator capacity, % of the unconstrained exact plan's peak (100 = none)")
+    ax.set_ylabel("objective / unconstrained exact (geomean)")
     ax.invert_xaxis()
     ax.set_yscale("log")
-    ax.legend(fontsize=6, loc="upper left")
+    ax.legend(title="picker (geomean over its plans)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
