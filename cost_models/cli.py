@@ -26,6 +26,9 @@ CALIBRATE_ROUNDS = 20
 #: Ops a default sweep samples (``tacopt measure --sweep``).
 SWEEP_SIZE = 6000
 
+#: A sweep of N ops also measures N / CHAIN_EVERY small models made of sampled ops.
+CHAIN_EVERY = 50
+
 
 @dataclass(frozen=True, slots=True)
 class MeasureArgs:
@@ -62,6 +65,12 @@ def register_measure(subparsers: Any) -> None:
         f"models (default N {SWEEP_SIZE}; cost_models/sweep.py); resumable",
     )
     p.add_argument("--seed", type=int, default=0, help="sweep seed (default 0)")
+    p.add_argument(
+        "--adapt",
+        action="store_true",
+        help="sweep: sample more of the kinds the fit predicts worst (cross-validated on the "
+        "--out records of smaller seeds); use with a new --seed",
+    )
     p.add_argument(
         "--max-minutes",
         type=float,
@@ -159,10 +168,36 @@ def _run_sweep(args: argparse.Namespace) -> int:
     )
     silence_xnnpack_banner()
     max_s = None if args.max_minutes is None else args.max_minutes * 60
-    items = iter_samples(args.sweep, seed=args.seed)
+    weights = None
+    if args.adapt:
+        from tacopt.cost_models.records import read_records
+        from tacopt.cost_models.sweep import adaptive_weights
+
+        if not args.out.exists():
+            raise MeasureError("--adapt: --out holds no records of an earlier seed to learn from")
+        weights = adaptive_weights(read_records(args.out), seed=args.seed)
+        print(f"sampling weights: {json.dumps(weights)}", file=sys.stderr)
+    items = iter_samples(args.sweep, seed=args.seed, weights=weights)
     stats = measure_graphs(items, args.out, cfg, max_s=max_s)
+    if not stats["left"]:  # then small models of sampled ops: how ops add up in a model
+        stats["chains"] = _measure_chains(args.out, cfg, args.seed, args.sweep // CHAIN_EVERY)
     print(json.dumps(stats))
     return 0
+
+
+def _measure_chains(out: Path, cfg: Any, seed: int, n: int) -> int:
+    import tempfile
+
+    from tacopt.cost_models.measure import measure_models
+    from tacopt.cost_models.sweep import sample_chain
+    from tacopt.fusion.writer import write_tflite
+
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = [
+            write_tflite(sample_chain(seed, i), Path(tmp) / f"chain_{seed}_{i}.tflite")
+            for i in range(n)
+        ]
+        return measure_models(paths, out, cfg)["models"]
 
 
 def model_files(paths: Sequence[Path]) -> tuple[Path, ...]:

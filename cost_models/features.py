@@ -75,6 +75,7 @@ FEATURES = (
     "log_padded_macs",
     "log_working_set",
     "exceeds_l2",
+    "log_groups",
 )
 
 #: Rows (output pixels) and columns (output channels) of XNNPACK's micro-kernel tiles.
@@ -185,7 +186,7 @@ def _kernel_terms(
     out = outs[0] if outs else _NO_TENSOR
     oshape = [max(int(d), 1) for d in out[0]]
     out_elems = math.prod(oshape) if oshape else 1
-    k = n = 1
+    k = n = groups = 1
     pointwise = 0.0
     im2col = 0.0
     cin = cout = 1
@@ -197,6 +198,7 @@ def _kernel_terms(
             k, n = math.prod(w[1:3]), cout
         elif kind in ("CONV_2D", "TRANSPOSE_CONV") and len(w) == 4:
             k, n = math.prod(w[1:]), w[0]
+            groups = max(cin // max(w[3], 1), 1) if kind == "CONV_2D" else 1
             pointwise = float(w[1] * w[2] == 1 and opts.get("stride_h", 1) == 1)
             if not pointwise:
                 im2col = out_elems / max(n, 1) * k * _ITEMSIZE.get(ins[0][1], 4)
@@ -250,6 +252,7 @@ def _kernel_terms(
         math.log1p(m_pad * n_pad * k),
         math.log1p(working),
         float(working > L2_BYTES),
+        math.log1p(groups),
     ]
 
 

@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.measure`; the model is plain JSON (format
-``tacopt-learned``, version 3), never pickle, and loads as a cost model with
+``tacopt-learned``, version 4), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. The target is the log of the measured single-op latency
 (one ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``.
@@ -31,7 +31,10 @@ the sum of net op latencies + ``while_trip_us`` per WHILE trip; both terms are f
 training models' measured latencies. Quantize / dequantize at a boundary cost
 ``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE records).
 
-The model knows one device, the one it was measured on (``device``, default ``"CPU"``).
+Times are in the units of one machine (``anchor_speed``; records are normalized by the speed
+measured beside them, :mod:`~tacopt.cost_models.speed`); ``op_cost`` converts them to the
+machine of ``speed`` (``tacopt calibrate``). The model knows one device, the one it was
+measured on (``device``, default ``"CPU"``).
 
 The parts: :mod:`~tacopt.cost_models.features` (what the model sees),
 :mod:`~tacopt.cost_models.trees` (the boosted trees) and :mod:`~tacopt.cost_models.accuracy`
@@ -40,11 +43,15 @@ The parts: :mod:`~tacopt.cost_models.features` (what the model sees),
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import json
 import math
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -56,9 +63,11 @@ from tacopt.cost_models.base import (
     LinkCost,
     check_inference_type,
     needs_conversion,
+    register_cost_model,
     register_model_format,
 )
-from tacopt.cost_models.features import FEATURES, bytes_moved, copy_runs, design_row, op_vector
+from tacopt.cost_models.features import FEATURES, design_row, op_vector
+from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 from tacopt.cost_models.singleop import UNMEASURABLE
 from tacopt.cost_models.speed import normalize_records, run_speed, speed_index
@@ -96,8 +105,6 @@ LEARNERS: dict[str, tuple[Any, Mapping[str, Any]]] = {
 }
 
 
-#: A kind's data-movement fit answers within this factor of the bytes it was fitted on.
-RANGE = 2.0
 
 
 def net_latency(record: Mapping[str, Any]) -> float:
@@ -156,8 +163,50 @@ def fit(
     """
     if learner not in LEARNERS:
         raise CostModelError(f"learned: unknown learner '{learner}' (known: {', '.join(LEARNERS)})")
+    if learner == "lightgbm" and importlib.util.find_spec("lightgbm") is None:
+        raise CostModelError(
+            "learned: the lightgbm learner needs LightGBM (pip install lightgbm), "
+            "or fit with learner='trees' (tacopt fit --learner trees)"
+        )
     anchor = run_speed(records)
     records = normalize_records(records, anchor)
+    model = _fit(records, device, learner, _movement_kinds(records, device, learner))
+    model["anchor_speed"] = model["speed"] = anchor
+    return model
+
+
+def _movement_kinds(records: Sequence[Mapping[str, Any]], device: str, learner: str) -> list[str]:
+    """The data-movement kinds better priced by :func:`movement_fits` than by the trees: fit on
+    4 in 5 op configurations (by key hash), count ops within ±10 % on the rest, per kind; a
+    kind without 5 held-out ops keeps the movement fit (it extrapolates more safely)."""
+    def held(r: Mapping[str, Any]) -> bool:
+        digest = hashlib.sha1(str(r.get("key")).encode()).hexdigest()
+        return r.get("type") == "op" and int(digest[:8], 16) % 5 == 0
+
+    test = [r for r in records if held(r) and r["kind"] in MOVEMENT]
+    if len(test) < 5:
+        return sorted(MOVEMENT)
+    trial = LearnedCostModel(_fit([r for r in records if not held(r)], device, learner))
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # [n, trees, movement]
+    for r in test:
+        m = r["latency_us"]
+        trial.movement_kinds = set()
+        by_trees = trial.predict(r).latency_us
+        trial.movement_kinds = None
+        by_movement = trial.predict(r).latency_us
+        h = hits[r["kind"]]
+        h[0] += 1
+        h[1] += abs(by_trees - m) <= 0.1 * m
+        h[2] += abs(by_movement - m) <= 0.1 * m
+    return sorted(k for k in MOVEMENT if hits[k][0] < 5 or hits[k][2] >= hits[k][1])
+
+
+def _fit(
+    records: Sequence[Mapping[str, Any]],
+    device: str,
+    learner: str,
+    movement_kinds: Sequence[str] | None = None,
+) -> dict[str, Any]:
     ops = [r for r in records if r.get("type") == "op"]
     if not ops:
         raise CostModelError("learned: no op records to fit on")
@@ -199,8 +248,7 @@ def fit(
         "tree_kinds": kinds,
         "learner": learner,
         "tree_params": dict(LEARNERS[learner][1]),
-        "anchor_speed": anchor,
-        "speed": anchor,
+
         "min_group": MIN_GROUP,
         "table": {k: round(statistics.median(v), 4) for k, v in sorted(table.items())},
         "fits": fits,
@@ -222,44 +270,12 @@ def fit(
     y = np.log(np.maximum([r["latency_us"] for r in ops], FLOOR_US))
     model["trees"] = LEARNERS[learner][0](X, y, base)
     model["movement"] = movement_fits(ops)
+    if movement_kinds is not None:
+        model["movement_kinds"] = list(movement_kinds)
     model["in_model_scale"], model["while_trip_us"] = _whole_model_terms(
         records, LearnedCostModel(model)
     )
     return model
-
-
-def movement_fits(ops: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
-    """``{"KIND|TYPE" or "*|TYPE": [fixed_us, us_per_byte, us_per_run, min_bytes, max_bytes]}``
-    for data-movement ops (the bytes moved by the records fitted on bound where it answers).
-
-    Net latency = fixed + per byte x :func:`bytes_moved` + per run x :func:`copy_runs`,
-    non-negative least squares on the relative error (each record weighted by 1 / its
-    latency). A kind needs 3 records; ``*|TYPE`` pools every data-movement kind of an
-    inference type and answers for the others.
-
-    >>> ops = [{"kind": "SLICE", "inference_type": "FLOAT", "outputs": [[[n]]], "inputs": [],
-    ...         "latency_us": 1.0 + n / 1000, "overhead_us": 0.5} for n in (10, 1000, 10000)]
-    >>> [round(v, 4) for v in movement_fits(ops)["SLICE|FLOAT"]]
-    [0.5, 0.0003, 0.0, 40.0, 40000.0]
-    """
-    from scipy.optimize import nnls
-
-    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
-    for r in ops:
-        if r["kind"] in MOVEMENT:
-            groups[f"{r['kind']}|{r['inference_type']}"].append(r)
-            groups[f"*|{r['inference_type']}"].append(r)
-    fits: dict[str, list[float]] = {}
-    for name, rs in sorted(groups.items()):
-        if len(rs) < 3:
-            continue
-        y = np.array([net_latency(r) for r in rs])
-        A = np.array([[1.0, bytes_moved(r), copy_runs(r)] for r in rs]) / y[:, None]
-        scale = np.maximum(A.max(axis=0), 1e-30)
-        coef, _ = nnls(A / scale, np.ones_like(y))
-        moved = [bytes_moved(r) for r in rs]
-        fits[name] = [float(f"{c:.6g}") for c in (*(coef / scale), min(moved), max(moved))]
-    return fits
 
 
 def _conversion_rate(ops: Sequence[Mapping[str, Any]]) -> float:
@@ -325,6 +341,9 @@ class LearnedCostModel(CostModelBase):
             }
             self.trees = stack_trees(doc["trees"]) if doc.get("trees") else None
             self.tree_kinds = list(doc.get("tree_kinds", []))
+            # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
+            mk = doc.get("movement_kinds")
+            self.movement_kinds = None if mk is None else set(mk)
             self.overhead_us = float(doc["overhead_us"])
             self.scale = float(doc.get("in_model_scale", 1.0))
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
@@ -356,16 +375,10 @@ class LearnedCostModel(CostModelBase):
         if key is not None and key in self.table:
             return Prediction(self.table[key] + self.table_offset, "exact")
         kind = features["kind"]
-        if kind in MOVEMENT:
-            itype = features.get("inference_type")
-            moved = bytes_moved(features)
-            fit_ = self.movement.get(f"{kind}|{itype}")
-            if fit_ is None or not fit_[3] / RANGE <= moved <= fit_[4] * RANGE:
-                fit_ = self.movement.get(f"*|{itype}")
-            if fit_ is not None:
-                a, b, c = fit_[:3]
-                net = max(a + b * moved + c * copy_runs(features), FLOOR_US)
-                return Prediction(self.overhead_us + net, "movement")
+        if kind in MOVEMENT and (self.movement_kinds is None or kind in self.movement_kinds):
+            net = predict_movement(self.movement, features)
+            if net is not None:
+                return Prediction(self.overhead_us + max(net, FLOOR_US), "movement")
         row = np.asarray(design_row(features))
         log_net, source = float(row @ self.fits["*"]), "fallback"
         for name in (f"{kind}|{features.get('inference_type')}", kind):
@@ -458,4 +471,20 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
     return view
 
 
+#: The learned model shipped with the package (``--cost-model learned``): fitted on the
+#: committed sweep, ``benchmarks/results/learned_v4/sweep.jsonl`` (docs/cost-models.md).
+DEFAULT_MODEL = Path(__file__).with_name("profiles") / "learned_cpu.json"
+
+
+def default_learned_model() -> LearnedCostModel:
+    """The shipped model, anchored on the machine it was fitted on (``tacopt calibrate`` a copy
+    of it to predict for this machine today)."""
+    try:
+        doc = json.loads(DEFAULT_MODEL.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise CostModelError(f"learned model '{DEFAULT_MODEL}': cannot read it ({exc})") from None
+    return LearnedCostModel(doc, source=str(DEFAULT_MODEL))
+
+
 register_model_format(FORMAT, lambda doc, path: LearnedCostModel(doc, source=str(path)))
+register_cost_model("learned", default_learned_model)

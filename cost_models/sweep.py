@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -93,6 +94,21 @@ def _conv(rng: Rng) -> nx.MultiDiGraph:
         "CONV_2D", x, w, np.zeros(cout), padding=pad, fused_activation_function=_act(rng), **opts
     )
     return _done(b, y)
+
+
+def _grouped_conv(rng: Rng) -> nx.MultiDiGraph:
+    """A CONV_2D whose filter sees a slice of the input channels (``groups`` > 1): TFLite runs
+    it outside XNNPACK's GEMM, several times slower per MAC (ConvNeXt-style exports)."""
+    while True:
+        k = int(rng.choice([1, 3, 5, 7, 7]))
+        h, cin = _size(rng), int(rng.choice(_CHANNELS))
+        groups = cin if rng.random() < 0.5 else int(rng.choice([2, 4, 8]))
+        if cin % groups == 0 and h * h * cin * k * k * (cin // groups) <= MAX_MACS:
+            break
+    b = GraphBuilder("grouped_conv")
+    x = b.input("x", (1, h, h, cin))
+    w = rng.normal(0, 0.1, (cin, k, k, cin // groups))
+    return _done(b, b.op("CONV_2D", x, w, np.zeros(cin), fused_activation_function=_act(rng)))
 
 
 def _act(rng: Rng) -> str:
@@ -320,7 +336,7 @@ def _convert(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     return build
 
 
-#: Samplers by kind and their relative weight (share of the samples).
+#: Samplers by name (the op kind, or a variant of it) and their relative weight.
 SAMPLERS: dict[str, tuple[Callable[[Rng], nx.MultiDiGraph], float]] = {
     "CONV_2D": (_conv, 8.0),
     "DEPTHWISE_CONV_2D": (_dwconv, 4.0),
@@ -346,6 +362,12 @@ SAMPLERS: dict[str, tuple[Callable[[Rng], nx.MultiDiGraph], float]] = {
     "QUANTIZE": (_convert("QUANTIZE"), 0.5),
     "DEQUANTIZE": (_convert("DEQUANTIZE"), 0.5),
 }
+
+#: The samplers of a sweep without explicit weights (seed 0's prior: the committed sweep).
+BASE_SAMPLERS = tuple(sorted(SAMPLERS))
+
+#: Samplers added since, drawn when weights name them (``--adapt`` names every sampler).
+SAMPLERS["CONV_2D_GROUPED"] = (_grouped_conv, 2.0)
 
 
 def sample_ops(
@@ -378,7 +400,7 @@ def iter_samples(
     weights; ``kinds`` restricts them), ``int8_share`` of them rebuilt in int8 (kept in float
     when the op has no int8 form). Labels are ``KIND:seed:index``; sample ``i`` draws from its
     own generator, so a resumed sweep skips done labels without building them."""
-    names = sorted(kinds if kinds is not None else SAMPLERS)
+    names = sorted(kinds if kinds is not None else (weights or BASE_SAMPLERS))
     w = np.array([(weights or {}).get(k, SAMPLERS[k][1]) for k in names], dtype=float)
     picks = np.random.default_rng(seed).choice(len(names), size=n, p=w / w.sum())
     for i, j in enumerate(picks):
@@ -395,3 +417,79 @@ def _build_sample(kind: str, seed: int, i: int, int8_share: float) -> nx.MultiDi
         except RetypeError:
             pass
     return G
+
+
+def adaptive_weights(
+    records: Sequence[Mapping[str, Any]], *, seed: int, folds: int = 3
+) -> dict[str, float]:
+    """Sampling weights for a sweep of ``seed`` that favour the kinds the fit predicts worst:
+    each kind's prior weight x (its share of ops *not* within ±10 % + 0.1), measured by
+    ``folds``-fold cross-validation (folds by label) on the records of earlier seeds
+    (labels ``KIND:s:i`` with ``s < seed``), so the weights stay the same while a sweep of
+    ``seed`` resumes. Kinds without records keep their prior weight.
+    """
+    import hashlib
+
+    from tacopt.cost_models.accuracy import evaluate
+    from tacopt.cost_models.learned import LearnedCostModel, fit
+
+    def seed_of(r: Mapping[str, Any]) -> int:
+        parts = str(r.get("model", "")).split(":")
+        return int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else -1
+
+    def fold(r: Mapping[str, Any]) -> int:
+        return int(hashlib.sha1(str(r.get("model")).encode()).hexdigest()[:8], 16) % folds
+
+    earlier = [r for r in records if r.get("type") == "op" and 0 <= seed_of(r) < seed]
+    misses: dict[str, list[float]] = {}
+    for k in range(folds):
+        train = [r for r in earlier if fold(r) != k]
+        held = [r for r in earlier if fold(r) == k]
+        if not train or not held:
+            continue
+        model = LearnedCostModel(fit(train, learner="trees"))
+        for name, v in evaluate(model, held)["per_kind"].items():
+            misses.setdefault(name.split("|")[0], []).append((1 - v["within_10pct"]) * v["n"])
+    counts: dict[str, int] = {}
+    for r in earlier:
+        counts[r["kind"]] = counts.get(r["kind"], 0) + 1
+    weights = {}
+    for kind, (_, prior) in sorted(SAMPLERS.items()):
+        if kind in misses and counts.get(kind):
+            weights[kind] = round(prior * (sum(misses[kind]) / counts[kind] + 0.1), 4)
+        else:
+            weights[kind] = prior
+    return weights
+
+
+def sample_chain(seed: int, i: int) -> nx.MultiDiGraph:
+    """A small float model (3-8 ops in a row, residual ADDs; NHWC) drawn like the single ops: its
+    whole-model latency against the sum of its ops' fits how ops add up inside a model
+    (``in_model_scale``), with no zoo model involved.
+
+    >>> G = sample_chain(0, 1)
+    >>> 3 <= len(G) <= 9
+    True
+    """
+    rng = np.random.default_rng([seed, i, 7])
+    h, c = int(rng.choice([7, 14, 19, 28, 38, 56])), int(rng.choice(_CHANNELS[:20]))
+    b = GraphBuilder(f"chain_{seed}_{i}")
+    x = b.input("x", (1, h, h, c))
+    seen = {(1, h, h, c): x}
+    for _ in range(int(rng.integers(3, 9))):
+        step = str(rng.choice(["conv1", "conv3", "dw", "act", "mul", "add"]))
+        if step in ("conv1", "conv3"):
+            k, cout = (1 if step == "conv1" else 3), int(rng.choice(_CHANNELS[:20]))
+            w = rng.normal(0, 0.1, (cout, k, k, c))
+            x = b.op("CONV_2D", x, w, np.zeros(cout), fused_activation_function=_act(rng))
+            c = cout
+        elif step == "dw":
+            x = b.op("DEPTHWISE_CONV_2D", x, rng.normal(0, 0.1, (1, 3, 3, c)), np.zeros(c))
+        elif step == "act":
+            x = b.op(str(rng.choice(["RELU", "HARD_SWISH", "LOGISTIC"])), x)
+        elif step == "mul":
+            x = b.op("MUL", x, rng.uniform(0.5, 1.5, c).astype(np.float32))
+        elif (1, h, h, c) in seen and seen[(1, h, h, c)] != x:
+            x = b.op("ADD", x, seen[(1, h, h, c)])
+        seen[(1, h, h, c)] = x
+    return b.build(outputs=[x])
