@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -311,3 +312,47 @@ def test_links_to_devices_without_units_are_ignored() -> None:
     links = [{"from": "NPU", "to": "CPU", "per_byte": 1e18, "fixed": 0}]
     problem = PickProblem.from_dict(small_problem() | {"links": links})
     assert index_problem(problem).devices == ("CPU", "GPU")
+
+
+def test_the_documented_memory_example_loads_and_solves_as_described() -> None:
+    from tacopt.partitioner.pickers import pick
+
+    text = DOC.read_text().split("## Memory and pairwise costs", 1)[1]
+    example = text.split("```json\n", 1)[1].split("```", 1)[0]
+    problem = PickProblem.from_dict(json.loads(example), source=str(DOC))
+    assert problem.capacity == {"GPU": 1000} and problem.pairwise[0].cost[0][1] == 2.0
+    assert PickProblem.from_dict(problem.to_dict()) == problem
+    for name in ("exact", "brute"):
+        plan = pick(problem, name)
+        assert plan.objective == 7.0 and plan.peak_memory["GPU"] == 900.0
+        assert [c.device for c in plan.assignment.values()] == ["GPU", "CPU"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"capacity": {"NPU": 5}}, "capacity of device 'NPU', which no unit runs on"),
+        ({"capacity": {"GPU": -1}}, "capacity of GPU must be bytes from 0 to 2**63"),
+        ({"capacity": [1]}, "'capacity' must be an object"),
+        ({"pairwise": [{"a": "a", "b": "a", "cost": [[0, 1], [1, 0]]}]}, "paired with itself"),
+        ({"pairwise": [{"a": "a", "b": "zz", "cost": [[0]]}]}, "unknown unit 'zz'"),
+        ({"pairwise": [{"a": "a", "b": "b", "cost": [[0, 1]]}]}, "cost must be 2 x 2"),
+        ({"pairwise": [{"a": "a", "b": "b", "cost": [[0, -1], [1, 0]]}]}, "cost[0][1] must be"),
+        ({"pairwise": [{"a": "a", "b": "b"}]}, "must have 'a', 'b' and 'cost'"),
+    ],
+)
+def test_bad_capacity_or_pairwise_is_one_line(change: dict, message: str) -> None:
+    text = DOC.read_text().split("## Memory and pairwise costs", 1)[1]
+    data = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0]) | change
+    with pytest.raises(ProblemError, match=re.escape(message)):
+        PickProblem.from_dict(data, source="p.json")
+
+
+def test_with_capacities_units_must_come_in_execution_order() -> None:
+    text = DOC.read_text().split("## Memory and pairwise costs", 1)[1]
+    data = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    data["units"] = data["units"][::-1]
+    with pytest.raises(ProblemError, match="execution order: unit 'b' reads tensor 't'"):
+        PickProblem.from_dict(data, source="p.json")
+    data["capacity"] = {}
+    assert PickProblem.from_dict(data).units[0].name == "b"  # without capacities any order
