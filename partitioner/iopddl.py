@@ -1,0 +1,325 @@
+"""IOPDDL contest instances (``google/iopddl``) as a compact :class:`PairwiseProblem`.
+
+A contest problem picks one strategy per node. Its cost is the sum of the chosen strategies'
+costs plus, for every edge ``(u, v)``, the entry ``s_u * |S_v| + s_v`` of the edge's row-major
+cost matrix; it is invalid if at any time step ``t`` the summed usage of the nodes whose
+half-open interval ``[start, end)`` contains ``t`` exceeds ``usage_limit`` (no limit when the
+field is absent). :func:`evaluate` follows the contest's evaluator (``iopddl.cc``) rule for rule:
+an interval with ``end <= start`` holds nothing, totals are exact integers.
+
+The file is JSON, plain or gzip-compressed (recognised by its magic bytes, not its name)::
+
+    {"problem": {"name": ..., "nodes": {"intervals": [[start, end], ...],
+                                        "costs": [[per strategy], ...],
+                                        "usages": [[per strategy], ...]},
+                 "edges": {"nodes": [[u, v], ...], "costs": [[|S_u| * |S_v| entries], ...]},
+                 "usage_limit": L}}
+
+A solution is a JSON list of strategy indices, one per node.
+
+Examples
+--------
+>>> p = problem_from_dict({"problem": {"name": "tiny",
+...     "nodes": {"intervals": [[0, 2], [1, 3]], "costs": [[5, 1], [2]], "usages": [[1, 4], [2]]},
+...     "edges": {"nodes": [[0, 1]], "costs": [[10, 0]]}, "usage_limit": 5}})
+>>> evaluate(p, [1, 0])
+Evaluation(cost=3, peak_usage=6, fits=False)
+>>> evaluate(p, [0, 0])
+Evaluation(cost=17, peak_usage=3, fits=True)
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import zlib
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.io import atomic_write
+
+#: Largest value an int64 field of the contest may hold.
+INT64_MAX = 2**63 - 1
+
+
+class IopddlError(TacoptError):
+    """A contest problem or solution file that cannot be used (the message names the field)."""
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class PairwiseProblem:
+    """One strategy per node, node and pairwise costs, and one usage limit over time steps.
+
+    Strategies are stored flat: node ``i`` owns ``cost[offset[i]:offset[i + 1]]`` (and the same
+    slice of ``usage``). Edge ``e`` joins ``edge_nodes[e] = (u, v)``; its matrix is
+    ``edge_cost[edge_offset[e]:edge_offset[e + 1]]`` reshaped to ``(|S_u|, |S_v|)``.
+    ``interval[i] = (start, end)`` is half-open; ``usage_limit`` is None when there is none.
+    """
+
+    name: str
+    offset: np.ndarray
+    cost: np.ndarray
+    usage: np.ndarray
+    interval: np.ndarray
+    edge_nodes: np.ndarray
+    edge_offset: np.ndarray
+    edge_cost: np.ndarray
+    usage_limit: int | None
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.offset) - 1
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.edge_nodes)
+
+    @property
+    def n_strategies(self) -> np.ndarray:
+        """Strategies per node (int64 array)."""
+        return np.diff(self.offset)
+
+    @property
+    def n_steps(self) -> int:
+        """Time steps the evaluator looks at: ``max(end)`` (0 without nodes)."""
+        return int(self.interval[:, 1].max(initial=0))
+
+    def matrix(self, e: int) -> np.ndarray:
+        """Edge ``e``'s cost matrix, shape ``(|S_u|, |S_v|)`` (a view)."""
+        u, v = self.edge_nodes[e]
+        k = self.n_strategies
+        return self.edge_cost[self.edge_offset[e] : self.edge_offset[e + 1]].reshape(k[u], k[v])
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """What :func:`evaluate` found: the exact cost, the highest usage at any step, and whether
+    it stays within the limit (the contest scores only solutions that fit)."""
+
+    cost: int
+    peak_usage: int
+    fits: bool
+
+
+def evaluate(problem: PairwiseProblem, solution: Any) -> Evaluation:
+    """Cost, peak usage and validity of ``solution`` exactly as the contest's evaluator does.
+
+    Raises
+    ------
+    IopddlError
+        If the solution does not have one strategy index per node or an index is out of range.
+    """
+    x = check_solution(problem, solution)
+    k = problem.n_strategies
+    chosen = problem.offset[:-1] + x
+    u, v = problem.edge_nodes[:, 0], problem.edge_nodes[:, 1]
+    entries = problem.edge_offset[:-1] + x[u] * k[v] + x[v]
+    # Python integers: the contest sums in 128 bits and 1e18 "forbidden" costs add up.
+    cost = sum(problem.cost[chosen].tolist()) + sum(problem.edge_cost[entries].tolist())
+    peak = int(usage_profile(problem, x).max(initial=0))
+    fits = problem.usage_limit is None or peak <= problem.usage_limit
+    return Evaluation(cost=cost, peak_usage=peak, fits=fits)
+
+
+def usage_profile(problem: PairwiseProblem, x: np.ndarray) -> np.ndarray:
+    """Total usage at every time step ``0 .. n_steps - 1`` for the choice ``x`` (int64; float
+    when it could overflow)."""
+    start, end = problem.interval[:, 0], problem.interval[:, 1]
+    live = start < end
+    used = problem.usage[problem.offset[:-1] + x][live]
+    steps = problem.n_steps
+    wide = used.sum(dtype=np.float64) >= 2.0**62  # never wrap around: fall back to floats
+    delta = np.zeros(steps + 1, dtype=np.float64 if wide else np.int64)
+    np.add.at(delta, start[live], used)
+    np.add.at(delta, end[live], -used)
+    return np.cumsum(delta[:steps])
+
+
+def check_solution(problem: PairwiseProblem, solution: Any) -> np.ndarray:
+    """``solution`` as an int64 array after the evaluator's checks (size, index range)."""
+    if not isinstance(solution, (list, tuple, np.ndarray)):
+        raise IopddlError(f"solution: a list of strategy indices, not {type(solution).__name__}")
+    if len(solution) != problem.n_nodes:
+        raise IopddlError(
+            f"solution: {len(solution)} strategy indices for {problem.n_nodes} nodes"
+        )
+    if isinstance(solution, np.ndarray):
+        x = solution.astype(np.int64, copy=False)
+    else:
+        if any(type(s) is not int for s in solution):
+            bad = next(i for i, s in enumerate(solution) if type(s) is not int)
+            raise IopddlError(f"solution[{bad}]: {solution[bad]!r} is not an integer index")
+        x = np.array(solution, dtype=np.int64).reshape(len(solution))
+    out = (x < 0) | (x >= problem.n_strategies)
+    if out.any():
+        i = int(np.argmax(out))
+        raise IopddlError(
+            f"solution[{i}]: strategy {int(x[i])} out of range (node {i} has "
+            f"{int(problem.n_strategies[i])})"
+        )
+    return x
+
+
+def read_solution(path: str | os.PathLike[str], problem: PairwiseProblem) -> np.ndarray:
+    """Read a contest solution file (a JSON list of strategy indices) checked against
+    ``problem``."""
+    try:
+        data = json.loads(Path(path).read_bytes())
+    except OSError as exc:
+        raise IopddlError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise IopddlError(f"{path}: not valid JSON: {' '.join(str(exc).split())}") from None
+    try:
+        return check_solution(problem, data)
+    except IopddlError as exc:
+        raise IopddlError(f"{path}: {exc}") from None
+
+
+def solution_json(solution: np.ndarray) -> str:
+    """The contest's solution format: one JSON list of strategy indices."""
+    return json.dumps([int(s) for s in solution]) + "\n"
+
+
+def write_solution(path: str | os.PathLike[str], solution: np.ndarray) -> Path:
+    """Write ``solution`` in the contest's format, atomically."""
+    return atomic_write(path, solution_json(solution))
+
+
+def is_iopddl(data: Any) -> bool:
+    """Whether decoded JSON looks like a contest problem (``problem.nodes`` and ``.edges``)."""
+    inner = data.get("problem") if isinstance(data, dict) else None
+    return isinstance(inner, dict) and "nodes" in inner and "edges" in inner
+
+
+def decode_file(raw: bytes, source: str) -> Any:
+    """The JSON value of a file's bytes, gunzipped first when they start with gzip's magic."""
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise IopddlError(f"{source}: broken gzip data: {exc}") from None
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise IopddlError(f"{source}: not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise IopddlError(f"{source}: not valid JSON: {' '.join(str(exc).split())}") from None
+
+
+def load_iopddl(path: str | os.PathLike[str]) -> PairwiseProblem:
+    """Read and check a contest problem from a ``.json`` or ``.json.gz`` file.
+
+    Raises
+    ------
+    IopddlError
+        If the file cannot be read, is not (gzip) JSON, or a field is missing or wrong (the
+        message names the file and the field).
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise IopddlError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    data = decode_file(raw, str(path))
+    if not is_iopddl(data):
+        raise IopddlError(f"{path}: not a contest problem (no problem.nodes / problem.edges)")
+    return problem_from_dict(data, source=str(path))
+
+
+def problem_from_dict(data: Any, source: str = "problem") -> PairwiseProblem:
+    """Build a checked :class:`PairwiseProblem` from the decoded contest JSON."""
+    where = f"{source}: problem"
+    p = _field(data, "problem", source, dict)
+    nodes = _field(p, "nodes", where, dict)
+    edges = _field(p, "edges", where, dict)
+    name = p.get("name", "")
+    if not isinstance(name, str):
+        raise IopddlError(f"{where}.name: a string, not {type(name).__name__}")
+
+    intervals = _field(nodes, "intervals", f"{where}.nodes", list)
+    n = len(intervals)
+    lens, costs = _ragged(_field(nodes, "costs", f"{where}.nodes", list), f"{where}.nodes.costs")
+    ulens, usages = _ragged(
+        _field(nodes, "usages", f"{where}.nodes", list), f"{where}.nodes.usages"
+    )
+    for field, got in (("costs", lens), ("usages", ulens)):
+        if len(got) != n:
+            raise IopddlError(f"{where}.nodes.{field}: {len(got)} rows for {n} intervals")
+    _first_bad(lens != ulens, f"{where}.nodes.usages", "strategies, not as many as its costs",
+               lens=ulens)  # fmt: skip
+    _first_bad(lens == 0, f"{where}.nodes.costs", "no strategy", lens=lens)
+    interval = _pairs(intervals, f"{where}.nodes.intervals")
+
+    pairs = _field(edges, "nodes", f"{where}.edges", list)
+    edge_nodes = _pairs(pairs, f"{where}.edges.nodes")
+    _first_bad((edge_nodes >= n).any(axis=1) if len(edge_nodes) else np.zeros(0, bool),
+               f"{where}.edges.nodes", f"a node index >= {n} nodes")  # fmt: skip
+    mats = _field(edges, "costs", f"{where}.edges", list)
+    elens, edge_cost = _ragged(mats, f"{where}.edges.costs")
+    if len(elens) != len(edge_nodes):
+        raise IopddlError(f"{where}.edges.costs: {len(elens)} matrices for {len(edge_nodes)} edges")
+    need = lens[edge_nodes[:, 0]] * lens[edge_nodes[:, 1]] if len(edge_nodes) else elens
+    _first_bad(elens != need, f"{where}.edges.costs", "entries, not |S_u| * |S_v|", lens=elens)
+
+    limit = p.get("usage_limit")
+    if limit is not None and (type(limit) is not int or not 0 <= limit <= INT64_MAX):
+        raise IopddlError(f"{where}.usage_limit: {limit!r} is not an integer in [0, 2^63)")
+    offset = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
+    edge_offset = np.concatenate(([0], np.cumsum(elens))).astype(np.int64)
+    return PairwiseProblem(name, offset, costs, usages, interval, edge_nodes, edge_offset,
+                           edge_cost, limit)  # fmt: skip
+
+
+def _field(obj: Any, key: str, where: str, kind: type) -> Any:
+    if not isinstance(obj, dict) or key not in obj:
+        raise IopddlError(f"{where}: missing field {key!r}")
+    if not isinstance(obj[key], kind):
+        raise IopddlError(f"{where}.{key}: a JSON {_KIND[kind]}, not {type(obj[key]).__name__}")
+    return obj[key]
+
+
+_KIND = {dict: "object", list: "array"}
+
+
+def _ragged(rows: list[Any], where: str) -> tuple[np.ndarray, np.ndarray]:
+    """Row lengths and the flat int64 values of a list of integer lists (checked)."""
+    for i, row in enumerate(rows):
+        if not isinstance(row, list):
+            raise IopddlError(f"{where}[{i}]: an array, not {type(row).__name__}")
+    lens = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    flat = list(chain.from_iterable(rows))
+    values = _integers(flat, lambda j: _locate(lens, j, where))
+    return lens, values
+
+
+def _pairs(rows: list[Any], where: str) -> np.ndarray:
+    lens, flat = _ragged(rows, where)
+    _first_bad(lens != 2, where, "values, not a pair [a, b]", lens=lens)
+    return flat.reshape(len(rows), 2)
+
+
+def _integers(flat: list[Any], locate: Any) -> np.ndarray:
+    """``flat`` as int64 values in [0, 2^63); the first bad one is reported via ``locate(j)``."""
+    for j, v in enumerate(flat):  # a plain scan: bools and strings would slip into an array
+        if type(v) is not int or v < 0 or v > INT64_MAX:
+            if isinstance(v, float) and v.is_integer() and 0 <= v <= INT64_MAX:
+                continue  # 3.0 is the number 3 in JSON
+            raise IopddlError(f"{locate(j)}: {v!r} is not an integer in [0, 2^63)")
+    return np.array(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
+
+
+def _locate(lens: np.ndarray, j: int, where: str) -> str:
+    row = int(np.searchsorted(np.cumsum(lens), j, side="right"))
+    return f"{where}[{row}][{j - int(lens[:row].sum())}]"
+
+
+def _first_bad(mask: np.ndarray, where: str, what: str, lens: np.ndarray | None = None) -> None:
+    if mask.any():
+        i = int(np.argmax(mask))
+        count = f"{int(lens[i])} " if lens is not None else ""
+        raise IopddlError(f"{where}[{i}]: {count}{what}")
