@@ -170,9 +170,9 @@ def memory_table(records: Sequence[Mapping[str, Any]]) -> str:
 def plot_prices(records: Sequence[Mapping[str, Any]], path: str) -> str:
     """Draw each picker's geometric-mean price per capacity (over the cases where it found a
     plan) and every case's exact price as a thin line, to ``path`` (PNG)."""
-    from tacopt.benchmarks.report import _pyplot
+    from tacopt.benchmarks.report import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     fractions = list(FRACTIONS)
     x = [100.0 if f is None else 100 * f for f in fractions]

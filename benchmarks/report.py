@@ -339,7 +339,8 @@ def markdown(
 # plots
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib.pyplot with the report's style (Agg backend); BenchmarkError without it."""
     try:
         import matplotlib
     except ImportError:
@@ -379,7 +380,7 @@ def plot_ratio(records: Sequence[Mapping[str, Any]], path: _Target) -> _Target |
             ratios.setdefault(str(r["model"]), {}).setdefault(r["picker"], []).append(x)
     if not ratios:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     models = sorted(ratios, key=lambda m: (-_geomean(sum(ratios[m].values(), [])), m))
     colors = _colors(_pickers(records))
     height = 0.8 / max(len(pickers), 1)
@@ -413,7 +414,7 @@ def plot_time(records: Sequence[Mapping[str, Any]], path: _Target) -> _Target | 
     rows = [r for r in records if _ok(r) and r.get("seconds") and r.get("units")]
     if not rows:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     pickers = _pickers(rows)
     colors = _colors(_pickers(records))
     sizes = sorted({r["units"] for r in rows})
@@ -470,7 +471,7 @@ def plot_breakdown(records: Sequence[Mapping[str, Any]], path: _Target) -> _Targ
     pickers = [p for p in pickers if shares[p]]
     if not pickers:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     bottom = [0.0] * len(pickers)
     for c, color in zip(_COMPONENTS, ("#4c72b0", "#dd8452", "#55a868")):
