@@ -8,23 +8,17 @@ latency *inside a model*: the prediction net of that overhead, times ``in_model_
 
 How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`):
 
-1. ``exact``: the configuration (same :func:`tacopt.cost_models.measure.op_key`) was measured: its
-   latency.
+1. ``exact``: the configuration (same :func:`~tacopt.cost_models.singleop.op_key`) was measured.
 2. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
-   elements]`` for the op's (kind, inference type), shrunk towards the kind's fit, itself shrunk
-   towards the fit over every record (``SHRINK``: a group of a few records stays near its
-   parent); plus gradient-boosted regression trees (numpy, :func:`fit_trees`, stored as JSON
-   lists) fitted on the residuals over :data:`FEATURES` (types, log FLOPs / bytes, kernel
-   geometry, and features that follow the kernels: GEMM K and N, im2col bytes, channel tiles of
-   8 / 16, broadcast pattern, strided-copy runs) and one flag per frequent kind.
-3. ``movement``: a data-movement op (:data:`tacopt.cost_models.ops.MOVEMENT`: SLICE, CONCATENATION,
-   TRANSPOSE, PAD, ...) costs fixed + per byte x bytes moved + per run x contiguous runs
-   copied (:func:`movement_fits`), fitted per (kind, inference type); a kind with fewer than 3
-   records, or asked beyond ``RANGE`` x the bytes it was fitted on, uses the fit pooled over
-   every data-movement kind of the type. The trees extrapolate badly to copies of shapes
-   training never saw (chosen on the validation split inside the training half).
-4. ``fallback``: an op kind never seen in training uses the fit over every record plus the trees,
-   and is flagged (``strict=True`` raises :class:`CostModelError` instead).
+   elements]`` per (kind, inference type), shrunk towards the kind's fit, itself shrunk towards
+   the global one (``SHRINK``), times boosted regression trees (LightGBM or :func:`fit_trees`,
+   stored as JSON lists) over :data:`FEATURES` (kernel geometry, GEMM / XNNPACK tiles, groups,
+   broadcast pattern, copy runs, ...) and one flag per frequent kind.
+3. ``movement``: a data-movement kind for which :mod:`~tacopt.cost_models.movement` (fixed +
+   per byte + per copied run) beat the trees on held-out training configurations
+   (``movement_kinds``), or which has no fit of its own.
+4. ``fallback``: a kind never measured: the global fit and the trees, at least a GEMM of its
+   FLOPs (``fallback_flops_per_us``); ``strict=True`` raises :class:`CostModelError` instead.
 
 Whole models (:meth:`LearnedCostModel.predict_model`): one invoke overhead + ``in_model_scale`` x
 the sum of net op latencies + ``while_trip_us`` per WHILE trip; both terms are fitted on the
@@ -258,6 +252,7 @@ def _fit(
         "in_model_scale": 1.0,
         "while_trip_us": 0.0,
         "conversion_us_per_element": _conversion_rate(ops),
+        "fallback_flops_per_us": _gemm_rate(ops),
         "trained_on": {
             "ops": len(ops),
             "configs": len(table),
@@ -276,6 +271,14 @@ def _fit(
         records, LearnedCostModel(model)
     )
     return model
+
+
+def _gemm_rate(ops: Sequence[Mapping[str, Any]]) -> float:
+    """Median FLOPs per us of the GEMM-like ops (CONV_2D, FULLY_CONNECTED, BATCH_MATMUL) of
+    over 1 MFLOP: the floor an unseen kind's prediction is held to."""
+    kinds = ("CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL")
+    rates = [r["flops"] / net_latency(r) for r in ops if r["kind"] in kinds and r["flops"] > 1e6]
+    return round(statistics.median(rates), 4) if rates else 0.0
 
 
 def _conversion_rate(ops: Sequence[Mapping[str, Any]]) -> float:
@@ -348,6 +351,7 @@ class LearnedCostModel(CostModelBase):
             self.scale = float(doc.get("in_model_scale", 1.0))
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
             self.conversion_us = float(doc.get("conversion_us_per_element", 0.0))
+            self.gemm_rate = float(doc.get("fallback_flops_per_us", 0.0))
             self.devices = (str(doc.get("device", "CPU")),)
             self.anchor_speed = {str(k): float(v) for k, v in doc.get("anchor_speed", {}).items()}
             self.speed = {str(k): float(v) for k, v in doc.get("speed", {}).items()}
@@ -391,6 +395,9 @@ class LearnedCostModel(CostModelBase):
         if self.trees is not None:
             x = np.asarray([op_vector(features, self.tree_kinds)])
             gross *= math.exp(float(predict_stacked(self.trees, x)[0]))
+        if source == "fallback" and self.gemm_rate > 0:
+            # an unseen kind (a fused LSTM, ...) is at least as slow as a GEMM of its FLOPs
+            gross = max(gross, self.overhead_us + features.get("flops", 0.0) / self.gemm_rate)
         return Prediction(gross, source)
 
     def predict_net(self, features: Mapping[str, Any], *, key: str | None = None) -> float:
@@ -473,7 +480,7 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
 
 #: The learned model shipped with the package (``--cost-model learned``): fitted on the
 #: committed sweep, ``benchmarks/results/learned_v4/sweep.jsonl`` (docs/cost-models.md).
-DEFAULT_MODEL = Path(__file__).with_name("profiles") / "learned_cpu.json"
+DEFAULT_MODEL = Path(__file__).with_name("data") / "learned_cpu.json"
 
 
 def default_learned_model() -> LearnedCostModel:
