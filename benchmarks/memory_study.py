@@ -170,7 +170,7 @@ def memory_table(records: Sequence[Mapping[str, Any]]) -> str:
 def plot_prices(records: Sequence[Mapping[str, Any]], path: str) -> str:
     """Draw each picker's geometric-mean price per capacity (over the cases where it found a
     plan) and every case's exact price as a thin line, to ``path`` (PNG)."""
-    from tacopt.benchmarks.report import pyplot
+    from tacopt.benchmarks.plots import pyplot
 
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
