@@ -4,25 +4,16 @@
 geometric-mean ratio of its objective to the exact optimum of the same problem, the share of
 cases where it is worse (or better: exact stopped by its time limit) than exact, solve times,
 transfers and conversions. :func:`write_report` writes ``report.md`` with that headline table, a
-table per case (exact objective and gap; each picker's ratio, time, transfers / conversions) and
-the failures, plus three plots:
+table per case (exact objective and gap; each picker's ratio, time, transfers / conversions),
+the memory table and the failures, plus three plots:
 
 - ``ratio_to_exact.png``: per model, each picker's geometric-mean ratio to exact;
 - ``time_vs_units.png``: solve time against problem size, log-log, one line per picker;
 - ``breakdown.png``: each picker's cost split into compute, transfer and conversion, relative
   to the exact optimum (so models with different cost units can be averaged).
 
-Examples
---------
->>> recs = [
-...     {"key": "m|e", "model": "m", "devices": "GPU,CPU", "granularity": "op", "units": 4,
-...      "cost_model": "tac", "picker": "exact", "status": "OPTIMAL", "objective": 10.0,
-...      "ratio_to_exact": 1.0, "seconds": 0.1, "transfers": 1, "conversions": 0},
-...     {"key": "m|g", "model": "m", "devices": "GPU,CPU", "granularity": "op", "units": 4,
-...      "cost_model": "tac", "picker": "greedy", "status": "HEURISTIC", "objective": 12.5,
-...      "ratio_to_exact": 1.25, "seconds": 0.01, "transfers": 2, "conversions": 0}]
->>> [(r.picker, r.cases, r.geomean_ratio, r.share_worse) for r in picker_summary(recs)]
-[('exact', 1, 1.0, 0.0), ('greedy', 1, 1.25, 1.0)]
+The tables are :mod:`tacopt.benchmarks.tables` (with a Memory table for cases with device
+capacities), the plots :mod:`tacopt.benchmarks.plots`; this module writes them.
 """
 
 from __future__ import annotations
