@@ -263,7 +263,7 @@ def _fit(
     X = np.array([op_vector(r, kinds) for r in ops])
     base = np.array([math.log(base_model.predict(r).latency_us) for r in ops])
     y = np.log(np.maximum([r["latency_us"] for r in ops], FLOOR_US))
-    model["trees"] = LEARNERS[learner][0](X, y, base)
+    model["trees"] = LEARNERS[learner][0](X, y, base, LEARNERS[learner][1])
     model["movement"] = movement_fits(ops)
     if movement_kinds is not None:
         model["movement_kinds"] = list(movement_kinds)

@@ -429,6 +429,7 @@ def adaptive_weights(
     ``seed`` resumes. Kinds without records keep their prior weight.
     """
     import hashlib
+    import importlib.util
 
     from tacopt.cost_models.accuracy import evaluate
     from tacopt.cost_models.learned import LearnedCostModel, fit
@@ -440,6 +441,7 @@ def adaptive_weights(
     def fold(r: Mapping[str, Any]) -> int:
         return int(hashlib.sha1(str(r.get("model")).encode()).hexdigest()[:8], 16) % folds
 
+    learner = "lightgbm" if importlib.util.find_spec("lightgbm") else "trees"
     earlier = [r for r in records if r.get("type") == "op" and 0 <= seed_of(r) < seed]
     misses: dict[str, list[float]] = {}
     for k in range(folds):
@@ -447,7 +449,7 @@ def adaptive_weights(
         held = [r for r in earlier if fold(r) == k]
         if not train or not held:
             continue
-        model = LearnedCostModel(fit(train, learner="trees"))
+        model = LearnedCostModel(fit(train, learner=learner))
         for name, v in evaluate(model, held)["per_kind"].items():
             misses.setdefault(name.split("|")[0], []).append((1 - v["within_10pct"]) * v["n"])
     counts: dict[str, int] = {}

@@ -138,9 +138,9 @@ def predict_stacked(stacked: tuple[np.ndarray, ...], X: np.ndarray) -> np.ndarra
 #: LightGBM's settings when it is the learner (``tacopt fit --learner lightgbm``).
 LIGHTGBM_PARAMS: dict[str, Any] = {
     "objective": "regression",
-    "learning_rate": 0.05,
+    "learning_rate": 0.1,
     "num_leaves": 31,
-    "min_data_in_leaf": 5,
+    "min_data_in_leaf": 3,
     "lambda_l2": 1.0,
     "feature_fraction": 0.9,
     "bagging_fraction": 0.8,
