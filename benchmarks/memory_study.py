@@ -214,11 +214,15 @@ def run(zoo: str, device_sets: Sequence[Sequence[str]], granularity: str,
             continue
         G = load_item(item)
         for devices in device_sets:
+            started = time.perf_counter()
             try:
                 records += study_model(G, item.name, devices, granularity,
                                        time_limit_s=time_limit_s)  # fmt: skip
             except TacoptError as exc:
                 print(f"{item.name} on {','.join(devices)}: skipped: {exc}", file=sys.stderr)
+                continue
+            print(f"{item.name} on {','.join(devices)}: {time.perf_counter() - started:.1f} s",
+                  file=sys.stderr)  # fmt: skip
     return records
 
 

@@ -17,6 +17,7 @@ from tacopt.partitioner.problem import (
     MAX_TOTAL,
     Choice,
     Link,
+    Pairwise,
     PickProblem,
     TensorEdge,
     Unit,
@@ -135,3 +136,46 @@ def test_totals_at_the_limit_stay_finite_and_quiet(picker: str) -> None:
 
 def test_breakdown_total_is_exact() -> None:
     assert Breakdown(0.1, 0.2, 0.3).total == 0.6
+
+
+def memory_problem() -> PickProblem:
+    """a (GPU 600 B or CPU) -> t (40 B) -> b (GPU 300 B or CPU); the GPU holds 1000 B."""
+    units = tuple(
+        Unit(name, (Choice("GPU", "FLOAT", 1.0, memory=m), Choice("CPU", "FLOAT", 9.0, memory=m)))
+        for name, m in (("a", 600.0), ("b", 300.0))
+    )
+    return PickProblem(units, (TensorEdge("t", "a", ("b",), (10,), "float32"),),
+                       Link(0.0, 0.0), 0.0, capacity={"GPU": 1000.0},
+                       pairwise=(Pairwise("a", "b", ((0.0, 5.0), (5.0, 0.0))),))  # fmt: skip
+
+
+def test_a_plan_reports_peaks_pairwise_costs_and_round_trips() -> None:
+    problem = memory_problem()
+    plan = pick(problem, "exact")
+    assert [c.device for c in plan.assignment.values()] == ["GPU", "GPU"]
+    assert plan.peak_memory == {"CPU": 0.0, "GPU": 940.0} and plan.fits
+    assert plan.breakdown == Breakdown(2.0, 0.0, 0.0, 0.0)
+    data = json.loads(json.dumps(plan.to_dict()))
+    assert data["capacity"] == {"GPU": 1000.0} and data["fits"] is True
+    assert data["assignment"]["a"]["memory"] == 600.0
+    back = Plan.from_dict(data)
+    assert back == plan
+    validate_plan(problem, back)
+    assert "memory    GPU 940/1,000 B" in str(plan)
+
+
+def test_evaluate_charges_the_pairwise_entry() -> None:
+    problem = memory_problem()
+    assert evaluate(problem, {"a": ("GPU", "FLOAT"), "b": ("CPU", "FLOAT")}) == Breakdown(
+        10.0, 0.0, 0.0, 5.0
+    )
+
+
+def test_validate_plan_names_the_device_step_and_bytes_over_capacity() -> None:
+    problem = dataclasses.replace(memory_problem(), capacity={"GPU": 900.0})
+    over = Plan("manual", "HEURISTIC", 2.0, None, None,
+                {"a": problem.units[0].choices[0], "b": problem.units[1].choices[0]},
+                Breakdown(2.0, 0.0, 0.0, 0.0), 0.0)  # fmt: skip
+    with pytest.raises(PlanError, match=r"device GPU holds 940 bytes at step 0 \(unit 'a'\), "
+                                        r"over its capacity of 900"):  # fmt: skip
+        validate_plan(problem, over)
