@@ -301,7 +301,7 @@ def test_help_lists_what_is_registered(capsys: pytest.CaptureFixture[str]) -> No
     text = " ".join(capsys.readouterr().out.split())
     assert "devices CPU, GPU, NNAPI, NPU" in text
     assert "pickers brute, exact, first-fit, greedy, mincut, tac" in text
-    assert "cost models roofline, tac" in text and "zoos bundled, folder, layered" in text
+    assert "cost models learned, roofline, tac" in text and "zoos bundled, folder, layered" in text
     assert "--granularity G1,G2 units of the pick problem" in text
     assert cli.MAIN_JOB in text
 

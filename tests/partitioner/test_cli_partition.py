@@ -211,7 +211,7 @@ def test_help_lists_the_registries(capsys):
     assert main(["partition", "--help"]) == 0
     out = capsys.readouterr().out
     assert "devices: CPU, GPU, NNAPI, NPU" in out and "pickers: brute, exact" in out
-    assert "cost models: roofline, tac" in out and "one unit per op" in out
+    assert "cost models: learned, roofline, tac" in out and "one unit per op" in out
 
 
 SLOW_PICKER = """
