@@ -6,6 +6,10 @@ Examples::
     tacopt pick problem.json --compare exact,tac,greedy
     tacopt pick problem.json --picker mincut --plan plan.json
     tacopt pick problem.json --load mypickers.py --picker mine
+    tacopt pick asplos-2025-iopddl-B.json.gz --solution B.solution.json
+
+An IOPDDL contest file (``.json`` or ``.json.gz``, recognised by its content) is solved by the
+contest solver instead (:mod:`tacopt.partitioner.cli_contest`): pickers exact, greedy, brute.
 
 Every option is checked before a picker starts: the pickers exist (a name registered by
 ``--load`` or ``pkg.mod:Name``, resolved by :func:`tacopt.partitioner.pickers.get_picker`), each
@@ -42,6 +46,7 @@ class PickOptions:
     as_json: bool
     plan_out: Path | None
     load: tuple[str, ...] = ()
+    solution_out: Path | None = None
 
 
 def register(subparsers: Any) -> None:
@@ -67,6 +72,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--seed", type=int, help="random seed of the solver")
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     parser.add_argument("--plan", type=Path, metavar="OUT.json", help="write the plan here")
+    parser.add_argument(
+        "--solution",
+        type=Path,
+        metavar="OUT.json",
+        help="contest problems: write the solution in the contest's format (strategy indices)",
+    )
     add_load_option(parser, registers="pickers")
     parser.set_defaults(run=run)
 
@@ -85,6 +96,7 @@ def options_from_args(args: argparse.Namespace) -> PickOptions:
         as_json=args.json,
         plan_out=args.plan,
         load=tuple(args.load),
+        solution_out=args.solution,
     )
 
 
@@ -109,6 +121,13 @@ def run_pick(options: PickOptions) -> int:
     from tacopt.partitioner.pickers import get_picker, pick
     from tacopt.partitioner.problem import load_problem
 
+    contest = _contest_problem(options.problem)
+    if contest is not None:
+        from tacopt.partitioner.cli_contest import run_contest
+
+        return run_contest(options, contest)
+    if options.solution_out is not None:
+        raise OptionError("--solution: only for IOPDDL contest problems (use --plan)")
     with all_or_nothing([("--plan", options.plan_out)]) as out:
         for spec in options.load:
             load_module(spec)
@@ -153,6 +172,29 @@ def run_pick(options: PickOptions) -> int:
         if options.plan_out is not None:
             out.write(options.plan_out, json.dumps(payload, indent=1) + "\n")
     return 0
+
+
+def _contest_problem(path: Path) -> Any:
+    """The contest problem in ``path`` if it holds one (gzip, or JSON with ``problem.nodes``),
+    else None: the file is then read as a pick problem, with that reader's errors."""
+    from tacopt.partitioner.iopddl import decode_file, is_iopddl, problem_from_dict
+
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None  # load_problem names the file and the reason
+    if raw[:2] != b"\x1f\x8b":
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            return None
+        return problem_from_dict(data, source=str(path)) if is_iopddl(data) else None
+    data = decode_file(raw, str(path))
+    if not is_iopddl(data):
+        from tacopt.partitioner.iopddl import IopddlError
+
+        raise IopddlError(f"{path}: gzip data that is not a contest problem")
+    return problem_from_dict(data, source=str(path))
 
 
 def _options_per_picker(options: PickOptions, given: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -228,32 +228,53 @@ def price_search(
     nb: Neighbourhood,
     x: np.ndarray,
     deadline: float,
-    rounds: int = 30,
-) -> tuple[np.ndarray | None, np.ndarray]:
-    """Raise usage prices where the limit breaks until best responses fit.
-
-    Returns (the best fitting choice found or None, the last choice).
-    """
+    rounds: int = 40,
+) -> np.ndarray | None:
+    """Lagrangian search: best responses with usage priced per step; prices rise where the
+    limit breaks and decay where it holds. Each round's choice is repaired (nodes on steps
+    over the limit take their lowest usage) and polished by hard sweeps; the cheapest
+    fitting choice is returned (None if no round produced one)."""
+    if not np.isfinite(c.limit):
+        return sweep(c, nb, x, deadline=deadline)
     lam = np.zeros(c.n_steps)
     best: np.ndarray | None = None
     best_val = np.inf
-    scale = max(float(np.abs(c.cost).mean()) if len(c.cost) else 1.0, 1.0)
-    if not np.isfinite(c.limit):
-        return sweep(c, nb, x, deadline=deadline), x
-    for _ in range(rounds):
-        x = sweep(c, nb, x, lam=lam, deadline=deadline)
-        prof = profile(c, x)
-        over = prof - c.limit
-        if (over <= 0).all():
-            val = objective(c, x)
-            if val < best_val:
-                best, best_val = x.copy(), val
-            break
+    scale = max(float(np.abs(c.cost).mean()) if len(c.cost) else 1.0, 1.0) / max(c.limit, 1.0)
+    low = lowest_usage(c, nb)
+    for r in range(rounds):
         if time.monotonic() > deadline:
             break
-        # price per unit of usage, relative to the costs at stake
-        lam = np.maximum(lam * 1.5, 0.0) + np.where(over > 0, scale / max(c.limit, 1.0), 0.0)
-    return best, x
+        x = sweep(c, nb, x, lam=lam, deadline=deadline)
+        prof = profile(c, x)
+        over = prof > c.limit
+        fixed = repair(c, x, prof, low)
+        if fixed is not None:
+            fixed = sweep(c, nb, fixed, hard=True, deadline=deadline)
+            val = objective(c, fixed)
+            if val < best_val:
+                best, best_val = fixed, val
+        if not over.any() and r > 0:
+            lam *= 0.8  # prices too high somewhere: let them fall
+        lam = np.where(over, lam * 1.5 + scale * (prof / c.limit - 1.0 + 0.05), lam)
+    return best
+
+
+def repair(c: Compact, x: np.ndarray, prof: np.ndarray, low: np.ndarray) -> np.ndarray | None:
+    """``x`` with every node that has an item on a step over the limit moved to ``low`` (its
+    lowest-usage strategy), repeated while that helps; None if it still does not fit."""
+    x = x.copy()
+    for _ in range(8):
+        over = np.concatenate(([0], np.cumsum(prof > c.limit)))
+        if over[-1] == 0:
+            return x
+        hit = over[c.item_end] - over[c.item_start] > 0
+        nodes = np.unique(c.item_node[hit])
+        nodes = nodes[x[nodes] != low[nodes]]
+        if not len(nodes):
+            return None
+        x[nodes] = low[nodes]
+        prof = profile(c, x)
+    return x if (prof <= c.limit).all() else None
 
 
 def lowest_usage(c: Compact, nb: Neighbourhood) -> np.ndarray:
