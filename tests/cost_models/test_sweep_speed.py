@@ -175,3 +175,23 @@ def test_lightgbm_trees_as_json_lists_predict_as_lightgbm() -> None:
     json.loads(json.dumps(trees))  # plain JSON
     Z = rng.normal(size=(50, 4))
     assert np.allclose(predict_trees(trees, Z), booster.predict(Z), atol=1e-9)
+
+
+def test_adaptive_weights_favour_kinds_predicted_worst() -> None:
+    from tacopt.cost_models.sweep import adaptive_weights
+
+    rng = np.random.default_rng(0)
+    recs = []
+    for i in range(24):  # ADD follows its size exactly; RELU is noise
+        n = int(rng.integers(100, 100_000))
+        for kind, lat in (("ADD", 1 + n / 1000), ("RELU", float(rng.uniform(1, 100)))):
+            recs.append({
+                "type": "op", "key": f"{kind}{i}", "model": f"{kind}:0:{i}", "kind": kind,
+                "inference_type": "FLOAT", "flops": float(n), "bytes": 12.0 * n,
+                "inputs": [[[n], "float32"]], "outputs": [[[n], "float32"]], "options": {},
+                "latency_us": lat, "overhead_us": 0.5,
+            })  # fmt: skip
+    w = adaptive_weights(recs, seed=1)
+    assert set(w) == set(SAMPLERS)
+    assert w["RELU"] / SAMPLERS["RELU"][1] > w["ADD"] / SAMPLERS["ADD"][1]
+    assert adaptive_weights(recs, seed=0) == {k: v for k, (_, v) in SAMPLERS.items()}
