@@ -49,10 +49,18 @@ def main() -> int:
     print(f"load average after: {os.getloadavg()}")
     recs = read_records(args.out)
     print(gate_summary(recs))
+    skips = [r for r in recs if r["type"] == "skip"]
+    n_ops = sum(1 for r in recs if r["type"] == "op")
+    print(f"skips: {len(skips)} of {len(skips) + n_ops} op records")
+    for r in skips:
+        print(f"  {r['model']}: {r['kind']}: {r['reason']}")
     ops = {r["key"]: r["latency_us"] - r["overhead_us"] for r in recs if r["type"] == "op"}
     ratios = []
     for r in recs:
         if r["type"] != "model":
+            continue
+        if r.get("latency_us") is None:  # the runtime could not run it whole
+            print(f"{r['model']:48s} not timed whole: {r.get('untimed')}")
             continue
         total = sum(ops.get(k, 0.0) * c for k, c in r["ops"])
         ratios.append(total / r["latency_us"])
