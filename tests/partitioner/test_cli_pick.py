@@ -28,7 +28,7 @@ def test_json_output_has_the_documented_fields(problem_file: Path, capsys) -> No
         assert key in record
     assert record["status"] == "OPTIMAL"
     assert set(record["assignment"]["func_0"]) >= {"device", "type"}
-    assert set(record["breakdown"]) == {"compute", "transfer", "quant"}
+    assert set(record["breakdown"]) == {"compute", "transfer", "quant", "pairwise"}
 
 
 def test_compare_prints_a_table(problem_file: Path, capsys) -> None:
