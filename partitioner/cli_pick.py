@@ -126,8 +126,6 @@ def run_pick(options: PickOptions) -> int:
         from tacopt.partitioner.cli_contest import run_contest
 
         return run_contest(options, contest)
-    if options.solution_out is not None:
-        raise OptionError("--solution: only for IOPDDL contest problems (use --plan)")
     with all_or_nothing([("--plan", options.plan_out)]) as out:
         for spec in options.load:
             load_module(spec)
@@ -145,6 +143,8 @@ def run_pick(options: PickOptions) -> int:
         }
         per_picker = _options_per_picker(options, given)
         problem = load_problem(options.problem)
+        if options.solution_out is not None:
+            raise OptionError("--solution: only for IOPDDL contest problems (use --plan)")
 
         records: list[dict[str, Any]] = []
         failed: list[TacoptError] = []

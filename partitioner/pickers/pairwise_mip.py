@@ -56,6 +56,12 @@ def solve_mip(
 
     deadline = time.monotonic() + time_limit_s
     free = free & (c.k > 1)  # a node with one strategy is fixed already
+    if not free.any():
+        x = x_fixed.copy()
+        value = _value(c, x)
+        ok = not np.isfinite(c.limit) or bool((c.profile(x) <= c.limit).all())
+        return MipResult(x if ok else None, value if ok else math.inf, value if ok else math.inf,
+                         ok, "nothing to choose")  # fmt: skip
     steps = np.zeros(0, dtype=np.int64)
     bound = -math.inf
     last = MipResult(None, math.inf, bound, False, "not run")
@@ -88,6 +94,12 @@ def solve_mip(
         last = MipResult(None, math.inf, bound, False, "over the usage limit")
         steps = np.union1d(steps, _worst_steps(c.profile(x) - c.limit, over))
     return MipResult(None, math.inf, last.bound, False, "time limit with rows still to add")
+
+
+def _value(c: Compact, x: np.ndarray) -> float:
+    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+    pair = c.edge_cost[c.edge_offset[:-1] + x[u] * c.k[v] + x[v]].sum()
+    return float(c.cost[c.offset[:-1] + x].sum() + pair + c.const)
 
 
 def _worst_steps(excess: np.ndarray, over: np.ndarray, per_run: int = 1) -> np.ndarray:

@@ -85,9 +85,11 @@ class Compact:
 
 @dataclass(frozen=True, slots=True)
 class Infeasible:
-    """Why no solution exists (one line)."""
+    """Why no solution exists (one line); ``forbidden``: only among those avoiding forbidden
+    costs (one may exist at a cost of 10^18 or more)."""
 
     reason: str
+    forbidden: bool = False
 
 
 @dataclass(slots=True)
@@ -105,22 +107,34 @@ class _State:
     const: float = 0.0
 
 
-def reduce_problem(problem: PairwiseProblem, rounds: int = 4) -> Compact | Infeasible:
-    """Apply the reductions until nothing changes (at most ``rounds`` rounds each)."""
-    st = _initial_state(problem)
+def reduce_problem(
+    problem: PairwiseProblem, rounds: int = 4, forbid: bool = True
+) -> Compact | Infeasible:
+    """Apply the reductions until nothing changes (at most ``rounds`` rounds each).
+
+    With ``forbid=False`` costs of 10^18 and more are kept as large finite costs (above any
+    solution without them) instead of ruling their strategies and pairs out.
+    """
+    st = _initial_state(problem, forbid)
     for i, a in enumerate(st.alive):
         if len(a) == 0:
-            return Infeasible(f"node {i}: every strategy has a forbidden cost")
+            return Infeasible(f"node {i}: every strategy has a forbidden cost", forbidden=True)
     for phase in range(2):
+        todo = set(range(len(st.alive)))  # nodes to examine: all, then those that changed
+        previous: list[np.ndarray] | None = None
         for _ in range(rounds):
             tight = _tight(st)
             if isinstance(tight, Infeasible):
                 return tight
-            changed = _prune(st, tight)
+            if previous is not None:
+                todo |= {i for i, (a, b) in enumerate(zip(tight, previous))
+                         if not np.array_equal(a, b)}  # fmt: skip
+            previous = tight
+            changed = _prune(st, tight, sorted(todo))
             if isinstance(changed, Infeasible):
                 return changed
-            folded = _fold_separable(st)
-            if not changed and not folded:
+            todo = _fold_separable(st)
+            if not changed and not todo:
                 break
         if phase == 0:
             st = _contract(st)
@@ -132,11 +146,19 @@ def reduce_problem(problem: PairwiseProblem, rounds: int = 4) -> Compact | Infea
     return _compact(st, tight)
 
 
-def _initial_state(problem: PairwiseProblem) -> _State:
+def _initial_state(problem: PairwiseProblem, forbid: bool) -> _State:
     n = problem.n_nodes
     split = problem.offset[1:-1]
-    cost = [np.where(c >= FORBIDDEN, np.inf, c.astype(np.float64))
-            for c in np.split(problem.cost, split)] if n else []  # fmt: skip
+    big = np.inf
+    if not forbid:  # above the total of any solution without forbidden costs
+        ok_n, ok_e = problem.cost < FORBIDDEN, problem.edge_cost < FORBIDDEN
+        big = 1.0 + float(problem.cost[ok_n].sum()) + float(problem.edge_cost[ok_e].sum())
+
+    def finite(c: np.ndarray) -> np.ndarray:
+        over = c >= FORBIDDEN
+        return np.where(over, big + (c - FORBIDDEN) * over, c).astype(np.float64)
+
+    cost = [finite(c) for c in np.split(problem.cost, split)] if n else []
     usage = np.split(problem.usage.astype(np.float64), split) if n else []
     k = problem.n_strategies.tolist()
     items = [[(s, e, u)] if s < e else []
@@ -146,7 +168,7 @@ def _initial_state(problem: PairwiseProblem) -> _State:
     bounds = problem.edge_offset.tolist()
     for e, (u, v) in enumerate(problem.edge_nodes.tolist()):
         m = problem.edge_cost[bounds[e] : bounds[e + 1]].reshape(k[u], k[v])
-        f = np.where(m >= FORBIDDEN, np.inf, m.astype(np.float64))
+        f = finite(m)
         if u == v:
             cost[u] = cost[u] + np.diag(f)
             continue
@@ -202,12 +224,14 @@ def _features(st: _State, i: int, adj, tight) -> np.ndarray:  # type: ignore[no-
     return np.hstack(cols)
 
 
-def _prune(st: _State, tight) -> bool | Infeasible:  # type: ignore[no-untyped-def]
-    """Arc consistency and dominance over a worklist; True if any strategy was dropped."""
+def _prune(st: _State, tight, todo: list[int]) -> bool | Infeasible:  # type: ignore[no-untyped-def]
+    """Arc consistency and dominance over a worklist (from ``todo``); True if any strategy
+    was dropped."""
     n = len(st.alive)
     adj = _adjacency(n, st.mats)
-    queue = deque(range(n))
-    queued = np.ones(n, dtype=bool)
+    queue = deque(todo)
+    queued = np.zeros(n, dtype=bool)
+    queued[todo] = True
     changed = False
     while queue:
         i = queue.popleft()
@@ -225,7 +249,7 @@ def _prune(st: _State, tight) -> bool | Infeasible:  # type: ignore[no-untyped-d
         if keep.all():
             continue
         if not keep.any():
-            return Infeasible(f"node {i}: no strategy is compatible with its neighbours")
+            return Infeasible(f"node {i}: no strategy is compatible with its neighbours", True)
         st.alive[i] = st.alive[i][keep]
         changed = True
         for u, v in adj[i]:
@@ -239,22 +263,19 @@ def _prune(st: _State, tight) -> bool | Infeasible:  # type: ignore[no-untyped-d
 def _dominated(F: np.ndarray, chunk: int = 64) -> np.ndarray:
     """Rows some other row is <= everywhere (ties: the later row is the dominated one)."""
     k = len(F)
-    out = np.zeros(k, dtype=bool)
     if k * k * F.shape[1] > 4e7:  # too wide to compare pairwise in reasonable time
-        return out
+        return np.zeros(k, dtype=bool)
+    le = np.concatenate([(F[s : s + chunk, None, :] <= F[None, :, :]).all(axis=2)
+                         for s in range(0, k, chunk)])  # fmt: skip
     idx = np.arange(k)
-    for s in range(0, k, chunk):
-        A = F[s : s + chunk]
-        le = (A[:, None, :] <= F[None, :, :]).all(axis=2)
-        eq = (A[:, None, :] == F[None, :, :]).all(axis=2)
-        a = idx[s : s + chunk, None]
-        dom = le & (~eq | (a < idx[None, :])) & (a != idx[None, :])
-        out |= dom.any(axis=0)
-    return out
+    # a row equal to another (le both ways) is dominated only by an earlier one
+    dom = le & (~le.T | (idx[:, None] < idx[None, :]))
+    np.fill_diagonal(dom, False)
+    return dom.any(axis=0)
 
 
-def _fold_separable(st: _State) -> bool:
-    """Fold separable restricted matrices into node costs; True if any edge went."""
+def _fold_separable(st: _State) -> set[int]:
+    """Fold separable restricted matrices into node costs; returns the nodes touched."""
     folded = []
     for (u, v), m in st.mats.items():
         au, av = st.alive[u], st.alive[v]
@@ -268,7 +289,7 @@ def _fold_separable(st: _State) -> bool:
             folded.append((u, v))
     for key in folded:
         del st.mats[key]
-    return bool(folded)
+    return {i for key in folded for i in key}
 
 
 def _permutation(r: np.ndarray) -> np.ndarray | None:
@@ -318,7 +339,7 @@ def _contract(st: _State) -> _State | Infeasible:
     new = _State([], [], [], {}, [], st.limit, st.steps, st.const)
     for g, r in enumerate(roots):
         if not valid[g].any():
-            return Infeasible(f"node {r}: its merged nodes admit no common strategy")
+            return Infeasible(f"node {r}: its merged nodes admit no common strategy", True)
         m = len(st.alive[r])
         new.cost.append(np.zeros(m))
         new.items.append([])
@@ -340,7 +361,7 @@ def _contract(st: _State) -> _State | Infeasible:
     new.alive = [a[np.isfinite(c[a])] for a, c in zip(new.alive, new.cost)]
     for g, a in enumerate(new.alive):
         if len(a) == 0:
-            return Infeasible(f"node {roots[g]}: its merged nodes admit no common strategy")
+            return Infeasible(f"node {roots[g]}: its merged nodes admit no common strategy", True)
     return new
 
 

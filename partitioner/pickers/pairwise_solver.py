@@ -109,24 +109,44 @@ def solve_pairwise(
     if method == "brute":
         return _brute(problem, t0)
     deadline = t0 + time_limit_s
-    reduced = reduce_problem(problem)
     info: dict[str, Any] = {"time_limit_s": time_limit_s, "seed": seed}
+    reduced = reduce_problem(problem)
+    if isinstance(reduced, Infeasible) and _has_forbidden(problem):
+        reduced = reduce_problem(problem, forbid=False)  # costs of 10^18 as large costs
     if isinstance(reduced, Infeasible):
         return PairwiseResult(method, "INFEASIBLE", None, None, None, time.monotonic() - t0,
                               reduced.reason, info)  # fmt: skip
-    c = reduced
-    info.update(reduced_nodes=int((c.k > 1).sum()), reduced_edges=len(c.edge_nodes),
-                reduce_s=round(time.monotonic() - t0, 3))  # fmt: skip
+    best, bound, proven = _run(reduced, method, deadline, seed, info)
+    if best is None and _has_forbidden(problem):
+        # none found avoiding the forbidden costs: look among all solutions
+        again = reduce_problem(problem, forbid=False)
+        if isinstance(again, Infeasible):
+            return PairwiseResult(method, "INFEASIBLE", None, None, None,
+                                  time.monotonic() - t0, again.reason, info)  # fmt: skip
+        reduced = again
+        best, bound, proven = _run(reduced, method, max(deadline, time.monotonic() + 1.0),
+                                   seed, info)  # fmt: skip
+    return _finish(problem, reduced, method, best, bound, proven, t0, info)
+
+
+def _has_forbidden(problem: PairwiseProblem) -> bool:
+    return bool((problem.cost >= FORBIDDEN).any() or (problem.edge_cost >= FORBIDDEN).any())
+
+
+def _run(c: Compact, method: str, deadline: float, seed: int, info: dict):  # type: ignore[no-untyped-def]
+    """The heuristic, then (exact) the program and the neighbourhood search."""
+    t0 = time.monotonic()
+    info.update(reduced_nodes=int((c.k > 1).sum()), reduced_edges=len(c.edge_nodes))
     nb = search.neighbourhood(c)
     x = search.greedy_start(c, nb)
-    heuristic_end = min(deadline, time.monotonic() + max(1.0, 0.1 * (deadline - time.monotonic())))
+    heuristic_end = min(deadline, t0 + max(1.0, 0.1 * (deadline - t0)))
     best = search.price_search(c, nb, x, heuristic_end)
     info["heuristic_s"] = round(time.monotonic() - t0, 3)
     bound = edge_split_bound(c)
     proven = False
     if method == "exact":
         best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info)
-    return _finish(problem, c, method, best, bound, proven, t0, info)
+    return best, bound, proven
 
 
 def _exact(c, nb, best, bound, deadline, seed, info):  # type: ignore[no-untyped-def]

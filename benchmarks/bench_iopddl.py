@@ -1,0 +1,159 @@
+"""The IOPDDL contest instances: every picker on a folder of ``.json`` / ``.json.gz`` problems.
+
+Each instance runs with the contest's time limit (A 60 s, B 60 s, G 120 s, M 180 s, S 240 s;
+60 s for others) unless one is given. Every solution is checked by the contest's rules
+(:func:`tacopt.partitioner.iopddl.evaluate`); the table gives the score, the bound, the gap,
+the status, the time and the ratio to the best score known from the contest and to XLA's.
+
+Run it under the timing lock (the figures are times)::
+
+    flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks.bench_iopddl ../shared/iopddl \\
+        --out results/iopddl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tacopt.fusion.io import atomic_write, check_output_folder
+from tacopt.partitioner.cli_contest import contest_time_limit
+from tacopt.partitioner.iopddl import IopddlError, evaluate, load_iopddl
+from tacopt.partitioner.pickers.pairwise_solver import METHODS, solve_pairwise
+
+#: Lowest valid score of the contest's final results, and XLA's (the contest's XLA row).
+BEST_KNOWN = {"A": 6_548_641_531, "B": 532_843, "G": 217_039, "M": 49_928_460_991,
+              "S": 1_534_613_444}  # fmt: skip
+XLA = {"A": 13_214_846_074, "B": 990_205, "G": 1_264_777}
+
+
+def instances(folder: str | os.PathLike[str]) -> list[Path]:
+    """The problem files of ``folder`` (``*.json``, ``*.json.gz``), sorted by name."""
+    root = Path(folder)
+    if not root.is_dir():
+        raise IopddlError(f"{root}: not a folder of contest problems")
+    found = sorted(p for p in root.iterdir() if p.name.endswith((".json", ".json.gz")))
+    if not found:
+        raise IopddlError(f"{root}: no .json or .json.gz contest problems in it")
+    return found
+
+
+def _letter(name: str) -> str | None:
+    tail = name.removesuffix(".gz").removesuffix(".json").rsplit("-", 1)[-1]
+    return tail if tail in BEST_KNOWN else None
+
+
+def run_iopddl_bench(
+    folder: str | os.PathLike[str],
+    pickers: Sequence[str] = ("exact",),
+    time_limit: float | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Run ``pickers`` on every instance of ``folder``; write ``results.jsonl`` and
+    ``report.md`` to ``out_dir`` (if given) and return the records.
+
+    ``time_limit`` (seconds) applies to every instance; None takes the contest's per instance.
+    """
+    for name in pickers:
+        if name not in METHODS:
+            raise IopddlError(f"unknown picker {name!r} for contest problems; known: "
+                              f"{', '.join(METHODS)}")  # fmt: skip
+    out = check_output_folder(out_dir, what="--out") if out_dir is not None else None
+    records: list[dict[str, Any]] = []
+    for path in instances(folder):
+        t0 = time.monotonic()
+        problem = load_iopddl(path)
+        load_s = time.monotonic() - t0
+        limit = time_limit or contest_time_limit(problem.name, path)
+        for name in pickers:
+            result = solve_pairwise(problem, name, limit, seed=seed)
+            if result.solution is not None:  # the contest's rules, once more, independently
+                ev = evaluate(problem, result.solution)
+                if not ev.fits or ev.cost != result.cost:
+                    raise RuntimeError(f"{path.name}: {name}: solver and evaluator disagree")
+            rec = result.to_dict()
+            rec.pop("solution")
+            letter = _letter(problem.name) or _letter(path.name)
+            best, xla = BEST_KNOWN.get(letter or ""), XLA.get(letter or "")
+            rec.update(
+                instance=problem.name or path.name, file=path.name, nodes=problem.n_nodes,
+                edges=problem.n_edges, load_s=round(load_s, 3), time_limit_s=limit,
+                best_known=best, xla=xla,
+                ratio_best=None if best is None or result.cost is None else result.cost / best,
+                ratio_xla=None if xla is None or result.cost is None else result.cost / xla,
+                peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                loadavg=os.getloadavg()[0],
+            )  # fmt: skip
+            records.append(rec)
+            print(table([rec], header=len(records) == 1), flush=True)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write(out / "results.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+        atomic_write(out / "report.md", report(records))
+    return records
+
+
+_COLUMNS = ("instance", "nodes", "picker", "score", "bound", "gap", "status", "time",
+            "load", "vs best", "vs XLA")  # fmt: skip
+
+
+def _row(r: dict[str, Any]) -> list[str]:
+    def num(v: float | None) -> str:
+        return "-" if v is None else f"{v:,.0f}"
+
+    def ratio(v: float | None) -> str:
+        return "-" if v is None else f"{v:.5f}"
+
+    gap = r.get("gap")
+    return [r["instance"], f"{r['nodes']:,}", r["picker"], num(r["objective"]), num(r["bound"]),
+            "-" if gap is None else f"{100 * gap:.3g}%", r["status"], f"{r['seconds']:.1f}s",
+            f"{r['load_s']:.1f}s", ratio(r["ratio_best"]), ratio(r["ratio_xla"])]  # fmt: skip
+
+
+def table(records: Sequence[dict[str, Any]], header: bool = True) -> str:
+    """Plain-text rows of the records (with the header line if asked)."""
+    rows = ([list(_COLUMNS)] if header else []) + [_row(r) for r in records]
+    return "\n".join("  ".join(f"{c:>14}" if i else f"{c:<22}" for i, c in enumerate(row))
+                     for row in rows)  # fmt: skip
+
+
+def report(records: Sequence[dict[str, Any]]) -> str:
+    """A Markdown report: one table row per instance and picker."""
+    lines = ["# IOPDDL contest instances", "",
+             "Score: the contest's cost of the solution (checked by the contest's rules); "
+             "bound: a proven lower bound; vs best / vs XLA: score divided by the best valid "
+             "score of the contest and by XLA's (below 1: better).", "",
+             "| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS)]  # fmt: skip
+    lines += ["| " + " | ".join(_row(r)) + " |" for r in records]
+    loads = sorted({f"{r['loadavg']:.2f}" for r in records})
+    lines += ["", f"Load average (1 min) at each row: {', '.join(loads)}."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("folder", help="folder of contest problems (.json, .json.gz)")
+    parser.add_argument("--pickers", default="exact", help="comma-separated: exact,greedy")
+    parser.add_argument("--time-limit", type=float, help="seconds per instance (default: contest)")
+    parser.add_argument("--out", help="write results.jsonl and report.md here")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        run_iopddl_bench(args.folder, tuple(args.pickers.split(",")), args.time_limit, args.out,
+                         seed=args.seed)  # fmt: skip
+    except IopddlError as exc:
+        print(f"bench_iopddl: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
