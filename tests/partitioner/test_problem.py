@@ -356,3 +356,12 @@ def test_with_capacities_units_must_come_in_execution_order() -> None:
         PickProblem.from_dict(data, source="p.json")
     data["capacity"] = {}
     assert PickProblem.from_dict(data).units[0].name == "b"  # without capacities any order
+
+
+@pytest.mark.parametrize("bad", [-5, "8", True, float("nan"), 2.0**63])
+def test_a_bad_choice_memory_is_one_line(bad: object) -> None:
+    text = DOC.read_text().split("## Memory and pairwise costs", 1)[1]
+    data = json.loads(text.split("```json\n", 1)[1].split("```", 1)[0])
+    data["units"][0]["choices"][0]["memory"] = bad
+    with pytest.raises(ProblemError, match=r"p.json: unit 'a' choice GPU/FLOAT memory must be"):
+        PickProblem.from_dict(data, source="p.json")
