@@ -49,6 +49,8 @@ from tacopt.partitioner.pickers.pairwise_reduce import (
 )
 
 METHODS = ("exact", "greedy", "brute")
+#: Reduced problems with at most this many pairwise entries get the whole program first.
+SMALL_ENTRIES = 300_000
 #: Largest number of combinations ``brute`` enumerates.
 BRUTE_LIMIT = 200_000
 
@@ -108,7 +110,7 @@ def solve_pairwise(
     t0 = time.monotonic()
     if method == "brute":
         return _brute(problem, t0)
-    deadline = t0 + time_limit_s
+    deadline = t0 + time_limit_s - max(0.3, 0.03 * time_limit_s)  # room to check and return
     info: dict[str, Any] = {"time_limit_s": time_limit_s, "seed": seed}
     reduced = reduce_problem(problem)
     if isinstance(reduced, Infeasible) and _has_forbidden(problem):
@@ -151,18 +153,17 @@ def _run(c: Compact, method: str, deadline: float, seed: int, info: dict):  # ty
 
 def _exact(c, nb, best, bound, deadline, seed, info):  # type: ignore[no-untyped-def]
     """The whole program for a share of the time, then large-neighbourhood search."""
-    everything = np.ones(c.n_nodes, dtype=bool)
-    start = best if best is not None else np.zeros(c.n_nodes, dtype=np.int64)
-    share = 0.6 if int(c.k.sum()) < 5_000 else 0.4
-    budget = share * (deadline - time.monotonic())
-    res = solve_mip(c, everything, start, budget)
-    bound = max(bound, res.bound)
-    info["mip_status"] = res.status
-    if res.x is not None and search.fits(c, res.x):
-        if best is None or search.objective(c, res.x) <= search.objective(c, best):
-            best = res.x
-        if res.optimal:
-            return best, bound, True
+    if len(c.edge_cost) <= SMALL_ENTRIES:  # the whole program, while there is time
+        everything = np.ones(c.n_nodes, dtype=bool)
+        start = best if best is not None else np.zeros(c.n_nodes, dtype=np.int64)
+        res = solve_mip(c, everything, start, 0.9 * (deadline - time.monotonic()))
+        bound = max(bound, res.bound)
+        info["mip_status"] = res.status
+        if res.x is not None and search.fits(c, res.x):
+            if best is None or search.objective(c, res.x) <= search.objective(c, best):
+                best = res.x
+            if res.optimal:
+                return best, bound, True
     if best is None:
         return best, bound, False
     best, rounds = _lns(c, nb, best, deadline, seed)
@@ -176,23 +177,23 @@ def _lns(c: Compact, nb: search.Neighbourhood, x: np.ndarray, deadline: float, s
     movable = np.flatnonzero(c.k > 1)
     if not len(movable):
         return x, 0
-    size = 150
+    size = 40.0
     val = search.objective(c, x)
     rounds = 0
     while time.monotonic() < deadline - 0.2:
         rounds += 1
-        free = _window(c, rng, size) if rounds % 2 else _ball(c, nb, rng, size)
+        free = _window(c, rng, int(size)) if rounds % 2 else _ball(c, nb, rng, int(size))
         left = deadline - time.monotonic()
         t = time.monotonic()
-        res = solve_mip(c, free, x, min(left, 8.0))
+        res = solve_mip(c, free, x, min(left, 3.0))
         took = time.monotonic() - t
         if res.x is not None:
             new = search.objective(c, res.x)
             if new < val - 1e-6 and search.fits(c, res.x):
                 x, val = res.x, new
-        # aim at sub-problems HiGHS closes in about a second or two
-        size = int(min(size * 1.25, 4000)) if res.optimal and took < 1.5 else \
-            int(max(size * 0.7, 30)) if not res.optimal else size  # fmt: skip
+        # many small sub-problems beat a few large ones: aim at well under a second each
+        size = min(size * 1.1, 200.0) if res.optimal and took < 0.5 else \
+            max(size * 0.8, 10.0) if not res.optimal else size  # fmt: skip
     return x, rounds
 
 
