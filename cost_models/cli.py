@@ -363,6 +363,16 @@ def run_fit(args: argparse.Namespace) -> int:
             f"MAPE {result['mape']:.1f} %, Spearman {result['spearman']:.3f}, "
             f"median whole-model error {result['model_error_median']:.1f} %"
         )
+        print(
+            f"unseen configurations {result['unseen_share'] * 100:.1f} %, skips "
+            f"{result['skips']} ({result['skip_share'] * 100:.1f} % of op records)"
+        )
+        print("per kind: ops, within ±10 %, unseen ops, MAPE")
+        for kind, v in result["per_kind"].items():
+            print(
+                f"  {kind:36s} {v['n']:5d} {v['within_10pct'] * 100:6.1f} % {v['unseen']:5d} "
+                f"{v['mape']:7.1f} %"
+            )
     return 0
 
 

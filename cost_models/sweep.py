@@ -163,6 +163,27 @@ def _fc(rng: Rng) -> nx.MultiDiGraph:
     return _done(b, y)
 
 
+def _fc_tokens(rng: Rng) -> nx.MultiDiGraph:
+    """A FULLY_CONNECTED over the pixels (tokens) of a feature map, keeping its dimensions
+    (transformers, ConvNeXt's pointwise MLPs): up to thousands of rows."""
+    while True:
+        h = int(rng.choice([7, 14, 14, 28, 28, 56]))
+        cin, cout = _channels(rng), _channels(rng)
+        if h * h * cin * cout <= MAX_MACS:
+            break
+    b = GraphBuilder("fc_tokens")
+    x = b.input("x", (1, h, h, cin) if rng.random() < 0.5 else (1, h * h, cin))
+    y = b.op(
+        "FULLY_CONNECTED",
+        x,
+        rng.normal(0, 0.1, (cout, cin)),
+        np.zeros(cout),
+        keep_num_dims=True,
+        fused_activation_function=_act(rng),
+    )
+    return _done(b, y)
+
+
 def _binary(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
         shape = _shape(rng)
@@ -368,6 +389,7 @@ BASE_SAMPLERS = tuple(sorted(SAMPLERS))
 
 #: Samplers added since, drawn when weights name them (``--adapt`` names every sampler).
 SAMPLERS["CONV_2D_GROUPED"] = (_grouped_conv, 2.0)
+SAMPLERS["FULLY_CONNECTED_TOKENS"] = (_fc_tokens, 2.0)
 
 
 def sample_ops(
