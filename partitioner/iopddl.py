@@ -257,8 +257,8 @@ def problem_from_dict(data: Any, source: str = "problem") -> PairwiseProblem:
 
     pairs = _field(edges, "nodes", f"{where}.edges", list)
     edge_nodes = _pairs(pairs, f"{where}.edges.nodes")
-    _first_bad((edge_nodes >= n).any(axis=1) if len(edge_nodes) else np.zeros(0, bool),
-               f"{where}.edges.nodes", f"a node index >= {n} nodes")  # fmt: skip
+    outside = (edge_nodes >= n).any(axis=1) if len(edge_nodes) else np.zeros(0, dtype=bool)
+    _first_bad(np.asarray(outside), f"{where}.edges.nodes", f"a node index >= {n} nodes")
     mats = _field(edges, "costs", f"{where}.edges", list)
     elens, edge_cost = _ragged(mats, f"{where}.edges.costs")
     if len(elens) != len(edge_nodes):
@@ -283,7 +283,7 @@ def _field(obj: Any, key: str, where: str, kind: type) -> Any:
     return obj[key]
 
 
-_KIND = {dict: "object", list: "array"}
+_KIND: dict[type, str] = {dict: "object", list: "array"}
 
 
 def _ragged(rows: list[Any], where: str) -> tuple[np.ndarray, np.ndarray]:

@@ -128,7 +128,7 @@ def _first_true(owner: np.ndarray, hit: np.ndarray, pos: np.ndarray, n: int) -> 
     return out
 
 
-def build_mip(c: Compact, free: np.ndarray, x_fixed: np.ndarray, steps: np.ndarray):  # type: ignore[no-untyped-def]
+def build_mip(c: Compact, free: np.ndarray, x_fixed: np.ndarray, steps: np.ndarray):
     """(cost, A, lb, ub, number of x variables, cost of the fixed part) of the model."""
     k = c.k
     nodes = np.flatnonzero(free)
@@ -145,7 +145,7 @@ def build_mip(c: Compact, free: np.ndarray, x_fixed: np.ndarray, steps: np.ndarr
     u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
     fu, fv = free[u], free[v]
     # Edges with one fixed end: the row (or column) at the fixed choice joins the node costs.
-    for e in np.flatnonzero(fu ^ fv):
+    for e in np.flatnonzero(fu ^ fv).tolist():
         m = _matrix(c, e)
         if fu[e]:
             cost_x[xstart[u[e]] : xstart[u[e]] + k[u[e]]] += m[:, x_fixed[v[e]]]
@@ -212,7 +212,7 @@ def build_mip(c: Compact, free: np.ndarray, x_fixed: np.ndarray, steps: np.ndarr
     return cost, A, np.concatenate(lb), np.concatenate(ub), n_x, fixed_cost
 
 
-def _memory_rows(c: Compact, free, x_fixed, xstart, steps):  # type: ignore[no-untyped-def]
+def _memory_rows(c: Compact, free, x_fixed, xstart, steps):
     """Rows (row, col, value, capacity) keeping the usage at each of ``steps`` (sorted) within
     the limit; the fixed items' usage there is taken off the capacity."""
     empty = (np.zeros(0, np.int64),) * 3 + (np.zeros(0),)

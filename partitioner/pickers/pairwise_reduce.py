@@ -137,9 +137,10 @@ def reduce_problem(
             if not changed and not todo:
                 break
         if phase == 0:
-            st = _contract(st)
-            if isinstance(st, Infeasible):
-                return st
+            merged = _contract(st)
+            if isinstance(merged, Infeasible):
+                return merged
+            st = merged
     tight = _tight(st)
     if isinstance(tight, Infeasible):
         return tight
@@ -214,7 +215,7 @@ def _adjacency(n: int, mats: dict) -> list[list[tuple[int, int]]]:
     return adj
 
 
-def _features(st: _State, i: int, adj, tight) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _features(st: _State, i: int, adj, tight) -> np.ndarray:
     a = st.alive[i]
     cols = [st.cost[i][a][:, None]]
     cols += [u[a][:, None] for (_, _, u), hot in zip(st.items[i], tight[i]) if hot]
@@ -224,7 +225,7 @@ def _features(st: _State, i: int, adj, tight) -> np.ndarray:  # type: ignore[no-
     return np.hstack(cols)
 
 
-def _prune(st: _State, tight, todo: list[int]) -> bool | Infeasible:  # type: ignore[no-untyped-def]
+def _prune(st: _State, tight, todo: list[int]) -> bool | Infeasible:
     """Arc consistency and dominance over a worklist (from ``todo``); True if any strategy
     was dropped."""
     n = len(st.alive)
@@ -340,8 +341,7 @@ def _contract(st: _State) -> _State | Infeasible:
     for g, r in enumerate(roots):
         if not valid[g].any():
             return Infeasible(f"node {r}: its merged nodes admit no common strategy", True)
-        m = len(st.alive[r])
-        new.cost.append(np.zeros(m))
+        new.cost.append(np.zeros(len(st.alive[r])))
         new.items.append([])
         new.members.append([])
         new.alive.append(np.flatnonzero(valid[g]))
@@ -358,9 +358,9 @@ def _contract(st: _State) -> _State | Infeasible:
             continue
         key, sub = ((gu, gv), sub) if gu < gv else ((gv, gu), sub.T)
         new.mats[key] = new.mats[key] + sub if key in new.mats else sub
-    new.alive = [a[np.isfinite(c[a])] for a, c in zip(new.alive, new.cost)]
-    for g, a in enumerate(new.alive):
-        if len(a) == 0:
+    new.alive = [keep[np.isfinite(c[keep])] for keep, c in zip(new.alive, new.cost)]
+    for g, keep in enumerate(new.alive):
+        if len(keep) == 0:
             return Infeasible(f"node {roots[g]}: its merged nodes admit no common strategy", True)
     return new
 

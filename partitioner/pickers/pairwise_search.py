@@ -156,7 +156,7 @@ def sweep(
     return x
 
 
-def _move_colour(c, nb, x, j, pen, prof) -> int:  # type: ignore[no-untyped-def]
+def _move_colour(c, nb, x, j, pen, prof) -> int:
     nodes, ent, strat = nb.colours[j], nb.colour_entries[j], nb.colour_strategies[j]
     w = nb.w[nb.base[ent] + nb.stride[ent] * x[nb.nbr[ent]]]
     local = c.cost + pen + np.bincount(nb.g[ent], weights=w, minlength=len(c.cost))
@@ -183,7 +183,7 @@ def _move_colour(c, nb, x, j, pen, prof) -> int:  # type: ignore[no-untyped-def]
     return len(mv)
 
 
-def _breaks_limit(c, nb, x, j, prof) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _breaks_limit(c, nb, x, j, prof) -> np.ndarray:
     """Per strategy (all nodes of colour j): whether taking it alone breaks the limit."""
     items = nb.colour_items[j]
     slack = c.limit - _range_max(prof, c.item_start[items], c.item_end[items])
@@ -194,7 +194,7 @@ def _breaks_limit(c, nb, x, j, prof) -> np.ndarray:  # type: ignore[no-untyped-d
     return np.bincount(nb.item_g[pos], weights=bad, minlength=len(c.cost)) > 0
 
 
-def _keep_fitting(c, x, moved, old, prof) -> np.ndarray:  # type: ignore[no-untyped-def]
+def _keep_fitting(c, x, moved, old, prof) -> np.ndarray:
     """Update ``prof`` for the moves; undo usage-raising moves on steps over the limit."""
     pos_of = np.full(c.n_nodes, -1)
     pos_of[moved] = np.arange(len(moved))

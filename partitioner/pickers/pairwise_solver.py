@@ -135,7 +135,7 @@ def _has_forbidden(problem: PairwiseProblem) -> bool:
     return bool((problem.cost >= FORBIDDEN).any() or (problem.edge_cost >= FORBIDDEN).any())
 
 
-def _run(c: Compact, method: str, deadline: float, seed: int, info: dict):  # type: ignore[no-untyped-def]
+def _run(c: Compact, method: str, deadline: float, seed: int, info: dict):
     """The heuristic, then (exact) the program and the neighbourhood search."""
     t0 = time.monotonic()
     info.update(reduced_nodes=int((c.k > 1).sum()), reduced_edges=len(c.edge_nodes))
@@ -151,7 +151,7 @@ def _run(c: Compact, method: str, deadline: float, seed: int, info: dict):  # ty
     return best, bound, proven
 
 
-def _exact(c, nb, best, bound, deadline, seed, info):  # type: ignore[no-untyped-def]
+def _exact(c, nb, best, bound, deadline, seed, info):
     """The whole program for a share of the time, then large-neighbourhood search."""
     if len(c.edge_cost) <= SMALL_ENTRIES:  # the whole program, while there is time
         everything = np.ones(c.n_nodes, dtype=bool)
@@ -171,7 +171,7 @@ def _exact(c, nb, best, bound, deadline, seed, info):  # type: ignore[no-untyped
     return best, bound, False
 
 
-def _lns(c: Compact, nb: search.Neighbourhood, x: np.ndarray, deadline: float, seed: int):  # type: ignore[no-untyped-def]
+def _lns(c: Compact, nb: search.Neighbourhood, x: np.ndarray, deadline: float, seed: int):
     """Free a window of steps (or a ball of the graph), solve it exactly, keep improvements."""
     rng = np.random.default_rng(seed)
     movable = np.flatnonzero(c.k > 1)
@@ -248,7 +248,7 @@ def edge_split_bound(c: Compact) -> float:
     return total
 
 
-def _finish(problem, c, method, best, bound, proven, t0, info) -> PairwiseResult:  # type: ignore[no-untyped-def]
+def _finish(problem, c, method, best, bound, proven, t0, info) -> PairwiseResult:
     seconds = time.monotonic() - t0
     if best is None:
         return PairwiseResult(method, "NO_SOLUTION", None, None, bound, seconds,
