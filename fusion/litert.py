@@ -56,8 +56,11 @@ TOLERANCES = {"float32": 1e-4, "float16": 1e-2, "float64": 1e-9}
 QUANTIZED_STEPS = 1
 
 
-def run_tflite(data: bytes, feeds: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Outputs by tensor name of the .tflite ``data`` run in LiteRT (one thread, XNNPack).
+def run_tflite(
+    data: bytes, feeds: Mapping[str, np.ndarray], *, where: str = "model"
+) -> dict[str, np.ndarray]:
+    """Outputs by tensor name of the .tflite ``data`` run in LiteRT (one thread, XNNPack);
+    ``where`` names the model in errors.
 
     Raises
     ------
@@ -81,7 +84,8 @@ def run_tflite(data: bytes, feeds: Mapping[str, np.ndarray]) -> dict[str, np.nda
         it.invoke()
         return {d["name"]: it.get_tensor(d["index"]).copy() for d in it.get_output_details()}
     except (RuntimeError, ValueError) as e:
-        raise ExecutionError(f"LiteRT: {str(e).strip().splitlines()[0]}") from None
+        detail = str(e).strip().splitlines()[0].split("INFO:")[0].strip()  # drop delegate chatter
+        raise ExecutionError(f"{where}: LiteRT: {detail}") from None
 
 
 def _feed(feeds: Mapping[str, np.ndarray], name: str) -> np.ndarray:
@@ -125,7 +129,7 @@ def run_graph(G: nx.MultiDiGraph, feeds: Mapping[str, np.ndarray]) -> dict[str, 
                 raise ExecutionError(f"op '{name}' ({op.kind}) in a nested graph: cannot run it")
     ops = [op for _, op in ops_of(G)]
     if not any(op.kind in custom for op in ops):
-        return run_tflite(serialize_tflite(G), feeds)
+        return run_tflite(serialize_tflite(G), feeds, where=f"graph '{G.graph.get('name')}'")
     env = dict(feeds)
     start = 0  # first op of the current LiteRT segment
     for i, op in enumerate(ops):
@@ -163,7 +167,8 @@ def _run_segment(
         outputs,
         subgraphs=G.graph.get("subgraphs", {}),
     )
-    return run_tflite(serialize_tflite(seg), {t: env[t] for t in inputs})
+    where = f"graph '{G.graph.get('name')}', ops '{ops[0].name}'..'{ops[-1].name}'"
+    return run_tflite(serialize_tflite(seg), {t: env[t] for t in inputs}, where=where)
 
 
 def _run_kernel(G: nx.MultiDiGraph, op: Op, env: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -310,7 +315,7 @@ def check_fused_regions(G: nx.MultiDiGraph, H: nx.MultiDiGraph, *, seed: int = 1
             fused.outputs,
         )
         feeds = random_inputs(R, seed=seed)
-        want = run_tflite(serialize_tflite(R), feeds)
+        want = run_tflite(serialize_tflite(R), feeds, where=f"region of '{fused.name}'")
         got = {fused.outputs[0]: _run_kernel(H, fused, feeds)}
         bad = output_mismatches(want, got, tensors)
         if bad:
