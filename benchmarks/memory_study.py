@@ -15,6 +15,7 @@ Run (prints the table and the checks; ``--out`` keeps the records, ``--plot`` dr
 
     python -m tacopt.benchmarks.memory_study --zoo bundled --granularity op
     python -m tacopt.benchmarks.memory_study --zoo shared --out memory.jsonl --plot memory.png
+    python -m tacopt.benchmarks.memory_study --records memory.jsonl   # the tables again
 
 Examples
 --------
@@ -167,6 +168,40 @@ def memory_table(records: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def summary_table(records: Sequence[Mapping[str, Any]]) -> str:
+    """Markdown: per capacity, the cases, exact's plans and geometric-mean / largest price, and
+    each other picker's plans and geometric-mean ratio to exact over them."""
+    pickers = [p for p in dict.fromkeys(r["picker"] for r in records) if p != "exact"]
+    header = ["capacity", "cases", "exact plans", "infeasible", "geomean price", "max price"]
+    header += [f"{p}: plans · ratio" for p in pickers]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for fraction in FRACTIONS:
+        rows = [r for r in records if r["fraction"] == fraction]
+        exact = {_case(r): r for r in rows if r["picker"] == "exact"}
+        if not exact:
+            continue
+        prices = [r["price"] for r in exact.values() if r["price"]]
+        row = [_label(fraction), str(len(exact)), str(len(prices)),
+               str(sum(r["status"] == "INFEASIBLE" for r in exact.values())),
+               f"{_geomean(prices):.3f}" if prices else "–",
+               f"{max(prices):.2f}" if prices else "–"]  # fmt: skip
+        for picker in pickers:
+            ratios = [r["objective"] / exact[_case(r)]["objective"] for r in rows
+                      if r["picker"] == picker and r["objective"] is not None
+                      and exact.get(_case(r), {}).get("objective")]  # fmt: skip
+            row.append(f"{len(ratios)} · {_geomean(ratios):.4f}" if ratios else "0")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def _case(record: Mapping[str, Any]) -> tuple[str, str, str]:
+    return record["model"], record["devices"], record["granularity"]
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(math.fsum(math.log(v) for v in values) / len(values))
+
+
 def plot_prices(records: Sequence[Mapping[str, Any]], path: str) -> str:
     """Draw each picker's geometric-mean price per capacity (over the cases where it found a
     plan) and every case's exact price as a thin line, to ``path`` (PNG)."""
@@ -235,11 +270,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--out", help="write the records here (JSON lines)")
     parser.add_argument("--plot", help="draw the exact prices here (PNG)")
+    parser.add_argument("--records", help="report on these records (JSON lines) instead of running")
     args = parser.parse_args(argv)
     device_sets = [tuple(s.split(",")) for s in args.devices] if args.devices else DEVICE_SETS
     started = time.perf_counter()
-    records = run(args.zoo, device_sets, args.granularity, args.time_limit)
+    if args.records:
+        with open(args.records, encoding="utf-8") as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    else:
+        records = run(args.zoo, device_sets, args.granularity, args.time_limit)
     print(memory_table(records))
+    print()
+    print(summary_table(records))
     problems = check_records(records)
     plans = [r for r in records if r["objective"] is not None]
     print(f"\n{len(records)} picker runs, {len(plans)} plans, all validated "
