@@ -234,3 +234,25 @@ def test_a_study_with_both_fusion_modes_has_a_fusion_table(tmp_path) -> None:
     row = lines["keras__text_transformer_float32"]
     assert "layer_norm 4" in row and "CUSTOM:LayerNorm 4" in row and "1.0000" in row
     assert "| exact | 7 |" in summary_table(records)  # the per-picker table counts fused cases
+
+
+def test_a_study_with_memory_limits_records_peaks_and_no_plan(bundled_dir: Path) -> None:
+    from tacopt.benchmarks.harness import check_study
+    from tacopt.benchmarks.report import markdown
+
+    study = Study(zoos=(f"folder:{bundled_dir}",), device_sets=(("GPU", "CPU"),),
+                  granularities=("op",), pickers=("exact", "tac", "greedy"),
+                  memory=(("GPU", 4 * 2**20),))  # fmt: skip
+    cases = [c for c in expand_cases(study) if c.item.name == "keras__mobilenet_v2_float32"]
+    assert cases[0].key.endswith("|memory=GPU=4194304")
+    records = [r for c in cases for r in run_case(c)]
+    by = {r["picker"]: r for r in records}
+    assert by["exact"]["status"] == "OPTIMAL" and by["exact"]["fits"] is True
+    assert 0 < by["exact"]["peak_memory"]["GPU"] <= 4 * 2**20
+    assert by["greedy"]["fits"] and by["greedy"]["ratio_to_exact"] >= 1.0
+    assert by["tac"]["status"] == "UNKNOWN" and "does not fit" in by["tac"]["error"]
+    report = markdown(records, title="t")
+    assert "## Memory" in report and "| tac | 1 | 0 | 0 | 0 | 1 |" in report
+    assert "## Failures" not in report
+    with pytest.raises(BenchmarkError, match="memory: device 'NPU' is in no device set"):
+        check_study(Study(memory=(("NPU", 1.0),)))
