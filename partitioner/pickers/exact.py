@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 from importlib.metadata import version
 
 import numpy as np
@@ -94,8 +95,9 @@ def pick_exact(
         With status INFEASIBLE when no plan fits the capacities (proven), UNKNOWN when none
         was found within the time limit.
 
-    Capacities and pairwise costs are solved by branch-and-bound on the whole model (the
-    region certificate assumes neither).
+    With capacities, HiGHS first proves the optimum without them (the region certificate);
+    it is the answer when it fits, and a lower bound otherwise. Then, as with pairwise costs,
+    branch-and-bound runs on the whole model (the certificate assumes neither).
 
     Examples
     --------
@@ -140,9 +142,23 @@ def pick_exact(
     fallback, lp_bound = warm, -math.inf
     if method not in METHODS:
         raise PickerError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
-    use_certify = backend == "highs" and method == "decompose" and not coupled
-    params["method"] = "decompose" if use_certify else "monolithic"
-    if use_certify and warm is not None:
+    use_certify = backend == "highs" and method == "decompose" and not index.has_pairwise
+    params["method"] = "decompose" if use_certify and not coupled else "monolithic"
+    if use_certify and index.has_memory:
+        # Without the capacities the certificate is fast; that optimum bounds every plan from
+        # below, and is the answer when it fits.
+        free = replace(index, capacity=np.full(len(index.devices), np.inf))
+        found = certify(free, build_model(free), started + time_limit_s, seed, threads=threads)
+        if found is not None and found.proven:
+            fits = bool(fits_batch(index, found.chosen)[0])
+            params["unconstrained_fits"] = fits
+            if fits:
+                params["method"] = "decompose"
+                return plan_from_choices(problem, index, found.chosen, picker="exact",
+                                         status="OPTIMAL", started=started, params=params)
+        if found is not None:
+            lp_bound = found.bound
+    if use_certify and not coupled and warm is not None:
         found = certify(index, model, started + time_limit_s, seed, threads=threads)
         if found is not None:
             params.update(found.stats)
