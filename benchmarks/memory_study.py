@@ -172,7 +172,8 @@ def summary_table(records: Sequence[Mapping[str, Any]]) -> str:
     """Markdown: per capacity, the cases, exact's plans and geometric-mean / largest price, and
     each other picker's plans and geometric-mean ratio to exact over them."""
     pickers = [p for p in dict.fromkeys(r["picker"] for r in records) if p != "exact"]
-    header = ["capacity", "cases", "exact plans", "infeasible", "geomean price", "max price"]
+    header = ["capacity", "cases", "exact plans", "proven", "infeasible", "geomean price",
+              "max price"]  # fmt: skip
     header += [f"{p}: plans · ratio" for p in pickers]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for fraction in FRACTIONS:
@@ -182,6 +183,7 @@ def summary_table(records: Sequence[Mapping[str, Any]]) -> str:
             continue
         prices = [r["price"] for r in exact.values() if r["price"]]
         row = [_label(fraction), str(len(exact)), str(len(prices)),
+               str(sum(r["status"] == "OPTIMAL" for r in exact.values())),
                str(sum(r["status"] == "INFEASIBLE" for r in exact.values())),
                f"{_geomean(prices):.3f}" if prices else "–",
                f"{max(prices):.2f}" if prices else "–"]  # fmt: skip
