@@ -113,6 +113,8 @@ BAD_OPTIONS = [
     (["--out", "{tmp}/afile/r.jsonl"], "--out: '{tmp}/afile' is a file, not a folder"),
     (["--report", "{tmp}/afile"], "--report: '{tmp}/afile' is a file, not a folder"),
     (["--load", "{tmp}/nope.py"], "--load {tmp}/nope.py: no such file"),
+    (["--memory", "GPU=12XB"], "--memory: 'GPU=12XB' is not DEVICE=SIZE"),
+    (["--devices", "GPU,CPU", "--memory", "NPU=1MiB"], "memory: device 'NPU' is in no device set"),
 ]
 
 
