@@ -7,12 +7,14 @@
 
 ``measure`` times every op of every ``--every``-th shared-zoo model (sorted names; default 2)
 into a fresh records file; each record carries the machine's speed beside it (``speed``: the
-reference models of :mod:`tacopt.cost_models.speed`, timed in every chunk). ``compare`` prints,
-for the ops measured in both, the share whose latencies agree within ±10 % raw and after
-normalization (each latency divided by a speed index against a common anchor, the first run's
-median speed: ``probe`` by the gate's probe time, ``run`` by the run's median speed, ``speed`` by
-the record's own running speed, as the learned model does), by latency band, and the median
-speed ratio of the two runs.
+reference models of :mod:`tacopt.cost_models.speed`, timed in every chunk). With
+``--background-load`` another process streams a 64 MB array all through the run: a machine
+slower in a way the gate's tiny probe cannot see (memory bandwidth), a larger drift than an
+hour brings on a quiet day. ``compare`` prints, for the ops measured in both, the share whose
+latencies agree within ±10 % raw and after normalization (each latency divided by a speed
+index against a common anchor, the first run's median speed: ``probe`` by the gate's probe
+time, ``run`` by the run's median speed, ``speed`` by the record's own running speed, as the
+learned model does), by latency band, and the median speed ratio of the two runs.
 """
 
 from __future__ import annotations
@@ -38,16 +40,38 @@ ZOO = ROOT.parent / "shared" / "zoo"
 BANDS = ((0.0, 5.0), (5.0, 50.0), (50.0, 500.0), (500.0, float("inf")))
 
 
-def measure(out: Path, every: int) -> int:
+def _stream(stop: Any) -> None:
+    """Copy a 64 MB array back and forth until ``stop`` is set: memory-bandwidth pressure from
+    the other core, a slower machine that the gate's tiny probe does not see."""
+    a = np.ones(8 * 1024 * 1024)
+    b = np.empty_like(a)
+    while not stop.is_set():
+        np.copyto(b, a)
+        np.copyto(a, b)
+
+
+def measure(out: Path, every: int, background: bool = False) -> int:
+    import multiprocessing as mp
+
     models = sorted(ZOO.glob("*.tflite"))[::every]
     if not models:
         print(f"no models in {ZOO}", file=sys.stderr)
         return 1
+    stop = mp.Event()
+    streamer = mp.Process(target=_stream, args=(stop,), daemon=True) if background else None
+    if streamer is not None:
+        streamer.start()
+        print("background load: a 64 MB copy loop in another process", flush=True)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.unlink(missing_ok=True)
     load0, t0 = os.getloadavg(), time.perf_counter()
     print(f"{time.strftime('%H:%M:%S')} load average before: {load0}", flush=True)
-    measure_models(models, out, MeasureConfig())
+    try:
+        measure_models(models, out, MeasureConfig())
+    finally:
+        if streamer is not None:
+            stop.set()
+            streamer.join()
     recs = read_records(out)
     print(
         f"{time.strftime('%H:%M:%S')} {len(models)} models in {time.perf_counter() - t0:.0f} s,"
@@ -105,12 +129,17 @@ def main() -> int:
     m = sub.add_parser("measure", help="measure the ops into a fresh records file")
     m.add_argument("out", type=Path)
     m.add_argument("--every", type=int, default=2, help="every N-th zoo model (sorted names)")
+    m.add_argument(
+        "--background-load",
+        action="store_true",
+        help="measure while another process streams memory (a persistently slower machine)",
+    )
     c = sub.add_parser("compare", help="compare two runs raw and normalized")
     c.add_argument("a", type=Path)
     c.add_argument("b", type=Path)
     args = ap.parse_args()
     if args.cmd == "measure":
-        return measure(args.out, args.every)
+        return measure(args.out, args.every, args.background_load)
     return compare(args.a, args.b)
 
 
