@@ -51,6 +51,8 @@ from tacopt.partitioner.pickers.pairwise_reduce import (
 METHODS = ("exact", "greedy", "brute")
 #: Reduced problems with at most this many pairwise entries get the whole program first.
 SMALL_ENTRIES = 300_000
+#: Nodes freed per neighbourhood at first and at most.
+LNS_NODES = (25, 25)
 #: Largest number of combinations ``brute`` enumerates.
 BRUTE_LIMIT = 200_000
 
@@ -177,22 +179,23 @@ def _lns(c: Compact, nb: search.Neighbourhood, x: np.ndarray, deadline: float, s
     movable = np.flatnonzero(c.k > 1)
     if not len(movable):
         return x, 0
-    size = 40.0
+    size = float(LNS_NODES[0])
     val = search.objective(c, x)
     rounds = 0
     while time.monotonic() < deadline - 0.2:
         rounds += 1
-        free = _window(c, rng, int(size)) if rounds % 2 else _ball(c, nb, rng, int(size))
+        free = _window(c, rng, int(size)) if rounds % 2 else \
+            _ball(c, nb, rng, int(size), _weights(c, x) if rounds % 4 == 0 else None)  # fmt: skip
         left = deadline - time.monotonic()
         t = time.monotonic()
         res = solve_mip(c, free, x, min(left, 3.0))
         took = time.monotonic() - t
         if res.x is not None:
             new = search.objective(c, res.x)
-            if new < val - 1e-6 and search.fits(c, res.x):
+            if new <= val + 1e-6 and search.fits(c, res.x):  # equal: move along a plateau
                 x, val = res.x, new
         # many small sub-problems beat a few large ones: aim at well under a second each
-        size = min(size * 1.1, 200.0) if res.optimal and took < 0.5 else \
+        size = min(size * 1.1, LNS_NODES[1]) if res.optimal and took < 0.5 else \
             max(size * 0.8, 10.0) if not res.optimal else size  # fmt: skip
     return x, rounds
 
@@ -212,11 +215,29 @@ def _window(c: Compact, rng: np.random.Generator, size: int) -> np.ndarray:
     return free
 
 
-def _ball(c: Compact, nb: search.Neighbourhood, rng: np.random.Generator, size: int) -> np.ndarray:
-    """A breadth-first ball of about ``size`` movable nodes around a random one."""
+def _weights(c: Compact, x: np.ndarray) -> np.ndarray:
+    """Per node, its cost plus its edges' at ``x``: where an improvement may be found."""
+    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+    pair = c.edge_cost[c.edge_offset[:-1] + x[u] * c.k[v] + x[v]]
+    w = c.cost[c.offset[:-1] + x] + np.bincount(u, pair, c.n_nodes)
+    w += np.bincount(v, pair, c.n_nodes)
+    return np.where(c.k > 1, np.maximum(w, 0.0) + 1e-9, 0.0)
+
+
+def _ball(
+    c: Compact,
+    nb: search.Neighbourhood,
+    rng: np.random.Generator,
+    size: int,
+    weights: np.ndarray | None = None,
+) -> np.ndarray:
+    """A breadth-first ball of about ``size`` movable nodes around a random one (drawn in
+    proportion to ``weights`` if given)."""
     movable = np.flatnonzero(c.k > 1)
     free = np.zeros(c.n_nodes, dtype=bool)
-    frontier = [int(rng.choice(movable))]
+    seed = rng.choice(c.n_nodes, p=weights / weights.sum()) if weights is not None else \
+        rng.choice(movable)  # fmt: skip
+    frontier = [int(seed)]
     free[frontier] = True
     count = 1
     while frontier and count < size:
