@@ -186,8 +186,8 @@ def _contest_problem(path: Path) -> Any:
     if raw[:2] != b"\x1f\x8b":
         try:
             data = json.loads(raw)
-        except ValueError:
-            return None
+        except (ValueError, RecursionError):
+            return None  # load_problem reads it again and names what is wrong
         return problem_from_dict(data, source=str(path)) if is_iopddl(data) else None
     data = decode_file(raw, str(path))
     if not is_iopddl(data):
