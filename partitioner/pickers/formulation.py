@@ -15,6 +15,7 @@ Joint rows that the device and format rows imply are left out (see ``_needed_pai
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -123,8 +124,13 @@ def _add_memory(model: _Blocks, index: ProblemIndex, dev_rows: _LinkingRows, nee
     can[producer < 0, index.host_dev] = True
     can[dev_rows.t, dev_rows.kind] = True
     steps = np.unique(np.concatenate([[0], index.live_start]))
+    # Whole bytes: a row may then allow half a byte more than the capacity (floor + 0.5), so
+    # that a solver's tolerance cannot let a plan one byte over pass as feasible.
+    whole = bool(np.all(index.choice_memory == np.floor(index.choice_memory))
+                 and np.all(nbytes == np.floor(nbytes)))  # fmt: skip
     for d in np.flatnonzero(np.isfinite(index.capacity)).tolist():
         cap = max(float(index.capacity[d]), 1e-9)
+        room = (math.floor(cap) + 0.5) / cap if whole else 1.0
         on_d = index.choice_dev == d
         most = np.zeros(index.n_units)
         np.maximum.at(most, index.choice_unit[on_d], index.choice_memory[on_d])
@@ -174,7 +180,7 @@ def _add_memory(model: _Blocks, index: ProblemIndex, dev_rows: _LinkingRows, nee
         on_host = (producer[t_rep] < 0) & (d == index.host_dev)
         np.add.at(fixed, row_rep[on_host], weight[on_host])
         model.add_range(np.concatenate(rows), np.concatenate(cols), np.concatenate(vals),
-                        np.full(len(tight), -np.inf), 1.0 - fixed)  # fmt: skip
+                        np.full(len(tight), -np.inf), room - fixed)  # fmt: skip
 
 
 def _needed_pair_rows(index: ProblemIndex, pair: _LinkingRows) -> _LinkingRows:

@@ -157,10 +157,15 @@ def integer_scale(cost: np.ndarray) -> tuple[float, float]:
     return scale, float(np.abs(np.round(cost * scale) - cost * scale).sum() / scale)
 
 
-def solver_parameters(backend: str, seed: int, num_workers: int) -> str:
+def solver_parameters(backend: str, seed: int, num_workers: int, *, tight: bool = False) -> str:
+    """The backend's parameter text; ``tight`` asks for 1e-9 feasibility and integrality
+    tolerances (capacity rows: a relative 1e-6 of 32 MiB is 33 bytes over)."""
     if backend == "cp-sat":
         return f"num_workers:{num_workers} random_seed:{seed} log_search_progress:false"
     if backend == "scip":
-        return f"randomization/randomseedshift = {seed}\nlp/threads = 1"
+        text = f"randomization/randomseedshift = {seed}\nlp/threads = 1"
+        return text + "\nnumerics/feastol = 1e-9" if tight else text
     # HiGHS stops at a 0.01% gap by default and calls that optimal; we want a proof.
-    return f"output_flag=false\nrandom_seed={seed}\nthreads=1\nmip_rel_gap=0\nmip_abs_gap=1e-6"
+    text = f"output_flag=false\nrandom_seed={seed}\nthreads=1\nmip_rel_gap=0\nmip_abs_gap=1e-6"
+    tolerances = "\nprimal_feasibility_tolerance=1e-9\nmip_feasibility_tolerance=1e-9"
+    return text + tolerances if tight else text
