@@ -1,0 +1,389 @@
+"""The per-kind priors of the sweep (:mod:`tacopt.cost_models.sweep`): each sampler draws one
+single-op graph, built with :class:`tacopt.fusion.builder.GraphBuilder`, from a generic prior of
+typical mobile-CNN / transformer values (never read from the shared zoo).
+
+>>> G = SAMPLERS["CONV_2D"][0](np.random.default_rng(0))
+>>> [G.nodes[n]["op"].kind for n in G]
+['CONV_2D']
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import networkx as nx
+import numpy as np
+
+from tacopt.fusion.builder import GraphBuilder
+
+CHANNELS = (
+    *(8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 120, 128, 144, 160, 192, 240, 256),
+    *(288, 320, 384, 480, 512, 576, 640, 672, 768, 960, 1024, 1152, 1280),
+)
+_ODDCHANNELS = (1, 3, 4, 6, 12, 20, 36, 100, 200)
+_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 19, 20, 24, 28, 32, 38, 40, 48, 56, 64, 80)
+_SIZES_BIG = (96, 112, 128, 150, 160, 192, 224)
+_ACTS = ("NONE", "NONE", "RELU", "RELU6")
+
+#: Largest work per sample: keeps one configuration's timing short.
+MAX_MACS = 4e8
+MAX_ELEMENTS = 1_500_000
+
+Rng = np.random.Generator
+
+
+def _channels(rng: Rng) -> int:
+    if rng.random() < 0.12:
+        return int(rng.choice(_ODDCHANNELS))
+    return int(rng.choice(CHANNELS))
+
+
+def _size(rng: Rng) -> int:
+    return int(rng.choice(_SIZES_BIG if rng.random() < 0.25 else _SIZES))
+
+
+def _shape(rng: Rng, rank: int | None = None) -> tuple[int, ...]:
+    """An activation shape: NHWC (60 %), (1, seq, features) or (rows, features)."""
+    rank = rank or int(rng.choice([4, 4, 4, 3, 2]))
+    while True:
+        if rank == 4:
+            h = _size(rng)
+            shape: tuple[int, ...] = (
+                1,
+                h,
+                h if rng.random() < 0.85 else _size(rng),
+                _channels(rng),
+            )
+        elif rank == 3:
+            shape = (1, int(rng.choice([1, 4, 16, 49, 64, 77, 128, 196, 256])), _channels(rng))
+        else:
+            shape = (int(rng.choice([1, 1, 2, 8, 32])), _channels(rng))
+        if math.prod(shape) <= MAX_ELEMENTS:
+            return shape
+
+
+def _conv(rng: Rng) -> nx.MultiDiGraph:
+    while True:
+        k = int(rng.choice([1, 1, 1, 3, 3, 3, 5, 7]))
+        stride = int(rng.choice([1, 1, 1, 2]))
+        dil = 2 if k > 1 and stride == 1 and rng.random() < 0.08 else 1
+        h = _size(rng)
+        cin = int(rng.choice([3, 3, *CHANNELS])) if rng.random() < 0.9 else _channels(rng)
+        cout = _channels(rng)
+        pad = "SAME" if rng.random() < 0.8 else "VALID"
+        out = math.ceil(h / stride) if pad == "SAME" else (h - dil * (k - 1) - 1) // stride + 1
+        if out >= 1 and out * out * cout * k * k * cin <= MAX_MACS:
+            break
+    b = GraphBuilder("conv")
+    x = b.input("x", (1, h, h, cin))
+    w = rng.normal(0, 0.1, (cout, k, k, cin))
+    opts = dict(stride_h=stride, stride_w=stride, dilation_h_factor=dil, dilation_w_factor=dil)
+    y = b.op(
+        "CONV_2D",
+        x,
+        w,
+        np.zeros(cout),
+        padding=pad,
+        fused_activation_function=activation(rng),
+        **opts,
+    )
+    return _done(b, y)
+
+
+def _grouped_conv(rng: Rng) -> nx.MultiDiGraph:
+    """A CONV_2D whose filter sees a slice of the input channels (``groups`` > 1): TFLite runs
+    it outside XNNPACK's GEMM, several times slower per MAC (ConvNeXt-style exports)."""
+    while True:
+        k = int(rng.choice([1, 3, 5, 7, 7]))
+        h, cin = _size(rng), int(rng.choice(CHANNELS))
+        groups = cin if rng.random() < 0.5 else int(rng.choice([2, 4, 8]))
+        if cin % groups == 0 and h * h * cin * k * k * (cin // groups) <= MAX_MACS:
+            break
+    b = GraphBuilder("grouped_conv")
+    x = b.input("x", (1, h, h, cin))
+    w = rng.normal(0, 0.1, (cin, k, k, cin // groups))
+    return _done(b, b.op("CONV_2D", x, w, np.zeros(cin), fused_activation_function=activation(rng)))
+
+
+def activation(rng: Rng) -> str:
+    return str(rng.choice(_ACTS))
+
+
+def _done(b: GraphBuilder, y: str) -> nx.MultiDiGraph:
+    return b.build(outputs=[y])
+
+
+def _dwconv(rng: Rng) -> nx.MultiDiGraph:
+    while True:
+        k = int(rng.choice([3, 3, 3, 5, 7]))
+        stride = int(rng.choice([1, 1, 2]))
+        h, c = _size(rng), _channels(rng)
+        mult = 1 if rng.random() < 0.95 else 2
+        pad = "SAME" if rng.random() < 0.85 else "VALID"
+        out = math.ceil(h / stride) if pad == "SAME" else (h - k) // stride + 1
+        if out >= 1 and h * h * c <= MAX_ELEMENTS:
+            break
+    b = GraphBuilder("dwconv")
+    x = b.input("x", (1, h, h, c))
+    y = b.op(
+        "DEPTHWISE_CONV_2D",
+        x,
+        rng.normal(0, 0.1, (1, k, k, c * mult)),
+        np.zeros(c * mult),
+        padding=pad,
+        stride_h=stride,
+        stride_w=stride,
+        depth_multiplier=mult,
+        fused_activation_function=activation(rng),
+    )
+    return _done(b, y)
+
+
+def _fc(rng: Rng) -> nx.MultiDiGraph:
+    while True:
+        rows = int(rng.choice([1, 1, 1, 4, 16, 49, 64, 128, 196, 256]))
+        cin, cout = _channels(rng), _channels(rng) if rng.random() < 0.9 else 1000
+        if rows * cin * cout <= MAX_MACS:
+            break
+    b = GraphBuilder("fc")
+    x = b.input("x", (rows, cin))
+    y = b.op(
+        "FULLY_CONNECTED",
+        x,
+        rng.normal(0, 0.1, (cout, cin)),
+        np.zeros(cout),
+        fused_activation_function=activation(rng),
+    )
+    return _done(b, y)
+
+
+def _fc_tokens(rng: Rng) -> nx.MultiDiGraph:
+    """A FULLY_CONNECTED over the pixels (tokens) of a feature map, keeping its dimensions
+    (transformers, ConvNeXt's pointwise MLPs): up to thousands of rows."""
+    while True:
+        h = int(rng.choice([7, 14, 14, 28, 28, 56]))
+        cin, cout = _channels(rng), _channels(rng)
+        if h * h * cin * cout <= MAX_MACS:
+            break
+    b = GraphBuilder("fc_tokens")
+    x = b.input("x", (1, h, h, cin) if rng.random() < 0.5 else (1, h * h, cin))
+    y = b.op(
+        "FULLY_CONNECTED",
+        x,
+        rng.normal(0, 0.1, (cout, cin)),
+        np.zeros(cout),
+        keep_num_dims=True,
+        fused_activation_function=activation(rng),
+    )
+    return _done(b, y)
+
+
+def _binary(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
+    def build(rng: Rng) -> nx.MultiDiGraph:
+        shape = _shape(rng)
+        pattern = rng.choice(["none", "none", "scalar", "channel", "spatial", "const"])
+        other: tuple[int, ...] = {
+            "none": shape,
+            "const": shape,
+            "scalar": (1,),
+            "channel": (shape[-1],),
+            "spatial": (*shape[:-1], 1),
+        }[str(pattern)]
+        b = GraphBuilder(kind.lower())
+        x = b.input("x", shape)
+        z = (
+            b.input("z", other)
+            if pattern in ("none", "spatial")
+            else b.const(rng.uniform(0.5, 1.5, other).astype(np.float32))
+        )
+        opts = (
+            {"fused_activation_function": activation(rng)} if kind in ("ADD", "SUB", "MUL") else {}
+        )
+        return _done(b, b.op(kind, x, z, **opts))
+
+    return build
+
+
+def _unary(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
+    def build(rng: Rng) -> nx.MultiDiGraph:
+        b = GraphBuilder(kind.lower())
+        return _done(b, b.op(kind, b.input("x", _shape(rng))))
+
+    return build
+
+
+def _softmax(rng: Rng) -> nx.MultiDiGraph:
+    b = GraphBuilder("softmax")
+    return _done(b, b.op("SOFTMAX", b.input("x", _shape(rng, int(rng.choice([2, 3, 4]))))))
+
+
+def _pool(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
+    def build(rng: Rng) -> nx.MultiDiGraph:
+        h, c = _size(rng), _channels(rng)
+        glob = rng.random() < 0.3
+        k = h if glob else int(rng.choice([2, 3, 3, 5]))
+        stride = 1 if glob else int(rng.choice([1, 2, 2]))
+        pad = "VALID" if glob or rng.random() < 0.5 else "SAME"
+        if pad == "VALID" and k > h:
+            k = h
+        b = GraphBuilder(kind.lower())
+        y = b.op(
+            kind,
+            b.input("x", (1, h, h, c)),
+            padding=pad,
+            stride_h=stride,
+            stride_w=stride,
+            filter_height=k,
+            filter_width=k,
+        )
+        return _done(b, y)
+
+    return build
+
+
+def _mean(rng: Rng) -> nx.MultiDiGraph:
+    shape = _shape(rng)
+    axes = [1, 2] if len(shape) == 4 and rng.random() < 0.7 else [len(shape) - 1]
+    b = GraphBuilder("mean")
+    keep = bool(rng.random() < 0.5)
+    y = b.op("MEAN", b.input("x", shape), np.array(axes, np.int32), keep_dims=keep)
+    return _done(b, y)
+
+
+def _concat(rng: Rng) -> nx.MultiDiGraph:
+    shape = _shape(rng)
+    n = int(rng.choice([2, 2, 2, 3, 4]))
+    axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(1, len(shape)))
+    b = GraphBuilder("concat")
+    xs = []
+    for i in range(n):
+        part = list(shape)
+        part[axis] = max(1, int(part[axis] * rng.choice([0.25, 0.5, 1.0])))
+        xs.append(b.input(f"x{i}", tuple(part)))
+    return _done(b, b.op("CONCATENATION", *xs, axis=axis))
+
+
+def _reshape(rng: Rng) -> nx.MultiDiGraph:
+    shape = _shape(rng, 4)
+    new = (1, shape[1] * shape[2], shape[3]) if rng.random() < 0.5 else (1, math.prod(shape[1:]))
+    b = GraphBuilder("reshape")
+    return _done(b, b.op("RESHAPE", b.input("x", shape), np.array(new, np.int32)))
+
+
+def _transpose(rng: Rng) -> nx.MultiDiGraph:
+    shape = _shape(rng, int(rng.choice([3, 4])))
+    perm = [0, *(int(p) + 1 for p in rng.permutation(len(shape) - 1))]
+    b = GraphBuilder("transpose")
+    return _done(b, b.op("TRANSPOSE", b.input("x", shape), np.array(perm, np.int32)))
+
+
+def _pad(rng: Rng) -> nx.MultiDiGraph:
+    shape = _shape(rng, 4)
+    p = int(rng.choice([1, 1, 2, 3]))
+    pads = (
+        [[0, 0], [p, p], [p, p], [0, 0]] if rng.random() < 0.8 else [[0, 0], [0, 1], [0, 1], [0, 0]]
+    )
+    b = GraphBuilder("pad")
+    return _done(b, b.op("PAD", b.input("x", shape), np.array(pads, np.int32)))
+
+
+def _slice(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
+    def build(rng: Rng) -> nx.MultiDiGraph:
+        shape = _shape(rng)
+        begin = [0] * len(shape)
+        size = list(shape)
+        ax = int(rng.integers(0, len(shape)))
+        if shape[ax] > 1:
+            size[ax] = max(1, int(shape[ax] * rng.choice([0.25, 0.5, 0.75])))
+            begin[ax] = int(rng.integers(0, shape[ax] - size[ax] + 1))
+        b = GraphBuilder(kind.lower())
+        x = b.input("x", shape)
+        if kind == "SLICE":
+            y = b.op("SLICE", x, np.array(begin, np.int32), np.array(size, np.int32), shape=size)
+        else:
+            end = [bg + s for bg, s in zip(begin, size, strict=True)]
+            y = b.op(
+                "STRIDED_SLICE",
+                x,
+                np.array(begin, np.int32),
+                np.array(end, np.int32),
+                np.ones(len(shape), np.int32),
+                shape=size,
+            )
+        return _done(b, y)
+
+    return build
+
+
+def _split(rng: Rng) -> nx.MultiDiGraph:
+    shape = list(_shape(rng))
+    k = int(rng.choice([2, 2, 3, 4]))
+    shape[-1] = max(k, shape[-1] // k * k)
+    b = GraphBuilder("split")
+    outs = b.op(
+        "SPLIT", np.array(len(shape) - 1, np.int32), b.input("x", tuple(shape)), num_splits=k
+    )
+    return b.build(outputs=list(outs))
+
+
+def _batch_matmul(rng: Rng) -> nx.MultiDiGraph:
+    while True:
+        bs = int(rng.choice([1, 2, 4, 8, 12]))
+        m, k, n = (int(rng.choice([1, 16, 49, 64, 77, 128, 196])) for _ in range(3))
+        if bs * m * k * n <= MAX_MACS:
+            break
+    b = GraphBuilder("bmm")
+    y = b.op("BATCH_MATMUL", b.input("a", (bs, m, k)), b.input("b", (bs, k, n)))
+    return _done(b, y)
+
+
+def _convert(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
+    def build(rng: Rng) -> nx.MultiDiGraph:
+        from tacopt.fusion.ir import Quantization
+
+        shape = _shape(rng)
+        q = Quantization(scale=(0.02,), zero_point=(int(rng.integers(-128, 32)),))
+        b = GraphBuilder(kind.lower())
+        if kind == "QUANTIZE":
+            y = b.op("QUANTIZE", b.input("x", shape), dtype="int8", quantization=q)
+        else:
+            y = b.op("DEQUANTIZE", b.input("x", shape, "int8", quantization=q))
+        return _done(b, y)
+
+    return build
+
+
+#: Samplers by name (the op kind, or a variant of it) and their relative weight.
+SAMPLERS: dict[str, tuple[Callable[[Rng], nx.MultiDiGraph], float]] = {
+    "CONV_2D": (_conv, 8.0),
+    "DEPTHWISE_CONV_2D": (_dwconv, 4.0),
+    "FULLY_CONNECTED": (_fc, 2.5),
+    "BATCH_MATMUL": (_batch_matmul, 1.0),
+    **{k: (_binary(k), 2.0) for k in ("ADD", "MUL")},
+    **{k: (_binary(k), 1.0) for k in ("SUB", "SQUARED_DIFFERENCE", "MAXIMUM")},
+    **{
+        k: (_unary(k), 1.0)
+        for k in ("LOGISTIC", "HARD_SWISH", "RELU", "RELU6", "TANH", "GELU", "RSQRT", "NEG")
+    },
+    "SOFTMAX": (_softmax, 1.0),
+    "AVERAGE_POOL_2D": (_pool("AVERAGE_POOL_2D"), 1.0),
+    "MAX_POOL_2D": (_pool("MAX_POOL_2D"), 1.0),
+    "MEAN": (_mean, 1.5),
+    "CONCATENATION": (_concat, 2.0),
+    "RESHAPE": (_reshape, 1.0),
+    "TRANSPOSE": (_transpose, 1.0),
+    "PAD": (_pad, 1.0),
+    "SLICE": (_slice("SLICE"), 1.0),
+    "STRIDED_SLICE": (_slice("STRIDED_SLICE"), 1.0),
+    "SPLIT": (_split, 1.0),
+    "QUANTIZE": (_convert("QUANTIZE"), 0.5),
+    "DEQUANTIZE": (_convert("DEQUANTIZE"), 0.5),
+}
+
+#: The samplers of a sweep without explicit weights (seed 0's prior: the committed sweep).
+BASE_SAMPLERS = tuple(sorted(SAMPLERS))
+
+#: Samplers added since, drawn when weights name them (``--adapt`` names every sampler).
+SAMPLERS["CONV_2D_GROUPED"] = (_grouped_conv, 2.0)
+SAMPLERS["FULLY_CONNECTED_TOKENS"] = (_fc_tokens, 2.0)
