@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -241,8 +242,10 @@ def plot_prices(records: Sequence[Mapping[str, Any]], path: str) -> str:
 
 
 def run(zoo: str, device_sets: Sequence[Sequence[str]], granularity: str,
-        time_limit_s: float) -> list[dict[str, Any]]:  # fmt: skip
-    """Every model of ``zoo`` (``.tflite`` items) on every device set."""
+        time_limit_s: float, partial: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Every model of ``zoo`` (``.tflite`` items) on every device set; each finished case's
+    records are appended to ``partial`` (JSON lines) when given, so a long run stopped midway
+    keeps them."""
     from tacopt.benchmarks.zoos import load_item, resolve_zoo
 
     records: list[dict[str, Any]] = []
@@ -253,11 +256,15 @@ def run(zoo: str, device_sets: Sequence[Sequence[str]], granularity: str,
         for devices in device_sets:
             started = time.perf_counter()
             try:
-                records += study_model(G, item.name, devices, granularity,
-                                       time_limit_s=time_limit_s)  # fmt: skip
+                done = study_model(G, item.name, devices, granularity,
+                                   time_limit_s=time_limit_s)  # fmt: skip
             except TacoptError as exc:
                 print(f"{item.name} on {','.join(devices)}: skipped: {exc}", file=sys.stderr)
                 continue
+            records += done
+            if partial:
+                with open(partial, "a", encoding="utf-8") as f:
+                    f.write("".join(json.dumps(r) + "\n" for r in done))
             print(f"{item.name} on {','.join(devices)}: {time.perf_counter() - started:.1f} s",
                   file=sys.stderr)  # fmt: skip
     return records
@@ -280,7 +287,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with open(args.records, encoding="utf-8") as f:
             records = [json.loads(line) for line in f if line.strip()]
     else:
-        records = run(args.zoo, device_sets, args.granularity, args.time_limit)
+        partial = f"{args.out}.partial" if args.out else None
+        records = run(args.zoo, device_sets, args.granularity, args.time_limit, partial)
     print(memory_table(records))
     print()
     print(summary_table(records))
@@ -293,6 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("BROKEN:", line)
     if args.out:
         atomic_write(args.out, "".join(json.dumps(r) + "\n" for r in records))
+        if not args.records and os.path.exists(f"{args.out}.partial"):
+            os.remove(f"{args.out}.partial")
     if args.plot:
         plot_prices(records, args.plot)
     return 1 if problems else 0
