@@ -117,6 +117,7 @@ def solve_pairwise(
     reduced = reduce_problem(problem)
     if isinstance(reduced, Infeasible) and _has_forbidden(problem):
         reduced = reduce_problem(problem, forbid=False)  # costs of 10^18 as large costs
+    info["reduce_s"] = round(time.monotonic() - t0, 3)
     if isinstance(reduced, Infeasible):
         return PairwiseResult(method, "INFEASIBLE", None, None, None, time.monotonic() - t0,
                               reduced.reason, info)  # fmt: skip
@@ -186,7 +187,10 @@ def _lns(c: Compact, nb: search.Neighbourhood, x: np.ndarray, deadline: float, s
         rounds += 1
         free = _window(c, rng, int(size)) if rounds % 2 else \
             _ball(c, nb, rng, int(size), _weights(c, x) if rounds % 4 == 0 else None)  # fmt: skip
-        left = deadline - time.monotonic()
+        _cap_entries(c, free)
+        left = deadline - time.monotonic() - 0.5  # HiGHS may overrun its limit a little
+        if left <= 0.1:
+            break
         t = time.monotonic()
         res = solve_mip(c, free, x, min(left, 3.0))
         took = time.monotonic() - t
@@ -198,6 +202,16 @@ def _lns(c: Compact, nb: search.Neighbourhood, x: np.ndarray, deadline: float, s
         size = min(size * 1.1, LNS_NODES[1]) if res.optimal and took < 0.5 else \
             max(size * 0.8, 10.0) if not res.optimal else size  # fmt: skip
     return x, rounds
+
+
+def _cap_entries(c: Compact, free: np.ndarray, most: int = 100_000) -> None:
+    """Unfree the nodes with the most strategies until the freed edges hold at most ``most``
+    pairwise entries (a node of 853 strategies makes one edge of 727,609)."""
+    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+    size = c.k[u] * c.k[v]
+    while free.sum() > 1 and int(size[free[u] & free[v]].sum()) > most:
+        nodes = np.flatnonzero(free)
+        free[nodes[np.argmax(c.k[nodes])]] = False
 
 
 def _window(c: Compact, rng: np.random.Generator, size: int) -> np.ndarray:
