@@ -59,7 +59,8 @@ def solve_mip(
     if not free.any():
         x = x_fixed.copy()
         value = _value(c, x)
-        ok = not np.isfinite(c.limit) or bool((c.profile(x) <= c.limit).all())
+        fits = not np.isfinite(c.limit) or bool((c.profile(x) <= c.limit).all())
+        ok = fits and bool(np.isfinite(value))  # inf: a forbidden pair between fixed nodes
         return MipResult(x if ok else None, value if ok else math.inf, value if ok else math.inf,
                          ok, "nothing to choose")  # fmt: skip
     steps = np.zeros(0, dtype=np.int64)

@@ -149,8 +149,12 @@ def _run(c: Compact, method: str, deadline: float, seed: int, info: dict):
     info["heuristic_s"] = round(time.monotonic() - t0, 3)
     bound = edge_split_bound(c)
     proven = False
+    if best is not None and not np.isfinite(search.objective(c, best)):
+        best = None  # a forbidden pair left: not a solution of the reduced problem
     if method == "exact":
         best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info)
+    if best is not None and not np.isfinite(search.objective(c, best)):
+        best, proven = None, False
     return best, bound, proven
 
 
@@ -162,7 +166,7 @@ def _exact(c, nb, best, bound, deadline, seed, info):
         res = solve_mip(c, everything, start, 0.9 * (deadline - time.monotonic()))
         bound = max(bound, res.bound)
         info["mip_status"] = res.status
-        if res.x is not None and search.fits(c, res.x):
+        if res.x is not None and search.fits(c, res.x) and np.isfinite(search.objective(c, res.x)):
             if best is None or search.objective(c, res.x) <= search.objective(c, best):
                 best = res.x
             if res.optimal:
@@ -295,8 +299,9 @@ def _finish(problem, c, method, best, bound, proven, t0, info) -> PairwiseResult
     # The reductions drop forbidden pairs: their bound holds for solutions below FORBIDDEN.
     bound = None if bound is None else min(bound, float(FORBIDDEN))
     proven = proven and ev.cost < FORBIDDEN
-    status = "OPTIMAL" if proven or (bound is not None and ev.cost - bound < 1 - 1e-9) \
-        else "FEASIBLE"  # fmt: skip
+    # integer costs: a bound within 1 of the cost proves it (compared as integers, not floats)
+    closed = bound is not None and math.isfinite(bound) and ev.cost - math.ceil(bound - 1e-6) < 1
+    status = "OPTIMAL" if proven or closed else "FEASIBLE"
     if status == "OPTIMAL":
         bound = float(ev.cost)
     info["peak_usage"] = ev.peak_usage

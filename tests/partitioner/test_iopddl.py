@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tacopt.benchmarks.bench_iopddl import run_iopddl_bench
@@ -115,6 +115,10 @@ def test_evaluate_agrees_with_the_contest_evaluator(data: dict, seed: int) -> No
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=tiny_problems())
+@example(data={"problem": {  # only solutions at 10^18 or more; the cheapest is not the obvious
+    "nodes": {"intervals": [[0, 0], [0, 0]], "costs": [[1, 10**18, 10**18], [0]],
+              "usages": [[0, 0, 0], [0]]},
+    "edges": {"nodes": [[0, 1]], "costs": [[10**18, 0, 10**18]]}}})  # fmt: skip
 def test_exact_equals_brute_on_tiny_problems(data: dict) -> None:
     problem = problem_from_dict(data)
     brute = solve_pairwise(problem, "brute")
