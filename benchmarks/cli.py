@@ -288,7 +288,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m tacopt.benchmarks [ARGS]``: the same as ``tacopt bench [ARGS]``."""
-    from tacopt.fusion.errors import TacoptError
+    from tacopt.fusion.errors import TacoptError, one_line
     from tacopt.partitioner.cli import EXIT_BAD_INPUT
 
     parser = argparse.ArgumentParser(prog="python -m tacopt.benchmarks", add_help=False)
@@ -297,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except TacoptError as exc:
-        print(f"tacopt bench: error: {exc}", file=sys.stderr)
+        print(f"tacopt bench: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         return _interrupted("no results lost")

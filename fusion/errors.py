@@ -7,6 +7,23 @@ prints that line and exits with code 2; anything else is a bug in tacopt.
 
 from __future__ import annotations
 
+import re
+
+#: Characters that would break the one line: control characters and Unicode line separators.
+_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(message: object) -> str:
+    """``message`` as one printable line: control characters and line breaks (a mutated tensor
+    name may hold any) are shown escaped, and text that cannot be written as UTF-8 (a lone
+    surrogate) as backslash escapes.
+
+    >>> one_line("tensor 'a\\nb' is bad")
+    "tensor 'a\\\\nb' is bad"
+    """
+    text = _BREAKS.sub(lambda m: repr(m.group())[1:-1], str(message))
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
 
 class TacoptError(Exception):
     """Base class of every error tacopt raises on bad input."""
@@ -25,7 +42,7 @@ class FusionError(TacoptError):
 
 
 class ExecutionError(TacoptError):
-    """The reference executor met an op it cannot run or inputs it cannot use."""
+    """A graph that LiteRT (:mod:`tacopt.fusion.litert`) or a custom op's kernel cannot run."""
 
 
 class OutputError(TacoptError):

@@ -33,7 +33,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.errors import TacoptError, one_line
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -64,7 +64,8 @@ class TacoptParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """A bad command line: one line on stderr (not the usage block), exit 2."""
-        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        line = one_line(f"{self.prog}: error: {message} (see '{self.prog} --help')")
+        self.exit(EXIT_BAD_INPUT, line + "\n")
 
 
 def registered_names(lists: Sequence[str] = REGISTRIES) -> str:
@@ -203,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except TacoptError as exc:
-        print(f"tacopt {args.command}: error: {exc}", file=sys.stderr)
+        print(f"tacopt {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"tacopt {args.command}: interrupted", file=sys.stderr)
