@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from tacopt.fusion.errors import GraphError
+from tacopt.fusion.vocabulary import DTYPE_NBYTES
 
 #: TFLite ``TensorType`` enum value -> tacopt dtype name (numpy spelling where numpy has one).
 TFLITE_DTYPES: dict[int, str] = {
@@ -48,34 +49,6 @@ TFLITE_DTYPES: dict[int, str] = {
     22: "float8_e5m2",
 }
 DTYPE_TO_TFLITE: dict[str, int] = {name: code for code, name in TFLITE_DTYPES.items()}
-
-#: Bytes per element. Sub-byte types count as one byte (their storage is packed by TFLite, but
-#: cost models and transfers reason in whole elements); string / resource / variant as zero.
-DTYPE_NBYTES: dict[str, float] = {
-    "float32": 4,
-    "float16": 2,
-    "int32": 4,
-    "uint8": 1,
-    "int64": 8,
-    "string": 0,
-    "bool": 1,
-    "int16": 2,
-    "complex64": 8,
-    "int8": 1,
-    "float64": 8,
-    "complex128": 16,
-    "uint64": 8,
-    "resource": 0,
-    "variant": 0,
-    "uint32": 4,
-    "uint16": 2,
-    "int4": 0.5,
-    "bfloat16": 2,
-    "int2": 0.25,
-    "uint4": 0.5,
-    "float8_e4m3fn": 1,
-    "float8_e5m2": 1,
-}
 
 _NUMPY_DTYPES = {
     "float32": np.float32,

@@ -50,12 +50,38 @@ def same_format(a: str, b: str) -> bool:
     return ACTIVATION_FORMAT[a] == ACTIVATION_FORMAT[b]
 
 
+#: Bytes per element of every TFLite dtype: sub-byte types as fractions (int4 0.5: TFLite packs
+#: them), string / resource / variant as zero.
+DTYPE_NBYTES: dict[str, float] = {
+    "float32": 4,
+    "float16": 2,
+    "int32": 4,
+    "uint8": 1,
+    "int64": 8,
+    "string": 0,
+    "bool": 1,
+    "int16": 2,
+    "complex64": 8,
+    "int8": 1,
+    "float64": 8,
+    "complex128": 16,
+    "uint64": 8,
+    "resource": 0,
+    "variant": 0,
+    "uint32": 4,
+    "uint16": 2,
+    "int4": 0.5,
+    "bfloat16": 2,
+    "int2": 0.25,
+    "uint4": 0.5,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+}
+
 #: Whole bytes per element of the dtypes a pick problem prices (sub-byte, string and resource
 #: tensors travel as one byte per element; see :mod:`tacopt.partitioner.costing`).
 PRICED_DTYPE_NBYTES: dict[str, int] = {
-    "bool": 1, "int8": 1, "uint8": 1,
-    "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2,
-    "float32": 4, "int32": 4, "uint32": 4,
-    "float64": 8, "int64": 8, "uint64": 8, "complex64": 8,
-    "complex128": 16,
+    d: int(DTYPE_NBYTES[d])
+    for d in ("bool", "int8", "uint8", "float16", "bfloat16", "int16", "uint16", "float32",
+              "int32", "uint32", "float64", "int64", "uint64", "complex64", "complex128")
 }  # fmt: skip
