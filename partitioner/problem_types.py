@@ -9,26 +9,13 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
+from tacopt.fusion.vocabulary import ACTIVATION_FORMAT, INFERENCE_TYPES, PRICED_DTYPE_NBYTES
 from tacopt.partitioner.errors import ProblemError
 
-INFERENCE_TYPES = ("FLOAT", "QUANTIZED_INT8", "QUANTIZED_UINT8", "HYBRID")
-
-# A hybrid op reads and writes float activations (only its weights are int8), so, as in TAC's
-# GetQuantDequantCost, FLOAT <-> HYBRID needs no conversion.
-ACTIVATION_FORMAT = {
-    "FLOAT": "FLOAT",
-    "HYBRID": "FLOAT",
-    "QUANTIZED_INT8": "QUANTIZED_INT8",
-    "QUANTIZED_UINT8": "QUANTIZED_UINT8",
-}
-
-DTYPE_NBYTES = {
-    "bool": 1, "int8": 1, "uint8": 1,
-    "float16": 2, "bfloat16": 2, "int16": 2, "uint16": 2,
-    "float32": 4, "int32": 4, "uint32": 4,
-    "float64": 8, "int64": 8, "uint64": 8, "complex64": 8,
-    "complex128": 16,
-}  # fmt: skip
+#: The pick problem's vocabulary is fusion's (:mod:`tacopt.fusion.vocabulary`): the inference
+#: types, the format their activations travel in (HYBRID's are FLOAT: no conversion between them,
+#: as in TAC's GetQuantDequantCost) and the whole-byte sizes of the dtypes a problem prices.
+DTYPE_NBYTES = PRICED_DTYPE_NBYTES
 
 # Every total a plan can reach must stay below this. float64 holds far more, but the solvers do
 # not: HiGHS reads 1e20 as infinity and CP-SAT needs integer costs below 2**63. Costs in µs or
