@@ -21,17 +21,20 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = Path("tacopt-bench") / "results.jsonl"
+DEFAULT_PICKERS = ("exact", "tac", "greedy", "first-fit")
 EXIT_INTERRUPTED = 130
 EXIT_ALL_FAILED = 1
 
 _EPILOG = """\
 zoos: bundled, shared (../shared/zoo), folder:PATH, transformer[:N,...] (layers),
-resnet[:N,...] / resnet-int8[:N,...] (blocks), layered[:N,...] (units; synthetic pick problems).
+resnet[:N,...] / resnet-int8[:N,...] (blocks), layered[:N,...] (units; synthetic pick problems),
+iopddl:DIR (IOPDDL contest problems: pickers exact, greedy, brute; the contest's time limits).
 {registered}
 examples:
   tacopt bench                                   # bundled models, 3 device sets, {main_job}
   tacopt bench --zoo shared --granularity subgraph,op --out shared.jsonl
   tacopt bench --zoo layered:100,1000,10000 --pickers exact,greedy --jobs 1
+  tacopt bench --zoo iopddl:../shared/iopddl --out iopddl/results.jsonl
   tacopt bench --pickers exact,mymod:MyPicker    # a picker of your own (pkg.mod:Name)
   tacopt bench --scheduler tcp://10.0.0.5:8786 --zoo shared
   tacopt bench report shared.jsonl -o shared-report/
@@ -105,9 +108,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--pickers",
         type=_list,
-        default=("exact", "tac", "greedy", "first-fit"),
+        default=None,
         metavar="P1,P2",
-        help="registered pickers or pkg.mod:Name (default: exact,tac,greedy,first-fit)",
+        help="registered pickers or pkg.mod:Name (default: exact,tac,greedy,first-fit; "
+        "exact,greedy for iopddl:DIR)",
     )
     p.add_argument(
         "--jobs",
@@ -124,9 +128,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--time-limit",
         type=float,
-        default=60.0,
+        default=None,
         metavar="S",
-        help="time limit of the exact picker per problem, seconds > 0 (default: 60)",
+        help="time limit of the exact picker per problem, seconds > 0 (default: 60; the "
+        "contest's own per instance for iopddl:DIR)",
     )
     p.add_argument(
         "--load",
@@ -212,6 +217,9 @@ def _run_bench(args: argparse.Namespace) -> int:
 
     report_dir = None if args.no_report else (args.report or args.out.parent)
     _check_outputs(args.out, report_dir)
+    contest = [z for z in args.zoo or () if z.startswith("iopddl:")]
+    if contest:
+        return _run_contest(args, contest, report_dir)
     if args.jobs is not None and args.jobs < 1:
         raise BenchmarkError(f"--jobs must be at least 1, got {args.jobs}")
     for spec in args.load:
@@ -222,8 +230,8 @@ def _run_bench(args: argparse.Namespace) -> int:
         granularities=tuple(args.granularity),
         cost_models=tuple(args.cost_model),
         fusion=tuple(args.fusion),
-        pickers=tuple(args.pickers),
-        time_limit_s=args.time_limit,
+        pickers=tuple(args.pickers or DEFAULT_PICKERS),
+        time_limit_s=60.0 if args.time_limit is None else args.time_limit,
         backend=args.backend,
         seed=args.seed,
         memory=tuple(parse_memory(args.memory).items()),
@@ -252,6 +260,37 @@ def _run_bench(args: argparse.Namespace) -> int:
               f"(ERROR / CRASH); see {where}", file=sys.stderr)  # fmt: skip
         if failed == len(records):
             return EXIT_ALL_FAILED
+    return 0
+
+
+def _run_contest(args: argparse.Namespace, zoos: list[str], report_dir: Path | None) -> int:
+    """``--zoo iopddl:DIR``: every picker on every contest problem of DIR, each instance with
+    the contest's time limit unless ``--time-limit`` is given; records to ``--out``, the
+    report (``report.md``) to the report folder."""
+    import json
+    import math
+
+    from tacopt.benchmarks.bench_iopddl import report, run_iopddl_bench
+    from tacopt.benchmarks.zoos import BenchmarkError
+    from tacopt.fusion.io import atomic_write
+
+    if len(zoos) != len(args.zoo):
+        raise BenchmarkError("iopddl:DIR zoos run on their own, not with model zoos")
+    limit = args.time_limit
+    if limit is not None and not (math.isfinite(limit) and limit > 0):
+        raise BenchmarkError(f"--time-limit must be a finite number of seconds > 0, got {limit}")
+    pickers = args.pickers or ("exact", "greedy")
+    records = []
+    for zoo in zoos:
+        folder = zoo.removeprefix("iopddl:")
+        records += run_iopddl_bench(folder, pickers, limit, None, seed=args.seed)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(args.out, "".join(json.dumps(r) + "\n" for r in records))
+    print(f"results: {args.out}")
+    if report_dir is not None:
+        report_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(report_dir / "report.md", report(records))
+        print(f"report:  {report_dir / 'report.md'}")
     return 0
 
 
