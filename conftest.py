@@ -1,7 +1,7 @@
 """Test-wide settings, loaded by pytest before any test module (and before numpy is imported).
 
-tacopt's numeric work is many small matrix products (the reference executor runs one GEMM per
-convolution tap); multi-threaded BLAS makes them 10-30x slower on a 2-core machine and makes
+tacopt's numeric work is many small matrix products (the custom fused ops' numpy kernels, the
+pickers' LP plumbing); multi-threaded BLAS makes them 10-30x slower on a 2-core machine and makes
 float sums depend on the thread count. One BLAS thread, unless the caller chose otherwise.
 """
 
