@@ -119,6 +119,7 @@ def run_pick(options: PickOptions) -> int:
     from tacopt.partitioner.cli import load_module
     from tacopt.partitioner.errors import PickerError
     from tacopt.partitioner.pickers import get_picker, pick
+    from tacopt.partitioner.plan import NoPlanError
     from tacopt.partitioner.problem import load_problem
 
     contest = _contest_problem(options.problem)
@@ -151,6 +152,11 @@ def run_pick(options: PickOptions) -> int:
         for name in options.pickers:
             try:
                 records.append(pick(problem, name, **per_picker[name]).to_dict())
+            except NoPlanError as exc:
+                if not options.compare:
+                    raise
+                # No plan within the capacities is an outcome to compare, not a failure.
+                records.append({"picker": name, "status": exc.status, "error": str(exc)})
             except TacoptError as exc:
                 if not options.compare:
                     raise
@@ -224,7 +230,7 @@ def _table(records: Sequence[dict[str, Any]]) -> str:
     rows = [list(_COLUMNS)]
     for r in records:
         if "error" in r:
-            rows.append([r["picker"], "ERROR"] + ["-"] * (len(_COLUMNS) - 2))
+            rows.append([r["picker"], r.get("status", "ERROR")] + ["-"] * (len(_COLUMNS) - 2))
             continue
         b = r["breakdown"]
         rows.append(

@@ -220,3 +220,24 @@ def test_a_picker_spec_works_without_load(problem_file: Path, tmp_path: Path, ca
     assert len(json.loads(capsys.readouterr().out)["plans"]) == 2
     assert main(["pick", str(problem_file), "--picker", "spec_picker_pick:nothing"]) == 2
     assert "has no 'nothing'" in capsys.readouterr().err
+
+
+def test_compare_shows_a_picker_without_a_plan_by_its_status(tmp_path: Path, capsys) -> None:
+    # three units of 800 resident bytes, two devices of 1000: no plan
+    unit = [{"device": d, "type": "FLOAT", "cost": c, "memory": 800} for d, c in
+            (("GPU", 1.0), ("CPU", 5.0))]  # fmt: skip
+    doc = {
+        "transfer": {"per_byte": 0.0, "fixed": 0.0},
+        "capacity": {"GPU": 1000, "CPU": 1000},
+        "units": [{"name": n, "choices": unit} for n in "abc"],
+        "tensors": [],
+    }
+    path = tmp_path / "tight.json"
+    path.write_text(json.dumps(doc))
+    plan = tmp_path / "plans.json"
+    assert main(["pick", str(path), "--compare", "exact,greedy", "--plan", str(plan)]) == 0
+    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]}
+    assert rows == {"exact": "INFEASIBLE", "greedy": "UNKNOWN"}
+    assert [r["status"] for r in json.loads(plan.read_text())["plans"]] == ["INFEASIBLE", "UNKNOWN"]
+    assert main(["pick", str(path), "--picker", "exact"]) == 2  # alone, no plan is an error
+    assert capsys.readouterr().err.count("\n") == 1
