@@ -119,6 +119,7 @@ def run_pick(options: PickOptions) -> int:
     from tacopt.partitioner.cli import load_module
     from tacopt.partitioner.errors import PickerError
     from tacopt.partitioner.pickers import get_picker, pick
+    from tacopt.partitioner.pickers.registry import out_of_scope
     from tacopt.partitioner.plan import NoPlanError
     from tacopt.partitioner.problem import load_problem
 
@@ -147,6 +148,11 @@ def run_pick(options: PickOptions) -> int:
         if options.solution_out is not None:
             raise OptionError("--solution: only for IOPDDL contest problems (use --plan)")
 
+        if options.compare:  # ask every picker for its scope before any of them runs
+            for name in options.pickers:
+                reason = out_of_scope(problem, name, **per_picker[name])
+                if reason is not None:
+                    raise PickerError(f"{reason}; nothing run, nothing written")
         records: list[dict[str, Any]] = []
         failed: list[TacoptError] = []
         for name in options.pickers:

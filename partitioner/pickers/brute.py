@@ -44,16 +44,11 @@ def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Pla
     ('OPTIMAL', 0.0)
     """
     started = time.perf_counter()
-    if len(problem.units) > MAX_UNITS:
-        raise PickerError(
-            f"brute picker handles at most {MAX_UNITS} units, got {len(problem.units)}"
-        )
+    reason = brute_scope(problem, max_assignments=max_assignments)
+    if reason is not None:
+        raise PickerError(reason)
     radix = [len(u.choices) for u in problem.units]
     total = math.prod(radix)
-    if total > max_assignments:
-        raise PickerError(
-            f"brute picker: {total} assignments exceed max_assignments={max_assignments}"
-        )
     index = index_problem(problem)
     best_value, best_row = math.inf, index.initial
     for begin in range(0, total, _CHUNK):
@@ -77,6 +72,16 @@ def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Pla
     )
 
 
+def brute_scope(problem: PickProblem, *, max_assignments: int = 5_000_000) -> str | None:
+    """Why :func:`pick_brute` cannot solve ``problem`` (None when it can), without solving it."""
+    if len(problem.units) > MAX_UNITS:
+        return f"brute picker handles at most {MAX_UNITS} units, got {len(problem.units)}"
+    total = math.prod(len(u.choices) for u in problem.units)
+    if total > max_assignments:
+        return f"brute picker: {total} assignments exceed max_assignments={max_assignments}"
+    return None
+
+
 def _assignments(start: np.ndarray, radix: list[int], begin: int, end: int) -> np.ndarray:
     """Rows ``begin..end`` of the mixed-radix enumeration, as global choice indices."""
     code = np.arange(begin, end)
@@ -87,4 +92,5 @@ def _assignments(start: np.ndarray, radix: list[int], begin: int, end: int) -> n
     return np.stack(columns, axis=1) if columns else np.zeros((end - begin, 0), np.int64)
 
 
+pick_brute.scope = brute_scope  # type: ignore[attr-defined]
 register_picker("brute", pick_brute)

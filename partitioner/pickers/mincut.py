@@ -36,6 +36,40 @@ _CAPACITY_LIMIT = 2**30  # scipy's max flow works in int32
 _OPTIMAL_TOL = 1e-9  # relative; the tolerance at which an inexactly scaled cut is OPTIMAL
 
 
+def mincut_scope(problem: PickProblem) -> str | None:
+    """Why :func:`pick_mincut` cannot solve ``problem`` (None when it can), without solving it.
+
+    >>> from tacopt.benchmarks.synthetic import layered_dag_problem
+    >>> mincut_scope(layered_dag_problem(20, seed=0))  # doctest: +ELLIPSIS
+    'mincut picker needs units that together use at most 2 choices on 2 devices in one type; ...'
+    """
+    return _scope(problem, index_problem(problem))
+
+
+def _scope(problem: PickProblem, index: ProblemIndex) -> str | None:
+    if index.has_memory or index.has_pairwise:
+        return "mincut picker does not handle capacities or pairwise costs; use exact"
+    devices = np.unique(index.choice_dev)
+    counts = np.diff(index.choice_start)
+    two = counts == 2
+    same_device = (
+        index.choice_dev[index.choice_start[:-1][two]]
+        == index.choice_dev[index.choice_start[:-1][two] + 1]
+    )
+    if (
+        len(devices) > 2
+        or len(np.unique(index.choice_fmt)) > 1
+        or (counts > 2).any()
+        or (same_device.any())
+    ):
+        used = sorted({c.label for u in problem.units for c in u.choices})
+        return (
+            "mincut picker needs units that together use at most 2 choices on 2 devices in "
+            f"one type; this problem uses: {', '.join(used)}"
+        )
+    return None
+
+
 def pick_mincut(problem: PickProblem) -> Plan:
     """Exact plan for problems whose units use at most two choices, by minimum cut.
 
@@ -55,27 +89,10 @@ def pick_mincut(problem: PickProblem) -> Plan:
     """
     started = time.perf_counter()
     index = index_problem(problem)
-    if index.has_memory or index.has_pairwise:
-        raise PickerError("mincut picker does not handle capacities or pairwise costs; "
-                          "use exact")  # fmt: skip
+    reason = _scope(problem, index)
+    if reason is not None:
+        raise PickerError(reason)
     devices = np.unique(index.choice_dev)
-    counts = np.diff(index.choice_start)
-    two = counts == 2
-    same_device = (
-        index.choice_dev[index.choice_start[:-1][two]]
-        == index.choice_dev[index.choice_start[:-1][two] + 1]
-    )
-    if (
-        len(devices) > 2
-        or len(np.unique(index.choice_fmt)) > 1
-        or (counts > 2).any()
-        or (same_device.any())
-    ):
-        used = sorted({c.label for u in problem.units for c in u.choices})
-        raise PickerError(
-            "mincut picker needs units that together use at most 2 choices on 2 devices in "
-            f"one type; this problem uses: {', '.join(used)}"
-        )
     if len(devices) < 2:
         return plan_from_choices(
             problem, index, index.initial, picker="mincut", status="OPTIMAL", started=started
@@ -267,4 +284,5 @@ def _capacity_scale(caps: np.ndarray) -> tuple[float, bool]:
     return largest, False
 
 
+pick_mincut.scope = mincut_scope  # type: ignore[attr-defined]
 register_picker("mincut", pick_mincut)

@@ -133,6 +133,22 @@ def picker_options(name: str) -> frozenset[str]:
     return frozenset(p.name for p in params if p.kind is p.KEYWORD_ONLY)
 
 
+def out_of_scope(problem: PickProblem, picker: str, **options: Any) -> str | None:
+    """Why ``picker`` cannot solve ``problem``, asked before solving; None when it can (or when
+    the picker does not say: a picker may carry a ``scope(problem, **options)`` function).
+
+    >>> from tacopt.benchmarks.synthetic import layered_dag_problem
+    >>> out_of_scope(layered_dag_problem(20, seed=0), "exact") is None
+    True
+    """
+    scope = getattr(get_picker(picker), "scope", None)
+    if scope is None:
+        return None
+    accepted = inspect.signature(scope).parameters
+    reason = scope(problem, **{k: v for k, v in options.items() if k in accepted})
+    return None if reason is None else str(reason)
+
+
 def pick(problem: PickProblem, picker: str = "exact", **options: Any) -> Plan:
     """Solve ``problem`` with the picker registered as ``picker``.
 

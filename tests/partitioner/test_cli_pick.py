@@ -131,14 +131,37 @@ def test_a_bad_plan_path_is_refused_before_solving(
     assert err.count("\n") == 1 and message.format(tmp=tmp_path) in err
 
 
-def test_a_picker_out_of_scope_keeps_the_finished_rows(problem_file: Path, tmp_path: Path, capsys):
+def test_a_picker_out_of_scope_is_refused_before_any_picker_runs(
+    problem_file: Path, tmp_path: Path, capsys
+) -> None:
     plan = tmp_path / "plan.json"
     argv = ["pick", str(problem_file), "--compare", "exact,mincut,greedy", "--plan", str(plan)]
     assert main(argv) == 2
     captured = capsys.readouterr()
-    rows = {line.split()[0]: line.split()[1] for line in captured.out.splitlines()[1:4]}
-    assert rows == {"exact": "OPTIMAL", "mincut": "ERROR", "greedy": "HEURISTIC"}
+    assert captured.out == ""  # exact did not run first
     assert captured.err.count("\n") == 1 and "mincut picker needs" in captured.err
+    assert "nothing run" in captured.err and not plan.exists()
+
+
+def test_a_picker_failing_mid_comparison_keeps_the_finished_rows(
+    problem_file: Path, tmp_path: Path, capsys, private_registries
+) -> None:
+    boom = tmp_path / "boom.py"
+    boom.write_text(
+        "from tacopt.partitioner.errors import PickerError\n"
+        "from tacopt.partitioner.pickers import register_picker\n"
+        "def boom(problem, **options):\n"
+        "    raise PickerError('boom picker: gave up')\n"
+        "register_picker('boom', boom)\n"
+    )
+    plan = tmp_path / "plan.json"
+    argv = ["pick", str(problem_file), "--load", str(boom), "--compare", "exact,boom,greedy",
+            "--plan", str(plan)]  # fmt: skip
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    rows = {line.split()[0]: line.split()[1] for line in captured.out.splitlines()[1:4]}
+    assert rows == {"exact": "OPTIMAL", "boom": "ERROR", "greedy": "HEURISTIC"}
+    assert captured.err.count("\n") == 1 and "boom picker: gave up" in captured.err
     assert not plan.exists()
 
 
