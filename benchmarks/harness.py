@@ -71,7 +71,7 @@ from tacopt.benchmarks.study import (  # noqa: F401  (re-exported)
     expand_cases,
 )
 from tacopt.benchmarks.zoos import BenchmarkError
-from tacopt.fusion.io import atomic_write
+from tacopt.fusion.io import atomic_write, read_json_lines
 
 if TYPE_CHECKING:  # workers imports this module
     from tacopt.benchmarks.workers import WorkerSetup
@@ -82,30 +82,21 @@ if TYPE_CHECKING:  # workers imports this module
 
 
 def read_records(path: str | os.PathLike[str]) -> list[dict]:
-    """Records of a results file; a torn (unterminated, unparsable) last line is ignored.
+    """Records of a results file (none when it does not exist yet); a torn (unterminated,
+    unparsable) last line is ignored.
 
     Raises
     ------
     BenchmarkError
-        If another line is not a JSON object (the file is not a results file).
+        If another line is not a JSON object, or an object without a ``key`` (the file is not
+        a results file).
     """
-    path = Path(path)
-    if not path.exists():
+    if not Path(path).exists():
         return []
-    records = []
-    lines = path.read_bytes().split(b"\n")
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            if number == len(lines):  # the unterminated last line of an interrupted run
-                break
-            raise BenchmarkError(f"{path}: line {number} is not a JSON record") from None
-        if not isinstance(record, dict) or "key" not in record:
-            raise BenchmarkError(f"{path}: line {number} is not a benchmark record")
-        records.append(record)
+    records = read_json_lines(path, what="results file", error=BenchmarkError)
+    for number, record in enumerate(records, 1):
+        if "key" not in record:
+            raise BenchmarkError(f"{path}: record {number} is not a benchmark record")
     return records
 
 

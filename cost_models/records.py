@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.io import read_json_lines
 
 
 class MeasureError(TacoptError):
@@ -24,28 +25,7 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
         A missing file, one that is not UTF-8 text, or one whose lines are not JSON objects
         (a torn last line after good ones is the only line forgiven).
     """
-    p = Path(path)
-    if not p.is_file():
-        raise MeasureError(f"records file '{p}' does not exist")
-    try:
-        lines = p.read_bytes().decode("utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise MeasureError(f"records file '{p}' is not JSON lines (not UTF-8 text)") from None
-    out: list[dict[str, Any]] = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (json.JSONDecodeError, RecursionError, ValueError):
-            record = None
-        if isinstance(record, dict):
-            out.append(record)
-        elif out and i == len(lines) - 1:
-            break  # torn by a killed run
-        else:
-            raise MeasureError(f"records file '{p}' line {i + 1} is not a JSON object") from None
-    return out
+    return read_json_lines(path, what="records file", error=MeasureError)
 
 
 def write_record(f: TextIO, record: Mapping[str, Any]) -> None:

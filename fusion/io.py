@@ -6,13 +6,15 @@ A command with several outputs checks every path before it starts work
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-from tacopt.fusion.errors import OutputError
+from tacopt.fusion.errors import OutputError, TacoptError
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
@@ -212,3 +214,49 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def read_json_lines(
+    path: str | os.PathLike[str], *, what: str, error: Callable[[str], TacoptError]
+) -> list[dict[str, Any]]:
+    r"""The JSON objects of a JSON-lines file that a run appends to one line at a time.
+
+    The one forgiven fault is a torn last line (a run killed while writing it) after good ones.
+    ``what`` names the file in messages ("records file", ...); ``error`` builds the exception.
+
+    Raises
+    ------
+    TacoptError
+        (made by ``error``) for a missing file, text that is not UTF-8, or a line that is not a
+        JSON object.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> f = Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = f.write_text('{"a": 1}\n{"a": 2}\n{"a": ')
+    >>> read_json_lines(f, what="records file", error=TacoptError)
+    [{'a': 1}, {'a': 2}]
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise error(f"{what} '{p}' does not exist")
+    try:
+        lines = p.read_bytes().decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise error(f"{what} '{p}' is not JSON lines (not UTF-8 text)") from None
+    out: list[dict[str, Any]] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            record = None
+        if isinstance(record, dict):
+            out.append(record)
+        elif out and i == len(lines) - 1:
+            break  # torn by a killed run
+        else:
+            raise error(f"{what} '{p}' line {i + 1} is not a JSON object")
+    return out

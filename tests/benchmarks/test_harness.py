@@ -148,7 +148,10 @@ def test_resume_after_truncation_runs_only_what_is_missing(tmp_path: Path) -> No
 def test_a_corrupt_results_file_is_refused(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
     out.write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
-    with pytest.raises(BenchmarkError, match="line 2 is not a JSON record"):
+    with pytest.raises(BenchmarkError, match="results file '.*' line 2 is not a JSON object"):
+        run_study(SYNTHETIC, out, jobs=1)
+    out.write_text('{"key": "a"}\n{"nokey": 1}\n')
+    with pytest.raises(BenchmarkError, match="record 2 is not a benchmark record"):
         run_study(SYNTHETIC, out, jobs=1)
 
 
