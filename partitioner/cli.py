@@ -191,6 +191,22 @@ def _command_of(argv: Sequence[str]) -> str | None:
     return argv[0] if argv and not argv[0].startswith("-") else None
 
 
+def align_columns(rows: Sequence[Sequence[str]], *, left: int = 1) -> str:
+    """Rows of cells as a plain-text table: the first ``left`` columns left-aligned, the rest
+    right-aligned, two spaces apart.
+
+    >>> print(align_columns([["picker", "objective"], ["exact", "445"]]))
+    picker  objective
+    exact         445
+    """
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(w) if i < left else cell.rjust(w)
+                  for i, (cell, w) in enumerate(zip(row, widths)))
+        for row in rows
+    )  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``tacopt`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit code."""
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):

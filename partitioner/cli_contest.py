@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.errors import TacoptError
-from tacopt.partitioner.cli import OptionError
+from tacopt.partitioner.cli import OptionError, align_columns
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.iopddl import PairwiseProblem
 
@@ -115,12 +115,7 @@ def _table(records: list[dict[str, Any]]) -> str:
             "-" if gap is None else f"{100 * gap:.3g}%",
             "-" if "seconds" not in r else f"{r['seconds']:.2f}",
         ])  # fmt: skip
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in
-                  enumerate(zip(row, widths)))
-        for row in rows
-    )  # fmt: skip
+    return align_columns(rows, left=2)
 
 
 def _int(value: float | None) -> str:

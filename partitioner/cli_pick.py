@@ -29,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.errors import TacoptError
-from tacopt.partitioner.cli import OptionError, add_load_option, check_seconds, name_list
+from tacopt.partitioner.cli import (
+    OptionError,
+    add_load_option,
+    align_columns,
+    check_seconds,
+    name_list,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,9 +127,9 @@ def run_pick(options: PickOptions) -> int:
     from tacopt.partitioner.pickers import get_picker, pick
     from tacopt.partitioner.pickers.registry import out_of_scope
     from tacopt.partitioner.plan import NoPlanError
-    from tacopt.partitioner.problem import load_problem
+    from tacopt.partitioner.problem import PickProblem, load_problem
 
-    contest = _contest_problem(options.problem)
+    contest, data = _read(options.problem)
     if contest is not None:
         from tacopt.partitioner.cli_contest import run_contest
 
@@ -144,7 +150,11 @@ def run_pick(options: PickOptions) -> int:
             if value is not None
         }
         per_picker = _options_per_picker(options, given)
-        problem = load_problem(options.problem)
+        source = str(options.problem)
+        if data is None:
+            problem = load_problem(source)
+        else:
+            problem = PickProblem.from_dict(data, source=source)
         if options.solution_out is not None:
             raise OptionError("--solution: only for IOPDDL contest problems (use --plan)")
 
@@ -186,27 +196,29 @@ def run_pick(options: PickOptions) -> int:
     return 0
 
 
-def _contest_problem(path: Path) -> Any:
-    """The contest problem in ``path`` if it holds one (gzip, or JSON with ``problem.nodes``),
-    else None: the file is then read as a pick problem, with that reader's errors."""
-    from tacopt.partitioner.iopddl import decode_file, is_iopddl, problem_from_dict
+def _read(path: Path) -> tuple[Any, Any]:
+    """Read ``path`` once: ``(contest problem, None)`` when it holds an IOPDDL problem (gzip, or
+    JSON with ``problem.nodes``), ``(None, decoded JSON)`` for any other JSON, ``(None, None)``
+    when it does not decode (:func:`load_problem` then reads it and names what is wrong)."""
+    from tacopt.partitioner.iopddl import IopddlError, decode_file, is_iopddl, problem_from_dict
+    from tacopt.partitioner.problem_json import decode_json
 
     try:
         raw = path.read_bytes()
     except OSError:
-        return None  # load_problem names the file and the reason
-    if raw[:2] != b"\x1f\x8b":
+        return None, None  # load_problem names the file and the reason
+    if raw[:2] == b"\x1f\x8b":
+        data = decode_file(raw, str(path))
+        if not is_iopddl(data):
+            raise IopddlError(f"{path}: gzip data that is not a contest problem")
+    else:
         try:
-            data = json.loads(raw)
-        except (ValueError, RecursionError):
-            return None  # load_problem reads it again and names what is wrong
-        return problem_from_dict(data, source=str(path)) if is_iopddl(data) else None
-    data = decode_file(raw, str(path))
-    if not is_iopddl(data):
-        from tacopt.partitioner.iopddl import IopddlError
-
-        raise IopddlError(f"{path}: gzip data that is not a contest problem")
-    return problem_from_dict(data, source=str(path))
+            data = decode_json(raw, str(path))
+        except TacoptError:
+            return None, None
+    if is_iopddl(data):
+        return problem_from_dict(data, source=str(path)), None
+    return None, data
 
 
 def _options_per_picker(options: PickOptions, given: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -243,12 +255,7 @@ def _table(records: Sequence[dict[str, Any]]) -> str:
             [r["picker"], r["status"], _num(r["objective"]), _num(r["bound"]), _gap(r["gap"]),
              _num(b["compute"]), _num(b["transfer"]), _num(b["quant"]), f"{r['seconds']:.3f}"]
         )  # fmt: skip
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_COLUMNS))]
-    return "\n".join(
-        "  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in
-                  enumerate(zip(row, widths)))
-        for row in rows
-    )  # fmt: skip
+    return align_columns(rows, left=2)
 
 
 def _units_line(cost_unit: str) -> str:
