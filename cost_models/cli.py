@@ -72,6 +72,13 @@ def register_measure(subparsers: Any) -> None:
         "--out records of smaller seeds); use with a new --seed",
     )
     p.add_argument(
+        "--prior",
+        default="generic",
+        help="sweep: the samplers to draw from, 'generic' (each kind's space, the default) or "
+        "'net' (where networks put ops: stages, squeeze-and-excitation, stems, heads, attention;"
+        " cost_models/samplers_net.py)",
+    )
+    p.add_argument(
         "--max-minutes",
         type=float,
         help="sweep: stop starting new ops after this long; re-run the same command to go on",
@@ -168,7 +175,13 @@ def _run_sweep(args: argparse.Namespace) -> int:
     )
     silence_xnnpack_banner()
     max_s = None if args.max_minutes is None else args.max_minutes * 60
-    weights = None
+    from tacopt.cost_models.sweep import PRIORS
+
+    if args.prior not in PRIORS:
+        raise MeasureError(f"--prior: unknown prior '{args.prior}' (known: {', '.join(PRIORS)})")
+    weights, chain = PRIORS[args.prior]
+    if args.adapt and args.prior != "generic":
+        raise MeasureError("--adapt: weights the generic samplers; give it without --prior")
     if args.adapt:
         from tacopt.cost_models.records import read_records
         from tacopt.cost_models.sweep import adaptive_weights
@@ -180,23 +193,21 @@ def _run_sweep(args: argparse.Namespace) -> int:
     items = iter_samples(args.sweep, seed=args.seed, weights=weights)
     stats = measure_graphs(items, args.out, cfg, max_s=max_s)
     if not stats["left"]:  # then small models of sampled ops: how ops add up in a model
-        stats["chains"] = _measure_chains(args.out, cfg, args.seed, args.sweep // CHAIN_EVERY)
+        n = args.sweep // CHAIN_EVERY
+        stats["chains"] = _measure_chains(args.out, cfg, args.seed, n, chain)
     print(json.dumps(stats))
     return 0
 
 
-def _measure_chains(out: Path, cfg: Any, seed: int, n: int) -> int:
+def _measure_chains(out: Path, cfg: Any, seed: int, n: int, chain: Any) -> int:
     import tempfile
 
     from tacopt.cost_models.measure import measure_models
-    from tacopt.cost_models.sweep import sample_chain
     from tacopt.fusion.writer import write_tflite
 
     with tempfile.TemporaryDirectory() as tmp:
-        paths = [
-            write_tflite(sample_chain(seed, i), Path(tmp) / f"chain_{seed}_{i}.tflite")
-            for i in range(n)
-        ]
+        graphs = [chain(seed, i) for i in range(n)]
+        paths = [write_tflite(G, Path(tmp) / f"{G.graph['name']}.tflite") for G in graphs]
         return measure_models(paths, out, cfg)["models"]
 
 

@@ -26,7 +26,15 @@ import numpy as np
 
 from tacopt.cost_models.retype import RetypeError, retype_op
 from tacopt.cost_models.samplers import BASE_SAMPLERS, CHANNELS, SAMPLERS, activation
+from tacopt.cost_models.samplers_net import NET_PRIOR, sample_net_chain
 from tacopt.fusion.builder import GraphBuilder
+
+#: Named priors of ``tacopt measure --sweep --prior``: sampler weights (None: the generic
+#: samplers, :data:`BASE_SAMPLERS`) and the chain models drawn with them.
+PRIORS: dict[str, tuple[Mapping[str, float] | None, Callable[[int, int], nx.MultiDiGraph]]] = {
+    "generic": (None, lambda seed, i: sample_chain(seed, i)),
+    "net": (NET_PRIOR, sample_net_chain),
+}
 
 
 def sample_ops(

@@ -1,0 +1,336 @@
+"""The ``net`` prior of the sweep: single ops drawn where real networks put them.
+
+The generic prior (:mod:`tacopt.cost_models.samplers`) draws resolution and channels
+independently, so the regimes a network lives in are rare in it: channels grow as resolution
+shrinks (stage ``s`` of a CNN has about ``w * 16 * 2**s`` channels at ``R / 2**(s+1)``
+pixels), squeeze-and-excitation blocks run 1x1 convolutions on a 1x1 map (matrix-vector
+products bound by their weights), stems convolve 3 channels at full resolution, heads and
+bottlenecks hold megabytes of weights at 7-10 pixels, attention transposes
+``(batch, sequence, heads, head size)`` and recurrent models slice one time step out of a
+sequence. This prior draws those from the same generic design rules (never from the shared zoo;
+the stage table below is the textbook MobileNet / ResNet / EfficientNet layout), and
+``sample_net_chain`` builds small networks of such blocks (weights up to megabytes) whose whole
+latency against their ops' sum fits how ops slow down inside a model.
+
+``tacopt measure --sweep N --seed S --prior net`` draws from it.
+
+>>> G = SAMPLERS["CONV_2D_NET"][0](np.random.default_rng(0))
+>>> [G.nodes[n]["op"].kind for n in G]
+['CONV_2D']
+"""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+
+from tacopt.cost_models.samplers import MAX_ELEMENTS, MAX_MACS, SAMPLERS, Rng, _done, activation
+from tacopt.fusion.builder import GraphBuilder
+
+#: Input resolutions of typical vision models.
+RESOLUTIONS = (128, 160, 192, 224, 224, 224, 240, 256, 299, 300, 320)
+
+#: Width multipliers of a stage's base channel count ``16 * 2**stage``.
+WIDTHS = (0.25, 0.35, 0.5, 0.75, 1.0, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
+
+#: Expansion ratios of inverted-residual / bottleneck blocks.
+EXPANSIONS = (1, 2, 3, 4, 4, 6, 6)
+
+
+def _round8(x: float) -> int:
+    return max(8, int(round(x / 8)) * 8)
+
+
+def stage(rng: Rng) -> tuple[int, int]:
+    """``(pixels per side, channels)`` of a feature map of a CNN stage: stage ``s`` in 0-5 at
+    ``R / 2**(s+1)`` pixels with ``w * 16 * 2**s`` channels (capped at 2,048)."""
+    s = int(rng.integers(0, 6))
+    r = int(rng.choice(RESOLUTIONS))
+    h = max(1, math.ceil(r / 2 ** (s + 1)))
+    return h, min(2048, _round8(float(rng.choice(WIDTHS)) * 16 * 2**s))
+
+
+def _conv_graph(
+    rng: Rng, h: int, cin: int, cout: int, k: int, stride: int, pad: str, w: int | None = None
+) -> nx.MultiDiGraph:
+    b = GraphBuilder("conv_net")
+    x = b.input("x", (1, h, w or h, cin))
+    y = b.op(
+        "CONV_2D",
+        x,
+        rng.normal(0, 0.1, (cout, k, k, cin)),
+        np.zeros(cout),
+        padding=pad,
+        stride_h=stride,
+        stride_w=stride,
+        fused_activation_function=activation(rng),
+    )
+    return _done(b, y)
+
+
+def _conv_net(rng: Rng) -> nx.MultiDiGraph:
+    """A CONV_2D of a network: pointwise expand / project / widen, 3x3 in a stage, a
+    squeeze-and-excitation 1x1 on a 1x1 map, a stem, a classifier head or a patchify stem."""
+    while True:
+        form = str(rng.choice(["expand", "project", "pointwise", "3x3", "3x3", "se", "se",
+                               "stem", "head", "patchify"]))  # fmt: skip
+        h, c = stage(rng)
+        k, stride, pad, cin, cout = 1, 1, "SAME", c, c
+        e = int(rng.choice(EXPANSIONS))
+        if form == "expand":
+            cout = c * e
+        elif form == "project":
+            cin = c * e
+        elif form == "pointwise":
+            cout = c * int(rng.choice([1, 2, 4]))
+            stride = int(rng.choice([1, 1, 1, 2]))
+            pad = str(rng.choice(["SAME", "VALID"]))
+        elif form == "3x3":
+            k, stride = 3, int(rng.choice([1, 1, 2]))
+            cout = c * int(rng.choice([1, 1, 2]))
+            pad = "SAME" if rng.random() < 0.8 else "VALID"
+        elif form == "se":
+            h, cin = 1, c * e
+            r = int(rng.choice([4, 4, 8, 16, 24]))
+            cout = max(8, cin // r)
+            if rng.random() < 0.5:
+                cin, cout = cout, cin
+        elif form == "stem":
+            h, cin = int(rng.choice(RESOLUTIONS)), int(rng.choice([3, 3, 3, 1, 4]))
+            k, stride = int(rng.choice([3, 3, 5, 7])), 2
+            cout = _round8(float(rng.choice(WIDTHS)) * 32)
+            pad = str(rng.choice(["SAME", "VALID"]))
+        elif form == "head":
+            h = int(rng.choice([1, 4, 5, 6, 7, 7, 8, 10]))
+            cout = int(rng.choice([1000, 1001, 1024, 1280, 1536, 1792, 2048]))
+        else:
+            h, cin, k = int(rng.choice([224, 224, 256, 384])), 3, int(rng.choice([2, 4, 8, 16, 16]))
+            stride, pad = k, "VALID"
+            cout = int(rng.choice([64, 96, 128, 192, 384, 768]))
+        if cin > 4096 or cout > 4096:
+            continue
+        out = math.ceil(h / stride) if pad == "SAME" else (h - k) // stride + 1
+        if out >= 1 and out * out * cout * k * k * cin <= MAX_MACS and h * h * cin <= MAX_ELEMENTS:
+            return _conv_graph(rng, h, cin, cout, k, stride, pad)
+
+
+def _dwconv_net(rng: Rng) -> nx.MultiDiGraph:
+    while True:
+        h, c = stage(rng)
+        c *= int(rng.choice(EXPANSIONS))
+        k, stride = int(rng.choice([3, 3, 3, 5, 5, 7])), int(rng.choice([1, 1, 2]))
+        pad = "SAME" if rng.random() < 0.85 else "VALID"
+        if c <= 4096 and h * h * c <= MAX_ELEMENTS and (pad == "SAME" or h >= k):
+            break
+    b = GraphBuilder("dwconv_net")
+    y = b.op(
+        "DEPTHWISE_CONV_2D",
+        b.input("x", (1, h, h, c)),
+        rng.normal(0, 0.1, (1, k, k, c)),
+        np.zeros(c),
+        padding=pad,
+        stride_h=stride,
+        stride_w=stride,
+        depth_multiplier=1,
+        fused_activation_function=activation(rng),
+    )
+    return _done(b, y)
+
+
+def _pool_net(kind: str):  # type: ignore[no-untyped-def]
+    """Pools of a network: 3x3 stride 1 / 2 (Inception, NASNet), 2x2 stride 2 (DenseNet's
+    transitions), 1x1 stride 2 (a strided shortcut), global."""
+
+    def build(rng: Rng) -> nx.MultiDiGraph:
+        return _pool_graph(rng, kind)
+
+    return build
+
+
+def _pool_graph(rng: Rng, kind: str) -> nx.MultiDiGraph:
+    while True:
+        h, c = stage(rng)
+        k, stride = [(3, 1), (3, 2), (2, 2), (1, 2), (h, 1)][int(rng.integers(0, 5))]
+        pad = "VALID" if k in (1, 2, h) or rng.random() < 0.4 else "SAME"
+        if h * h * c <= MAX_ELEMENTS and h >= k:
+            break
+    b = GraphBuilder(kind.lower())
+    y = b.op(kind, b.input("x", (1, h, h, c)), padding=pad, stride_h=stride, stride_w=stride,
+             filter_height=k, filter_width=k)  # fmt: skip
+    return _done(b, y)
+
+
+def _mean_net(rng: Rng) -> nx.MultiDiGraph:
+    """A global average (MEAN over height and width) of a stage's feature map."""
+    while True:
+        h, c = stage(rng)
+        c *= int(rng.choice([1, 1, 4, 6]))
+        if h * h * c <= MAX_ELEMENTS:
+            break
+    b = GraphBuilder("mean_net")
+    keep = bool(rng.random() < 0.5)
+    return _done(b, b.op("MEAN", b.input("x", (1, h, h, c)), np.array([1, 2], np.int32),
+                         keep_dims=keep))  # fmt: skip
+
+
+def _binary_net(kind: str):  # type: ignore[no-untyped-def]
+    """ADD / MUL / SUB on a stage's feature map: residual (same shape), per channel as
+    ``(1, 1, 1, C)`` (a folded batch norm or a squeeze-and-excitation scale, constant or
+    computed), or by a scalar."""
+
+    def build(rng: Rng) -> nx.MultiDiGraph:
+        while True:
+            h, c = stage(rng)
+            c *= int(rng.choice([1, 1, 4, 6]))
+            if h * h * c <= MAX_ELEMENTS:
+                break
+        shape = (1, h, h, c)
+        pattern = str(rng.choice(["same", "channel4", "channel4", "scalar"]))
+        other = {"same": shape, "channel4": (1, 1, 1, c), "scalar": (1,)}[pattern]
+        b = GraphBuilder(f"{kind.lower()}_net")
+        x = b.input("x", shape)
+        z = (
+            b.input("z", other)
+            if pattern == "same" or rng.random() < 0.5
+            else b.const(rng.uniform(0.5, 1.5, other).astype(np.float32))
+        )
+        return _done(b, b.op(kind, x, z, fused_activation_function=activation(rng)))
+
+    return build
+
+
+def _concat_net(rng: Rng) -> nx.MultiDiGraph:
+    """A channel concatenation of 2-6 feature maps of one stage (DenseNet, Inception)."""
+    while True:
+        h, c = stage(rng)
+        n = int(rng.choice([2, 2, 3, 4, 6]))
+        parts = [c * int(rng.choice([1, 1, 2])) // (1 if i == 0 else 2) for i in range(n)]
+        if h * h * sum(parts) <= MAX_ELEMENTS:
+            break
+    b = GraphBuilder("concat_net")
+    xs = [b.input(f"x{i}", (1, h, h, p)) for i, p in enumerate(parts)]
+    return _done(b, b.op("CONCATENATION", *xs, axis=3))
+
+
+def _fc_net(rng: Rng) -> nx.MultiDiGraph:
+    """A classifier head or an MLP layer on one row: 512-4,096 features in."""
+    while True:
+        cin = int(rng.choice([256, 512, 576, 768, 960, 1024, 1280, 1536, 2048, 4096]))
+        cout = int(rng.choice([2, 10, 128, 512, 1000, 1001, 1024, 1280, 4096]))
+        if cin * cout <= MAX_MACS:
+            break
+    b = GraphBuilder("fc_net")
+    y = b.op("FULLY_CONNECTED", b.input("x", (1, cin)), rng.normal(0, 0.1, (cout, cin)),
+             np.zeros(cout), fused_activation_function=activation(rng))  # fmt: skip
+    return _done(b, y)
+
+
+_SEQ = (16, 32, 49, 50, 64, 77, 128, 196, 197, 256)
+
+
+def _transpose_heads(rng: Rng) -> nx.MultiDiGraph:
+    """Attention's transposes: ``(1, seq, heads, head size)`` to heads first (and back), keys
+    transposed for the score product, and the rank-3 ``(seq, heads, size)`` swap."""
+    seq, heads = int(rng.choice(_SEQ)), int(rng.choice([1, 2, 4, 8, 12]))
+    dh = int(rng.choice([16, 32, 64, 64]))
+    b = GraphBuilder("transpose_heads")
+    if rng.random() < 0.25:
+        x, perm = b.input("x", (seq, heads, dh)), [1, 0, 2]
+    else:
+        x = b.input("x", (1, seq, heads, dh))
+        perm = [[0, 2, 1, 3], [0, 2, 1, 3], [0, 2, 3, 1], [0, 1, 3, 2], [2, 0, 1, 3]][
+            int(rng.integers(0, 5))
+        ]
+    return _done(b, b.op("TRANSPOSE", x, np.array(perm, np.int32)))
+
+
+def _slice_rows(rng: Rng) -> nx.MultiDiGraph:
+    """One time step (or the class token) out of a sequence: ``(T, 1, F)``, ``(T, F)`` or
+    ``(1, T, F)`` sliced along the sequence axis."""
+    t, f = int(rng.choice([8, 16, 32, 64, 128, 197])), int(rng.choice([32, 64, 128, 256, 512, 768]))
+    shape = [(t, 1, f), (t, f), (1, t, f)][int(rng.integers(0, 3))]
+    axis = 1 if shape[0] == 1 else 0
+    begin = [0] * len(shape)
+    begin[axis] = int(rng.integers(0, t))
+    size = list(shape)
+    size[axis] = 1
+    b = GraphBuilder("slice_rows")
+    y = b.op("SLICE", b.input("x", shape), np.array(begin, np.int32), np.array(size, np.int32),
+             shape=size)  # fmt: skip
+    return _done(b, y)
+
+
+#: The ``net`` prior: these samplers and their weights (``tacopt measure --prior net``).
+NET_PRIOR: dict[str, float] = {
+    "CONV_2D_NET": 8.0,
+    "DEPTHWISE_CONV_2D_NET": 3.0,
+    "AVERAGE_POOL_2D_NET": 0.75,
+    "MAX_POOL_2D_NET": 0.75,
+    "MEAN_NET": 1.0,
+    "ADD_NET": 1.0,
+    "MUL_NET": 2.0,
+    "CONCATENATION_NET": 1.0,
+    "FULLY_CONNECTED_NET": 1.0,
+    "TRANSPOSE_HEADS": 1.0,
+    "SLICE_ROWS": 0.5,
+}
+
+SAMPLERS.update(
+    {
+        "CONV_2D_NET": (_conv_net, NET_PRIOR["CONV_2D_NET"]),
+        "DEPTHWISE_CONV_2D_NET": (_dwconv_net, NET_PRIOR["DEPTHWISE_CONV_2D_NET"]),
+        "AVERAGE_POOL_2D_NET": (_pool_net("AVERAGE_POOL_2D"), NET_PRIOR["AVERAGE_POOL_2D_NET"]),
+        "MAX_POOL_2D_NET": (_pool_net("MAX_POOL_2D"), NET_PRIOR["MAX_POOL_2D_NET"]),
+        "MEAN_NET": (_mean_net, NET_PRIOR["MEAN_NET"]),
+        "ADD_NET": (_binary_net("ADD"), NET_PRIOR["ADD_NET"]),
+        "MUL_NET": (_binary_net("MUL"), NET_PRIOR["MUL_NET"]),
+        "CONCATENATION_NET": (_concat_net, NET_PRIOR["CONCATENATION_NET"]),
+        "FULLY_CONNECTED_NET": (_fc_net, NET_PRIOR["FULLY_CONNECTED_NET"]),
+        "TRANSPOSE_HEADS": (_transpose_heads, NET_PRIOR["TRANSPOSE_HEADS"]),
+        "SLICE_ROWS": (_slice_rows, NET_PRIOR["SLICE_ROWS"]),
+    }
+)
+
+
+def sample_net_chain(seed: int, i: int) -> nx.MultiDiGraph:
+    """A small float network of one stage (2-3 blocks): inverted residuals (1x1 expand,
+    depthwise 3x3, squeeze-and-excitation, 1x1 project, residual ADD) or bottlenecks (1x1,
+    3x3, 1x1 with up to megabytes of weights), then maybe a global MEAN. Its whole latency
+    against its ops' sum fits how ops slow down inside a model when their weights no longer stay
+    in cache between runs.
+
+    >>> G = sample_net_chain(3, 0)
+    >>> len(G) >= 4
+    True
+    """
+    rng = np.random.default_rng([seed, i, 11])
+    while True:
+        h, c = stage(rng)
+        if h * h * c * 6 <= MAX_ELEMENTS and h * h * c * c * 9 <= MAX_MACS:
+            break
+    b = GraphBuilder(f"netchain_{seed}_{i}")
+    x = b.input("x", (1, h, h, c))
+
+    def conv(x: str, cin: int, cout: int, k: int = 1, act: str = "RELU6") -> str:
+        w = rng.normal(0, 0.1, (cout, k, k, cin))
+        return str(b.op("CONV_2D", x, w, np.zeros(cout), fused_activation_function=act))
+
+    for _ in range(int(rng.integers(2, 4))):
+        e = int(rng.choice([4, 6]))
+        if rng.random() < 0.5:  # inverted residual with squeeze-and-excitation
+            y = conv(x, c, c * e)
+            y = str(b.op("DEPTHWISE_CONV_2D", y, rng.normal(0, 0.1, (1, 3, 3, c * e)),
+                         np.zeros(c * e), fused_activation_function="RELU6"))  # fmt: skip
+            s = str(b.op("MEAN", y, np.array([1, 2], np.int32), keep_dims=True))
+            s = conv(conv(s, c * e, max(8, c // 4), act="RELU"), max(8, c // 4), c * e, act="NONE")
+            y = str(b.op("MUL", y, str(b.op("LOGISTIC", s))))
+            y = conv(y, c * e, c, act="NONE")
+        else:  # bottleneck
+            y = conv(conv(conv(x, c, max(8, c // 4)), max(8, c // 4), max(8, c // 4), k=3),
+                     max(8, c // 4), c, act="NONE")  # fmt: skip
+        x = str(b.op("ADD", x, y))
+    if rng.random() < 0.5:
+        x = str(b.op("MEAN", x, np.array([1, 2], np.int32), keep_dims=False))
+    return b.build(outputs=[x])
