@@ -76,7 +76,7 @@ def register_measure(subparsers: Any) -> None:
         default="generic",
         help="sweep: the samplers to draw from, 'generic' (each kind's space, the default) or "
         "'net' (where networks put ops: stages, squeeze-and-excitation, stems, heads, attention;"
-        " cost_models/samplers_net.py)",
+        " cost_models/samplers_net.py) or 'net-rnn' (net, the fused LSTM, unrolled-RNN chains)",
     )
     p.add_argument(
         "--max-minutes",

@@ -12,7 +12,9 @@ the stage table below is the textbook MobileNet / ResNet / EfficientNet layout),
 ``sample_net_chain`` builds small networks of such blocks (weights up to megabytes) whose whole
 latency against their ops' sum fits how ops slow down inside a model.
 
-``tacopt measure --sweep N --seed S --prior net`` draws from it.
+``tacopt measure --sweep N --seed S --prior net`` draws from it; ``--prior net-rnn`` adds the
+fused LSTM and long chains of tiny ops (an unrolled RNN's cells), which measure what a model
+pays per op.
 
 >>> G = SAMPLERS["CONV_2D_NET"][0](np.random.default_rng(0))
 >>> [G.nodes[n]["op"].kind for n in G]
@@ -334,3 +336,64 @@ def sample_net_chain(seed: int, i: int) -> nx.MultiDiGraph:
     if rng.random() < 0.5:
         x = str(b.op("MEAN", x, np.array([1, 2], np.int32), keep_dims=False))
     return b.build(outputs=[x])
+
+
+def _lstm(rng: Rng) -> nx.MultiDiGraph:
+    """A float UNIDIRECTIONAL_SEQUENCE_LSTM (time- or batch-major; no peepholes, projection or
+    layer norm), as the LSTM fusions emit it: 8-128 steps, 16-256 units, batch 1-8."""
+    from tacopt.fusion.lstm_ops import LSTM_OPTIONS
+
+    while True:
+        steps, batch = int(rng.choice([8, 16, 32, 64, 128])), int(rng.choice([1, 1, 1, 2, 4, 8]))
+        n_in, units = (int(rng.choice([16, 32, 64, 128, 256])) for _ in range(2))
+        if steps * batch * 4 * units * (n_in + units) <= MAX_MACS:
+            break
+    time_major = bool(rng.random() < 0.5)
+    b = GraphBuilder("lstm")
+    x = b.input("x", (steps, batch, n_in) if time_major else (batch, steps, n_in))
+    w_in = [rng.normal(0, 0.1, (units, n_in)) for _ in range(4)]
+    w_rec = [rng.normal(0, 0.1, (units, units)) for _ in range(4)]
+    bias = [np.zeros(units) for _ in range(4)]
+    states = (b.variable("output_state", (batch, units)), b.variable("cell_state", (batch, units)))
+    y = b.op(
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        x, *w_in, *w_rec, None, None, None, *bias, None, None, *states, None, None, None, None,
+        shape=(steps, batch, units) if time_major else (batch, steps, units),
+        **{**LSTM_OPTIONS, "time_major": time_major},
+    )  # fmt: skip
+    return _done(b, y)
+
+
+#: The ``net-rnn`` prior: the ``net`` prior plus the fused LSTM (its chains alternate with
+#: unrolled-RNN-like chains of tiny ops, :func:`sample_tiny_chain`).
+NET_RNN_PRIOR: dict[str, float] = {**NET_PRIOR, "UNIDIRECTIONAL_SEQUENCE_LSTM": 0.5}
+SAMPLERS["UNIDIRECTIONAL_SEQUENCE_LSTM"] = (_lstm, NET_RNN_PRIOR["UNIDIRECTIONAL_SEQUENCE_LSTM"])
+
+
+def sample_tiny_chain(seed: int, i: int) -> nx.MultiDiGraph:
+    """A long chain (32-320 ops) of tiny ops on one ``(1, units)`` row, like an unrolled RNN's
+    cells: FULLY_CONNECTED, ADD / MUL by constants, LOGISTIC, TANH. Each op costs little alone,
+    so its whole latency against its ops' sum measures what a model pays per op it runs.
+
+    >>> G = sample_tiny_chain(3, 0)
+    >>> len(G) >= 32
+    True
+    """
+    rng = np.random.default_rng([seed, i, 13])
+    units = int(rng.choice([16, 32, 64, 128]))
+    b = GraphBuilder(f"tinychain_{seed}_{i}")
+    x = b.input("x", (1, units))
+    for _ in range(int(rng.integers(32, 321))):
+        step = str(rng.choice(["fc", "add", "mul", "logistic", "tanh"]))
+        if step == "fc":
+            x = str(b.op("FULLY_CONNECTED", x, rng.normal(0, 0.1, (units, units)), np.zeros(units)))
+        elif step in ("add", "mul"):
+            x = str(b.op(step.upper(), x, rng.uniform(0.5, 1.5, units).astype(np.float32)))
+        else:
+            x = str(b.op(step.upper(), x))
+    return b.build(outputs=[x])
+
+
+def sample_net_chain_or_tiny(seed: int, i: int) -> nx.MultiDiGraph:
+    """Chain ``i`` of a ``net-rnn`` sweep: every fourth a tiny-op chain, else a network."""
+    return sample_tiny_chain(seed, i) if i % 4 == 3 else sample_net_chain(seed, i)

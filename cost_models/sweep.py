@@ -26,7 +26,12 @@ import numpy as np
 
 from tacopt.cost_models.retype import RetypeError, retype_op
 from tacopt.cost_models.samplers import BASE_SAMPLERS, CHANNELS, SAMPLERS, activation
-from tacopt.cost_models.samplers_net import NET_PRIOR, sample_net_chain
+from tacopt.cost_models.samplers_net import (
+    NET_PRIOR,
+    NET_RNN_PRIOR,
+    sample_net_chain,
+    sample_net_chain_or_tiny,
+)
 from tacopt.fusion.builder import GraphBuilder
 
 #: Named priors of ``tacopt measure --sweep --prior``: sampler weights (None: the generic
@@ -34,6 +39,7 @@ from tacopt.fusion.builder import GraphBuilder
 PRIORS: dict[str, tuple[Mapping[str, float] | None, Callable[[int, int], nx.MultiDiGraph]]] = {
     "generic": (None, lambda seed, i: sample_chain(seed, i)),
     "net": (NET_PRIOR, sample_net_chain),
+    "net-rnn": (NET_RNN_PRIOR, sample_net_chain_or_tiny),
 }
 
 

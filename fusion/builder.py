@@ -210,6 +210,11 @@ class GraphBuilder:
         )
         return name
 
+    def variable(self, name: str, shape: Sequence[int], dtype: str = "float32") -> str:
+        """Add a variable tensor (an RNN's state, zero when the model is loaded)."""
+        self._add_tensor(Tensor(name, tuple(shape), dtype, is_variable=True))
+        return name
+
     def tensor(self, name: str) -> Tensor:
         """The record of tensor ``name``."""
         return self._tensors[name]
