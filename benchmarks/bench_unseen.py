@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -30,9 +29,18 @@ from typing import Any
 
 from tacopt.cost_models.accuracy import evaluate
 from tacopt.cost_models.learned import LEARNERS, LearnedCostModel, fit
+from tacopt.cost_models.model_file import model_bytes
 from tacopt.cost_models.records import read_records
 
-FIGURES = ("within_10pct", "mape", "spearman", "model_error_median", "unseen_share", "skip_share")
+FIGURES = (
+    "within_10pct",
+    "within_10pct_unseen",
+    "mape",
+    "spearman",
+    "model_error_median",
+    "unseen_share",
+    "skip_share",
+)
 
 
 def validation_split(
@@ -84,7 +92,7 @@ def main() -> int:
         print(line(f"test {path.name}", res))
     if len(results) > 1:
         for f in FIGURES:
-            v = [r[f] * (100 if f in ("within_10pct", "unseen_share", "skip_share") else 1)
+            v = [r[f] * (1 if f in ("mape", "spearman", "model_error_median") else 100)
                  for r in results]  # fmt: skip
             print(
                 f"  {f:20s} median {statistics.median(v):7.2f}  range {min(v):7.2f} .. "
@@ -99,7 +107,7 @@ def main() -> int:
             f"  {statistics.median(x['mape'] for x in rows):6.1f} %  {rows[0]['n']:4d}"
         )
     if args.model_out is not None:
-        args.model_out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        args.model_out.write_bytes(model_bytes(doc, args.model_out))
         print(f"wrote {args.model_out}")
     return 0
 

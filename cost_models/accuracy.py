@@ -12,8 +12,9 @@ import numpy as np
 from tacopt.cost_models.base import (
     CostModelError,
 )
-from tacopt.cost_models.learned import FLOOR_US, LearnedCostModel, net_latency, records_by_key
+from tacopt.cost_models.learned import LearnedCostModel
 from tacopt.cost_models.speed import normalize_records
+from tacopt.cost_models.whole_model import FLOOR_US, net_latency, records_by_key
 
 
 def evaluate(

@@ -22,7 +22,6 @@ LinkCost(per_byte=5.0, fixed=10.0)
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -172,15 +171,12 @@ def register_model_format(fmt: str, loader: Callable[[dict[str, Any], Path], Cos
 
 
 def load_model_file(path: str | Path) -> CostModel:
-    """Load a JSON cost-model file; its ``"format"`` field picks the loader."""
+    """Load a JSON cost-model file (gzipped or not); its ``"format"`` field picks the loader."""
     _load_builtins()
+    from tacopt.cost_models.model_file import read_model_doc
+
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise CostModelError(f"cost model file '{p}' does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CostModelError(f"cost model file '{p}' is not valid JSON: {exc}") from None
+    doc = read_model_doc(p)
     fmt = doc.get("format") if isinstance(doc, dict) else None
     loader = _FILE_LOADERS.find(fmt) if isinstance(fmt, str) else None
     if loader is None:

@@ -337,6 +337,7 @@ def register_fit(subparsers: Any) -> None:
 def run_fit(args: argparse.Namespace) -> int:
     from tacopt.cost_models.accuracy import evaluate
     from tacopt.cost_models.learned import LearnedCostModel, fit
+    from tacopt.cost_models.model_file import model_bytes
     from tacopt.cost_models.records import read_records
     from tacopt.fusion.io import all_or_nothing
 
@@ -353,7 +354,7 @@ def run_fit(args: argparse.Namespace) -> int:
             train_keys = {r["key"] for r in train if r.get("type") == "op"}
             held_out = read_records(args.eval)
             result = evaluate(LearnedCostModel(doc), held_out, train_keys=train_keys)
-        out.write(args.out, json.dumps(doc, indent=1, sort_keys=True) + "\n")
+        out.write(args.out, model_bytes(doc, args.out))
     if result is None:
         if not args.json:
             print(
@@ -415,15 +416,13 @@ def register_calibrate(subparsers: Any) -> None:
 def run_calibrate(args: argparse.Namespace) -> int:
     from tacopt.cost_models.base import CostModelError
     from tacopt.cost_models.learned import FORMAT
+    from tacopt.cost_models.model_file import model_bytes, read_model_doc
     from tacopt.fusion.io import all_or_nothing
 
     out = args.out or args.model
     if args.rounds < 1:
         raise CostModelError(f"--rounds: must be at least 1, got {args.rounds}")
-    try:
-        doc = json.loads(args.model.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CostModelError(f"learned model '{args.model}': cannot read it ({exc})") from None
+    doc = read_model_doc(args.model)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CostModelError(f"learned model '{args.model}': format is not '{FORMAT}'")
     if not doc.get("anchor_speed"):
@@ -432,7 +431,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
         )
     with all_or_nothing([("-o", out)]) as w:
         new = calibrate(doc, args.rounds)
-        w.write(out, json.dumps(new, indent=1, sort_keys=True) + "\n")
+        w.write(out, model_bytes(new, out))
     print(
         f"wrote {out}: this machine runs at {new['calibrated']['speed_index']:.3f} x the "
         f"training machine's time ({json.dumps(new['speed'])})"

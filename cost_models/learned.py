@@ -1,29 +1,35 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.measure`; the model is plain JSON (format
-``tacopt-learned``, version 4), never pickle, and loads as a cost model with
+``tacopt-learned``, version 5), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. The target is the log of the measured single-op latency
 (one ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
-latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``.
+latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
+``per_op_us``.
 
 How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`):
 
 1. ``exact``: the configuration (same :func:`~tacopt.cost_models.singleop.op_key`) was measured.
-2. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
+2. ``kind``: the (kind, inference type) has a model of its own
+   (:mod:`~tacopt.cost_models.kind_models`: a log-linear base on padded MACs, bytes, FLOPs and
+   output elements, boosted trees on its residual) that beat the shared trees on held-out
+   training configurations (``kind_models``; chosen in :func:`fit`).
+3. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
    elements]`` per (kind, inference type), shrunk towards the kind's fit, itself shrunk towards
    the global one (``SHRINK``), times boosted regression trees (LightGBM or :func:`fit_trees`,
    stored as JSON lists) over :data:`FEATURES` (kernel geometry, GEMM / XNNPACK tiles, groups,
    broadcast pattern, copy runs, ...) and one flag per frequent kind.
-3. ``movement``: a data-movement kind for which :mod:`~tacopt.cost_models.movement` (fixed +
+4. ``movement``: a data-movement kind for which :mod:`~tacopt.cost_models.movement` (fixed +
    per byte + per copied run) beat the trees on held-out training configurations
    (``movement_kinds``), or which has no fit of its own.
-4. ``fallback``: a kind never measured: the global fit and the trees, at least a GEMM of its
+5. ``fallback``: a kind never measured: the global fit and the trees, at least a GEMM of its
    FLOPs (``fallback_flops_per_us``); ``strict=True`` raises :class:`CostModelError` instead.
 
 Whole models (:meth:`LearnedCostModel.predict_model`): one invoke overhead + ``in_model_scale`` x
-the sum of net op latencies + ``while_trip_us`` per WHILE trip; both terms are fitted on the
-training models' measured latencies. Quantize / dequantize at a boundary cost
-``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE records).
+the sum of net op latencies + ``per_op_us`` per op + ``while_trip_us`` per WHILE trip; the terms
+are fitted on the training models' measured latencies
+(:func:`~tacopt.cost_models.whole_model.whole_model_terms`). Quantize / dequantize at a
+boundary cost ``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE records).
 
 Times are in the units of one machine (``anchor_speed``; records are normalized by the speed
 measured beside them, :mod:`~tacopt.cost_models.speed`); ``op_cost`` converts them to the
@@ -39,7 +45,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import json
 import math
 import statistics
 from collections import defaultdict
@@ -61,6 +66,7 @@ from tacopt.cost_models.base import (
     register_model_format,
 )
 from tacopt.cost_models.features import FEATURES, design_row, op_vector
+from tacopt.cost_models.kind_models import KindModels, fit_kind_models, group_of
 from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 from tacopt.cost_models.singleop import UNMEASURABLE
@@ -73,11 +79,18 @@ from tacopt.cost_models.trees import (
     predict_stacked,
     stack_trees,
 )
+from tacopt.cost_models.whole_model import (
+    FLOOR_US,
+    conversion_rate,
+    gemm_rate,
+    net_latency,
+    whole_model_terms,
+)
 
 FORMAT = "tacopt-learned"
 
 
-VERSION = 4
+VERSION = 5
 
 
 MIN_GROUP = 4
@@ -89,9 +102,6 @@ RIDGE = 1e-3
 SHRINK = 3.0
 
 
-FLOOR_US = 0.05
-
-
 #: Learners of the tree part: (fit function, its parameters).
 LEARNERS: dict[str, tuple[Any, Mapping[str, Any]]] = {
     "lightgbm": (fit_lightgbm, LIGHTGBM_PARAMS),
@@ -99,11 +109,6 @@ LEARNERS: dict[str, tuple[Any, Mapping[str, Any]]] = {
 }
 
 
-
-
-def net_latency(record: Mapping[str, Any]) -> float:
-    """Measured op latency minus the invoke overhead, floored at 0.05 us."""
-    return max(record["latency_us"] - record.get("overhead_us", 0.0), FLOOR_US)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,42 +169,58 @@ def fit(
         )
     anchor = run_speed(records)
     records = normalize_records(records, anchor)
-    model = _fit(records, device, learner, _movement_kinds(records, device, learner))
+    model = _fit(records, device, learner, *_choose_sources(records, device, learner))
     model["anchor_speed"] = model["speed"] = anchor
     return model
 
 
-def _movement_kinds(records: Sequence[Mapping[str, Any]], device: str, learner: str) -> list[str]:
-    """The data-movement kinds better priced by :func:`movement_fits` than by the trees: fit on
-    4 in 5 op configurations (by key hash), count ops within ±10 % on the rest, per kind; a
-    kind without 5 held-out ops keeps the movement fit (it extrapolates more safely)."""
+def _choose_sources(
+    records: Sequence[Mapping[str, Any]], device: str, learner: str
+) -> tuple[list[str], list[str]]:
+    """``(movement_kinds, kind_groups)``: which data-movement kinds the copy model prices
+    (:func:`movement_fits`) and which (kind, inference type) groups their own model prices
+    (:mod:`~tacopt.cost_models.kind_models`), instead of the shared trees. Chosen on held-out
+    training configurations: fit on 4 in 5 (by key hash), count ops within ±10 % on the rest.
+    A movement kind without 5 held-out ops keeps the copy model (it extrapolates more safely); a
+    group needs 8 held-out ops and strictly more hits for its own model."""
     def held(r: Mapping[str, Any]) -> bool:
         digest = hashlib.sha1(str(r.get("key")).encode()).hexdigest()
         return r.get("type") == "op" and int(digest[:8], 16) % 5 == 0
 
-    test = [r for r in records if held(r) and r["kind"] in MOVEMENT]
+    test = [r for r in records if held(r)]
     if len(test) < 5:
-        return sorted(MOVEMENT)
-    trial = LearnedCostModel(_fit([r for r in records if not held(r)], device, learner))
-    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # [n, trees, movement]
+        return sorted(MOVEMENT), []
+    trial = LearnedCostModel(_fit([r for r in records if not held(r)], device, learner, None, None))
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # n, trees, movement, kind
     for r in test:
         m = r["latency_us"]
-        trial.movement_kinds = set()
-        by_trees = trial.predict(r).latency_us
-        trial.movement_kinds = None
-        by_movement = trial.predict(r).latency_us
-        h = hits[r["kind"]]
+        h = hits[group_of(r)]
         h[0] += 1
-        h[1] += abs(by_trees - m) <= 0.1 * m
-        h[2] += abs(by_movement - m) <= 0.1 * m
-    return sorted(k for k in MOVEMENT if hits[k][0] < 5 or hits[k][2] >= hits[k][1])
+        trial.movement_kinds, trial.kind_groups = set(), set()
+        h[1] += abs(trial.predict(r).latency_us - m) <= 0.1 * m
+        trial.movement_kinds = None
+        h[2] += abs(trial.predict(r).latency_us - m) <= 0.1 * m
+        trial.movement_kinds, trial.kind_groups = set(), None
+        h[3] += abs(trial.predict(r).latency_us - m) <= 0.1 * m
+    by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for g, h in hits.items():
+        for i in range(3):
+            by_kind[g.split("|")[0]][i] += h[i]
+    movement = sorted(k for k in MOVEMENT if by_kind[k][0] < 5 or by_kind[k][2] >= by_kind[k][1])
+    kinds = []
+    for g, h in sorted(hits.items()):
+        shared = h[2] if g.split("|")[0] in movement else h[1]
+        if g in trial.kind_models and h[0] >= 8 and h[3] > shared:
+            kinds.append(g)
+    return movement, kinds
 
 
 def _fit(
     records: Sequence[Mapping[str, Any]],
     device: str,
     learner: str,
-    movement_kinds: Sequence[str] | None = None,
+    movement_kinds: Sequence[str] | None,
+    kind_groups: Sequence[str] | None,
 ) -> dict[str, Any]:
     ops = [r for r in records if r.get("type") == "op"]
     if not ops:
@@ -250,9 +271,10 @@ def _fit(
         "trees": [],
         "overhead_us": statistics.median(r.get("overhead_us", 0.0) for r in ops),
         "in_model_scale": 1.0,
+        "per_op_us": 0.0,
         "while_trip_us": 0.0,
-        "conversion_us_per_element": _conversion_rate(ops),
-        "fallback_flops_per_us": _gemm_rate(ops),
+        "conversion_us_per_element": conversion_rate(ops),
+        "fallback_flops_per_us": gemm_rate(ops),
         "trained_on": {
             "ops": len(ops),
             "configs": len(table),
@@ -267,58 +289,12 @@ def _fit(
     model["movement"] = movement_fits(ops)
     if movement_kinds is not None:
         model["movement_kinds"] = list(movement_kinds)
-    model["in_model_scale"], model["while_trip_us"] = _whole_model_terms(
+    # a group's own model: every eligible group for a trial, the chosen ones for the result
+    model["kind_models"] = fit_kind_models(ops, learner, groups=kind_groups)
+    model["in_model_scale"], model["per_op_us"], model["while_trip_us"] = whole_model_terms(
         records, LearnedCostModel(model)
     )
     return model
-
-
-def _gemm_rate(ops: Sequence[Mapping[str, Any]]) -> float:
-    """Median FLOPs per us of the GEMM-like ops (CONV_2D, FULLY_CONNECTED, BATCH_MATMUL) of
-    over 1 MFLOP: the floor an unseen kind's prediction is held to."""
-    kinds = ("CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL")
-    rates = [r["flops"] / net_latency(r) for r in ops if r["kind"] in kinds and r["flops"] > 1e6]
-    return round(statistics.median(rates), 4) if rates else 0.0
-
-
-def _conversion_rate(ops: Sequence[Mapping[str, Any]]) -> float:
-    rates = []
-    for r in ops:
-        if r["kind"] in ("QUANTIZE", "DEQUANTIZE") and r.get("outputs") and r["outputs"][0]:
-            n = math.prod(max(d, 1) for d in r["outputs"][0][0])
-            rates.append(net_latency(r) / max(n, 1))
-    return round(statistics.median(rates), 8) if rates else 0.0
-
-
-def _whole_model_terms(
-    records: Sequence[Mapping[str, Any]], model: LearnedCostModel
-) -> tuple[float, float]:
-    """``(in_model_scale, while_trip_us)`` from the training models' whole-model latencies.
-
-    ``in_model_scale`` is the median over loop-free models of (model latency - one invoke
-    overhead) / (sum of single-op net latencies): ops run inside a model are not exactly as fast
-    as alone (cache state, delegate partitions). ``while_trip_us`` is then the median leftover
-    per loop trip over the models with WHILE loops.
-    """
-    by_key = records_by_key(records)
-    scales, per_trip = [], []
-    whole = [r for r in records if r.get("type") == "model" and r.get("latency_us")]
-    for r in whole:
-        net = model.predict_model(r, by_key, with_loops=False, scaled=False) - model.overhead_us
-        if not r.get("loop_trips") and net > 0:
-            scales.append((r["latency_us"] - model.overhead_us) / net)
-    scale = round(statistics.median(scales), 4) if scales else 1.0
-    for r in whole:
-        if r.get("loop_trips"):
-            net = model.predict_model(r, by_key, with_loops=False, scaled=False) - model.overhead_us
-            per_trip.append(max(r["latency_us"] - model.overhead_us - scale * net, 0.0))
-            per_trip[-1] /= r["loop_trips"]
-    return scale, round(statistics.median(per_trip), 4) if per_trip else 0.0
-
-
-def records_by_key(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """``op`` and ``skip`` records by configuration key."""
-    return {r["key"]: r for r in records if r.get("type") in ("op", "skip")}
 
 
 class LearnedCostModel(CostModelBase):
@@ -347,9 +323,13 @@ class LearnedCostModel(CostModelBase):
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
             self.movement_kinds = None if mk is None else set(mk)
+            self.kind_models = KindModels(doc.get("kind_models", {}))
+            #: groups priced by their own model (None: every group that has one)
+            self.kind_groups: set[str] | None = None
             self.overhead_us = float(doc["overhead_us"])
             self.scale = float(doc.get("in_model_scale", 1.0))
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
+            self.per_op_us = float(doc.get("per_op_us", 0.0))
             self.conversion_us = float(doc.get("conversion_us_per_element", 0.0))
             self.gemm_rate = float(doc.get("fallback_flops_per_us", 0.0))
             self.devices = (str(doc.get("device", "CPU")),)
@@ -378,7 +358,9 @@ class LearnedCostModel(CostModelBase):
         module docstring for the order)."""
         if key is not None and key in self.table:
             return Prediction(self.table[key] + self.table_offset, "exact")
-        kind = features["kind"]
+        kind, group = features["kind"], group_of(features)
+        if group in self.kind_models and (self.kind_groups is None or group in self.kind_groups):
+            return Prediction(self.kind_models.predict(features), "kind")
         if kind in MOVEMENT and (self.movement_kinds is None or kind in self.movement_kinds):
             net = predict_movement(self.movement, features)
             if net is not None:
@@ -410,18 +392,22 @@ class LearnedCostModel(CostModelBase):
         by_key: Mapping[str, Mapping[str, Any]],
         *,
         with_loops: bool = True,
-        scaled: bool = True,
+        raw: bool = False,
     ) -> float:
         """Predicted whole-model latency (us) for a ``model`` record: one invoke overhead +
-        ``in_model_scale`` x the net op latencies + the per-trip loop overhead."""
-        total = 0.0
+        ``in_model_scale`` x the net op latencies + ``per_op_us`` per op + the per-trip loop
+        overhead (``raw``: the overhead and the plain sum of net op latencies)."""
+        total, ops = 0.0, 0
         for key, count in model_record["ops"]:
             rec = by_key.get(key)
             if rec is None or rec.get("kind") in UNMEASURABLE or "inputs" not in rec:
                 continue  # WHILE (its body ops are counted), variables, records without features
             # an op that could not run alone (skip record) is predicted from its features
             total += count * self.predict_net(rec, key=key if rec.get("type") == "op" else None)
-        total = self.overhead_us + (self.scale if scaled else 1.0) * total
+            ops += count
+        if raw:
+            return self.overhead_us + total
+        total = self.overhead_us + self.scale * total + self.per_op_us * ops
         if with_loops:
             total += self.while_trip_us * model_record.get("loop_trips", 0.0)
         return total
@@ -444,7 +430,8 @@ class LearnedCostModel(CostModelBase):
         feats = op_features(G, node, root=G)
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type
-        return self.speed_factor * self.scale * self.predict_net(feats, key=key)
+        net = self.scale * self.predict_net(feats, key=key) + self.per_op_us
+        return self.speed_factor * net
 
     def _while_cost(self, G: nx.MultiDiGraph, node: str, device: str, itype: str) -> float:
         op = G.nodes[node]["op"]
@@ -480,17 +467,15 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
 
 #: The learned model shipped with the package (``--cost-model learned``): fitted on the
 #: committed sweep, ``benchmarks/results/learned_v4/sweep.jsonl`` (docs/cost-models.md).
-DEFAULT_MODEL = Path(__file__).with_name("data") / "learned_cpu.json"
+DEFAULT_MODEL = Path(__file__).with_name("data") / "learned_cpu.json.gz"
 
 
 def default_learned_model() -> LearnedCostModel:
     """The shipped model, anchored on the machine it was fitted on (``tacopt calibrate`` a copy
     of it to predict for this machine today)."""
-    try:
-        doc = json.loads(DEFAULT_MODEL.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CostModelError(f"learned model '{DEFAULT_MODEL}': cannot read it ({exc})") from None
-    return LearnedCostModel(doc, source=str(DEFAULT_MODEL))
+    from tacopt.cost_models.model_file import read_model_doc
+
+    return LearnedCostModel(read_model_doc(DEFAULT_MODEL), source=str(DEFAULT_MODEL))
 
 
 register_model_format(FORMAT, lambda doc, path: LearnedCostModel(doc, source=str(path)))

@@ -24,6 +24,7 @@ pays per op.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import networkx as nx
 import numpy as np
@@ -141,7 +142,7 @@ def _dwconv_net(rng: Rng) -> nx.MultiDiGraph:
     return _done(b, y)
 
 
-def _pool_net(kind: str):  # type: ignore[no-untyped-def]
+def _pool_net(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     """Pools of a network: 3x3 stride 1 / 2 (Inception, NASNet), 2x2 stride 2 (DenseNet's
     transitions), 1x1 stride 2 (a strided shortcut), global."""
 
@@ -177,7 +178,7 @@ def _mean_net(rng: Rng) -> nx.MultiDiGraph:
                          keep_dims=keep))  # fmt: skip
 
 
-def _binary_net(kind: str):  # type: ignore[no-untyped-def]
+def _binary_net(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     """ADD / MUL / SUB on a stage's feature map: residual (same shape), per channel as
     ``(1, 1, 1, C)`` (a folded batch norm or a squeeze-and-excitation scale, constant or
     computed), or by a scalar."""

@@ -260,3 +260,32 @@ def read_json_lines(
         else:
             raise error(f"{what} '{p}' line {i + 1} is not a JSON object")
     return out
+
+
+def gunzip(
+    raw: bytes, source: str, limit: int, *, error: Callable[[str], TacoptError] = TacoptError
+) -> bytes:
+    """``raw`` (gzip data) inflated, refusing in one line (an ``error``) data that is broken or
+    would inflate beyond ``limit`` bytes, so a small hostile file cannot drive memory without
+    bound.
+
+    >>> import gzip
+    >>> gunzip(gzip.compress(b"{}"), "m.json.gz", 10)
+    b'{}'
+    >>> gunzip(gzip.compress(b"0" * 100), "m.json.gz", 10)
+    Traceback (most recent call last):
+    tacopt.fusion.errors.TacoptError: m.json.gz: gzip data inflates beyond 10 bytes; refused
+    """
+    import zlib
+
+    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    try:
+        out = inflate.decompress(raw, limit)
+        if inflate.unconsumed_tail:
+            raise error(f"{source}: gzip data inflates beyond {limit:,} bytes; refused")
+        out += inflate.flush()
+    except zlib.error as exc:
+        raise error(f"{source}: broken gzip data: {exc}") from None
+    if not inflate.eof:
+        raise error(f"{source}: broken gzip data: truncated")
+    return out

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import os
-import zlib
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -41,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from tacopt.fusion.errors import TacoptError
-from tacopt.fusion.io import atomic_write
+from tacopt.fusion.io import atomic_write, gunzip
 
 #: Largest value an int64 field of the contest may hold.
 INT64_MAX = 2**63 - 1
@@ -216,17 +215,7 @@ MAX_INFLATED_BYTES = 1 << 30
 
 def _gunzip(raw: bytes, source: str, limit: int = MAX_INFLATED_BYTES) -> bytes:
     """``raw`` inflated, refusing (one line) data that would inflate beyond ``limit`` bytes."""
-    inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-    try:
-        out = inflate.decompress(raw, limit)
-        if inflate.unconsumed_tail:
-            raise IopddlError(f"{source}: gzip data inflates beyond {limit:,} bytes; refused")
-        out += inflate.flush()
-    except zlib.error as exc:
-        raise IopddlError(f"{source}: broken gzip data: {exc}") from None
-    if not inflate.eof:
-        raise IopddlError(f"{source}: broken gzip data: truncated")
-    return out
+    return gunzip(raw, source, limit, error=IopddlError)
 
 
 def load_iopddl(path: str | os.PathLike[str]) -> PairwiseProblem:

@@ -109,7 +109,7 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     # (in the model's units: the record's latency over its speed index against the anchor)
     fc_us = fc["latency_us"] / speed_index(fc["speed"], doc["anchor_speed"])
     assert model.op_cost(G, "fully_connected_1", "CPU", "FLOAT") == pytest.approx(
-        doc["in_model_scale"] * max(fc_us - doc["overhead_us"], 0.05), rel=1e-3
+        doc["in_model_scale"] * max(fc_us - doc["overhead_us"], 0.05) + doc["per_op_us"], rel=1e-3
     )
     # unseen size: regression, finite and positive
     assert 0 < model.op_cost(small_model(300), "fully_connected_1", "CPU", "FLOAT") < 1e6

@@ -1,0 +1,53 @@
+"""Cost-model files: JSON, gzipped when the name ends in ``.gz`` (a learned model's trees take
+megabytes of text and a few as gzip), read and written in one place.
+
+>>> import tempfile, pathlib
+>>> p = pathlib.Path(tempfile.mkdtemp()) / "m.json.gz"
+>>> _ = p.write_bytes(model_bytes({"format": "x", "w": [1.5]}, p))
+>>> read_model_doc(p)
+{'format': 'x', 'w': [1.5]}
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tacopt.cost_models.protocol import CostModelError
+from tacopt.fusion.io import gunzip
+
+#: The most bytes a gzipped model file may inflate to (the shipped model: ~10 MB).
+MAX_MODEL_BYTES = 256 << 20
+
+
+def read_model_doc(path: str | os.PathLike[str]) -> Any:
+    """The decoded JSON of a model file, gunzipped first when it starts with gzip's magic.
+
+    Raises
+    ------
+    CostModelError
+        If the file is missing or unreadable, broken gzip, or not JSON (one line naming it).
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise CostModelError(f"cost model file '{p}' does not exist") from None
+    except OSError as exc:
+        raise CostModelError(f"cost model file '{p}' cannot be read: {exc}") from None
+    if raw[:2] == b"\x1f\x8b":
+        raw = gunzip(raw, f"cost model file '{p}'", MAX_MODEL_BYTES, error=CostModelError)
+    try:
+        return json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise CostModelError(f"cost model file '{p}' is not valid JSON: {exc}") from None
+
+
+def model_bytes(doc: Any, path: str | os.PathLike[str]) -> bytes:
+    """``doc`` as the bytes of a model file at ``path``: compact JSON with sorted keys, gzipped
+    (with no timestamp, so the same model gives the same bytes) when ``path`` ends in ``.gz``."""
+    text = (json.dumps(doc, sort_keys=True, separators=(",", ":")) + "\n").encode()
+    return gzip.compress(text, mtime=0) if str(path).endswith(".gz") else text

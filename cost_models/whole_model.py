@@ -1,0 +1,107 @@
+"""How a learned model's ops add up to a whole model, and the rates it falls back on: fitted on
+the training records' whole-model latencies and GEMM / conversion ops
+(:func:`tacopt.cost_models.learned.fit`)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+FLOOR_US = 0.05
+
+
+def net_latency(record: Mapping[str, Any]) -> float:
+    """Measured op latency minus the invoke overhead, floored at 0.05 us."""
+    return max(record["latency_us"] - record.get("overhead_us", 0.0), FLOOR_US)
+
+
+def gemm_rate(ops: Sequence[Mapping[str, Any]]) -> float:
+    """Median FLOPs per us of the GEMM-like ops (CONV_2D, FULLY_CONNECTED, BATCH_MATMUL) of
+    over 1 MFLOP: the floor an unseen kind's prediction is held to."""
+    kinds = ("CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL")
+    rates = [r["flops"] / net_latency(r) for r in ops if r["kind"] in kinds and r["flops"] > 1e6]
+    return round(statistics.median(rates), 4) if rates else 0.0
+
+
+def conversion_rate(ops: Sequence[Mapping[str, Any]]) -> float:
+    rates = []
+    for r in ops:
+        if r["kind"] in ("QUANTIZE", "DEQUANTIZE") and r.get("outputs") and r["outputs"][0]:
+            n = math.prod(max(d, 1) for d in r["outputs"][0][0])
+            rates.append(net_latency(r) / max(n, 1))
+    return round(statistics.median(rates), 8) if rates else 0.0
+
+
+#: Ops a training model needs for its whole latency to say how ops slow down inside a model.
+MIN_MODEL_OPS = 8
+
+
+def whole_model_terms(
+    records: Sequence[Mapping[str, Any]], model: Any
+) -> tuple[float, float, float]:
+    """``(in_model_scale, per_op_us, while_trip_us)`` from the training models' whole-model
+    latencies.
+
+    Inside a model an op is slower than alone (its weights and inputs no longer stay in a
+    core's cache between runs: ``in_model_scale`` x its net latency) and each op costs the
+    interpreter and delegate a dispatch (``per_op_us``). Both are fitted together on the
+    loop-free models, (model latency - one invoke overhead) ~ scale x (sum of single-op net
+    latencies) + per_op x (ops), by least squares on relative errors with a robust loss
+    (``soft_l1``: a few models the runtime runs differently do not pull the fit), over models
+    of at least :data:`MIN_MODEL_OPS` ops when there are any. ``while_trip_us`` is then the
+    median leftover per loop trip over the models with WHILE loops.
+    """
+    by_key = records_by_key(records)
+    rows: list[tuple[bool, float, float, float]] = []  # (big, measured, op sum, ops)
+    whole = [r for r in records if r.get("type") == "model" and r.get("latency_us")]
+    for r in whole:
+        net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
+        if not r.get("loop_trips") and net > 0:
+            n = float(sum(c for k, c in r["ops"] if _counted(by_key.get(k))))
+            rows.append((n >= MIN_MODEL_OPS, r["latency_us"] - model.overhead_us, net, n))
+    chosen = [t[1:] for t in rows if t[0]] or [t[1:] for t in rows]
+    scale, per_op = _fit_scale(chosen)
+    per_trip = []
+    for r in whole:
+        if r.get("loop_trips"):
+            net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
+            n = float(sum(c for k, c in r["ops"] if _counted(by_key.get(k))))
+            left = r["latency_us"] - model.overhead_us - scale * net - per_op * n
+            per_trip.append(max(left, 0.0) / r["loop_trips"])
+    return scale, per_op, round(statistics.median(per_trip), 4) if per_trip else 0.0
+
+
+def _counted(rec: Mapping[str, Any] | None) -> bool:
+    """Whether a model's op counts as one the model runs (WHILE and variables do not)."""
+    from tacopt.cost_models.singleop import UNMEASURABLE
+
+    return rec is not None and rec.get("kind") not in UNMEASURABLE and "inputs" in rec
+
+
+def _fit_scale(rows: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
+    """``(scale, per_op)`` minimizing the robust relative error of scale x sum + per_op x ops
+    against the measured latency; ``(median ratio, 0)`` with fewer than 3 models."""
+    if not rows:
+        return 1.0, 0.0
+    y, a, n = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
+    if len(rows) < 3:
+        return round(float(np.median(y / a)), 4), 0.0
+    from scipy.optimize import least_squares
+
+    fit = least_squares(
+        lambda p: (p[0] * a + p[1] * n - y) / y,
+        x0=[float(np.median(y / a)), 0.0],
+        bounds=([0.25, 0.0], [4.0, 100.0]),
+        loss="soft_l1",
+        f_scale=0.05,
+    )
+    return round(float(fit.x[0]), 4), round(float(fit.x[1]), 4)
+
+
+def records_by_key(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """``op`` and ``skip`` records by configuration key."""
+    return {r["key"]: r for r in records if r.get("type") in ("op", "skip")}

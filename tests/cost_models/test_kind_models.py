@@ -1,0 +1,100 @@
+"""Per-kind models, the whole-model terms and gzipped model files of the learned model."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tacopt.cost_models.base import CostModelError, load_model_file
+from tacopt.cost_models.kind_models import KindModels, fit_kind_models
+from tacopt.cost_models.learned import LearnedCostModel, fit
+from tacopt.cost_models.model_file import model_bytes, read_model_doc
+from tacopt.cost_models.whole_model import whole_model_terms
+
+
+def conv_record(rng: np.random.Generator, i: int) -> dict:
+    """A CONV_2D-like record whose latency follows tiled work (7-row x 16-column tiles)."""
+    h, cin, cout = (int(rng.choice(v)) for v in ((7, 14, 28, 56), (16, 32, 64, 96), (8, 24, 40)))
+    m = h * h
+    tiles = -(-m // 7) * -(-cout // 16) * 7 * 16 * cin
+    return {
+        "type": "op", "key": f"c{i}", "model": f"CONV_2D:0:{i}", "kind": "CONV_2D",
+        "inference_type": "FLOAT", "flops": 2.0 * m * cin * cout,
+        "bytes": 4.0 * (m * cin + cin * cout + m * cout),
+        "inputs": [[[1, h, h, cin], "float32", False, False],
+                   [[cout, 1, 1, cin], "float32", True, False], [[cout], "float32", True, False]],
+        "outputs": [[[1, h, h, cout], "float32", False, False]],
+        "options": {"stride_h": 1, "stride_w": 1, "padding": "SAME"},
+        "latency_us": 0.5 + tiles / 4e4, "overhead_us": 0.5,
+    }  # fmt: skip
+
+
+def test_kind_model_learns_tiled_work_and_is_json() -> None:
+    rng = np.random.default_rng(0)
+    recs = [conv_record(rng, i) for i in range(200)]
+    train, test = recs[:150], recs[150:]
+    fits = fit_kind_models(train, "trees", min_records=60)
+    assert list(fits) == ["CONV_2D|FLOAT"]
+    fits = json.loads(json.dumps(fits))  # plain JSON, nothing else
+    m = KindModels(fits)
+    ratios = [m.predict(r) / r["latency_us"] for r in test]
+    assert np.mean(np.abs(np.array(ratios) - 1) <= 0.1) >= 0.9
+    assert "MUL|FLOAT" not in m and fit_kind_models(train, "trees", min_records=151) == {}
+
+
+def test_fit_chooses_kind_models_on_held_out_configurations() -> None:
+    rng = np.random.default_rng(1)
+    recs = [conv_record(rng, i) for i in range(300)]
+    doc = fit(recs, learner="trees")
+    # kept only where they beat the shared trees on held-out configurations (here the shared
+    # trees see one kind too, and tie)
+    assert set(doc["kind_models"]) <= {"CONV_2D|FLOAT"}
+    doc["kind_models"] = fit_kind_models(recs, "trees")
+    model = LearnedCostModel(json.loads(json.dumps(doc)))
+    probe = conv_record(np.random.default_rng(9), 999)
+    assert model.predict(probe).source == "kind"
+    model.kind_groups = set()  # none chosen: the shared trees answer
+    assert model.predict(probe).source == "group"
+
+
+def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:
+    rng = np.random.default_rng(2)
+    ops = [conv_record(rng, i) for i in range(120)]
+    records: list[dict] = list(ops)
+    for j in range(30):
+        picked = rng.choice(len(ops), size=int(rng.integers(8, 40)), replace=False)
+        net = sum(ops[k]["latency_us"] - 0.5 for k in picked)
+        latency = 0.5 + 1.12 * net + 0.3 * len(picked)
+        records.append({"type": "model", "model": f"m{j}", "latency_us": latency,
+                        "ops": [[ops[k]["key"], 1] for k in picked]})  # fmt: skip
+    doc = fit(records, learner="trees")
+    assert doc["in_model_scale"] == pytest.approx(1.12, abs=0.01)
+    assert doc["per_op_us"] == pytest.approx(0.3, abs=0.05)
+    scale, per_op, trip = whole_model_terms(records, LearnedCostModel(doc))
+    assert (scale, per_op, trip) == (doc["in_model_scale"], doc["per_op_us"], 0.0)
+
+
+def test_model_files_gzip_deterministic_and_bounded(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    doc = fit([conv_record(rng, i) for i in range(80)], learner="trees")
+    p = tmp_path / "m.json.gz"
+    p.write_bytes(model_bytes(doc, p))
+    assert model_bytes(doc, p) == p.read_bytes()  # no timestamp: same model, same bytes
+    assert p.read_bytes()[:2] == b"\x1f\x8b" and read_model_doc(p) == json.loads(json.dumps(doc))
+    assert isinstance(load_model_file(p), LearnedCostModel)
+    plain = tmp_path / "m.json"
+    plain.write_bytes(model_bytes(doc, plain))
+    assert read_model_doc(plain) == read_model_doc(p)
+    (tmp_path / "bad.json.gz").write_bytes(gzip.compress(b'{"format": ')[:-6])
+    with pytest.raises(CostModelError, match="broken gzip data"):
+        read_model_doc(tmp_path / "bad.json.gz")
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as f:  # 300 MB of spaces in ~300 kB
+        for _ in range(300):
+            f.write(b" " * (1 << 20))
+    with pytest.raises(CostModelError, match="inflates beyond"):
+        load_model_file(bomb)
