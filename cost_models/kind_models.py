@@ -9,7 +9,8 @@ of ``log(latency_us)`` on ``[1, log padded MACs, log bytes, log FLOPs, log outpu
 where trees cannot), then boosted trees (LightGBM or :func:`~tacopt.cost_models.trees.fit_trees`)
 on its residual over every tree feature. Which kinds use their own model is chosen on held-out
 training configurations (:func:`tacopt.cost_models.learned.fit`); the rest keep the shared
-trees.
+trees. A kind XNNPACK runs as another (a FULLY_CONNECTED is a 1x1 CONV_2D's GEMM,
+:data:`ALIASES`) may be priced by that kind's model instead, chosen the same way.
 
 Stored as JSON (``{"w": [...], "trees": [...], "n": N}`` per ``"KIND|TYPE"``), never pickle.
 
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,8 +45,14 @@ BASE_FEATURES = ("log_padded_macs", "log_bytes", "log_flops", "log_output_elemen
 #: Records a (kind, inference type) needs for a model of its own.
 MIN_RECORDS = 60
 
-#: Ridge strength of the base fit.
-RIDGE = 1e-3
+#: Ridge strength of the base fit: its inputs are nearly collinear for some kinds (bytes and
+#: outputs of a copy), where a weak ridge (1e-3) gave weights of +-40 and a CONCATENATION of
+#: odd proportions predicted 1e11 x too slow; 1.0 keeps them tame at no cost in
+#: cross-validation (CONV_2D 89.3 vs 89.6 %, MUL 89.7 vs 89.6 % within ±10 %).
+RIDGE = 1.0
+
+#: A prediction stays within e^-1 x the group's fastest and e^2 x its slowest training latency.
+LOW_MARGIN, HIGH_MARGIN = 1.0, 2.0
 
 #: Tree settings per learner: chosen by 5-fold cross-validation on the sweep's CONV_2D,
 #: DEPTHWISE_CONV_2D, MUL and FULLY_CONNECTED records (smaller trees or fewer rounds lost 2-10
@@ -85,6 +92,44 @@ def group_of(features: Mapping[str, Any]) -> str:
     return f"{features['kind']}|{features.get('inference_type')}"
 
 
+def fc_as_pointwise_conv(features: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A FULLY_CONNECTED as the 1x1 CONV_2D XNNPACK runs it with (the same GEMM micro-kernels:
+    M = rows, K = input features, N = output features), or None when it is not a plain
+    ``(N, K)`` weight.
+
+    >>> fc = {"kind": "FULLY_CONNECTED", "inference_type": "FLOAT", "options": {},
+    ...       "inputs": [[[1, 197, 768], "float32", False], [[3072, 768], "float32", True]],
+    ...       "outputs": [[[1, 197, 3072], "float32", False]]}
+    >>> c = fc_as_pointwise_conv(fc)
+    >>> c["kind"], c["inputs"][0][0], c["inputs"][1][0], c["outputs"][0][0]
+    ('CONV_2D', [1, 1, 197, 768], [3072, 1, 1, 768], [1, 1, 197, 3072])
+    """
+    ins = features.get("inputs") or []
+    outs = features.get("outputs") or []
+    if len(ins) < 2 or not ins[0] or not ins[1] or len(ins[1][0]) != 2 or not outs or not outs[0]:
+        return None
+    x, w = ins[0], ins[1]
+    n, k = (max(int(d), 1) for d in w[0])
+    m = math.prod(max(int(d), 1) for d in x[0]) // k
+    conv_in = [[[1, 1, m, k], *x[1:]], [[n, 1, 1, k], *w[1:]], *ins[2:]]
+    opts = features.get("options") or {}
+    return {
+        **features,
+        "kind": "CONV_2D",
+        "inputs": conv_in,
+        "outputs": [[[1, 1, m, n], *outs[0][1:]]],
+        "options": {"stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                    "dilation_w_factor": 1, "padding": "VALID",
+                    "fused_activation_function": opts.get("fused_activation_function", "NONE")},
+    }  # fmt: skip
+
+
+#: Kinds that may be priced as another kind runs them: kind -> (that kind, the conversion).
+ALIASES: dict[str, tuple[str, Callable[[Mapping[str, Any]], dict[str, Any] | None]]] = {
+    "FULLY_CONNECTED": ("CONV_2D", fc_as_pointwise_conv),
+}
+
+
 def _base_rows(X: np.ndarray) -> np.ndarray:
     return np.c_[np.ones(len(X)), X[:, _BASE_COLUMNS]]
 
@@ -101,11 +146,17 @@ def fit_kind_models(
     groups: Collection[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """A model per (kind, inference type) with at least ``min_records`` ``op`` records (only
-    those in ``groups`` when given): ``{"KIND|TYPE": {"w", "trees", "n"}}``, JSON-ready."""
+    those in ``groups`` when given): ``{"KIND|TYPE": {"w", "trees", "n", "range"}}``,
+    JSON-ready. A kind's group also learns from the records of the kinds that are its aliases
+    (:data:`ALIASES`: CONV_2D from FULLY_CONNECTED as 1x1 convolutions: one GEMM model)."""
     by_group: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in records:
         if r.get("type", "op") == "op" and r.get("latency_us"):
             by_group[group_of(r)].append(r)
+            # the kind that runs it learns from it too (a FULLY_CONNECTED is a 1x1 CONV_2D)
+            converted = ALIASES[r["kind"]][1](r) if r["kind"] in ALIASES else None
+            if converted is not None:
+                by_group[group_of(converted)].append(converted)
     fits: dict[str, dict[str, Any]] = {}
     for name in sorted(by_group):
         rows = by_group[name]
@@ -119,6 +170,7 @@ def fit_kind_models(
         fits[name] = {
             "n": len(rows),
             "w": _round(w.tolist()),
+            "range": _round([float(y.min()) - LOW_MARGIN, float(y.max()) + HIGH_MARGIN]),
             "trees": [
                 {
                     "feature": [int(f) for f in t["feature"]],
@@ -133,22 +185,47 @@ def fit_kind_models(
     return fits
 
 
+def alias_group(group: str) -> str:
+    """The group whose model prices ``group`` as an alias (``"FULLY_CONNECTED|FLOAT"`` ->
+    ``"CONV_2D|FLOAT"``)."""
+    kind, _, itype = group.partition("|")
+    return f"{ALIASES[kind][0]}|{itype}" if kind in ALIASES else group
+
+
 class KindModels:
     """The fitted kind models of a learned model, ready to predict."""
 
     def __init__(self, fits: Mapping[str, Mapping[str, Any]]) -> None:
         self.w = {k: np.asarray(v["w"], dtype=np.float64) for k, v in fits.items()}
         self.trees = {k: stack_trees(v["trees"]) for k, v in fits.items() if v.get("trees")}
+        self.range = {k: tuple(v.get("range", (-math.inf, math.inf))) for k, v in fits.items()}
 
     def __contains__(self, group: str) -> bool:
         return group in self.w
 
-    def predict(self, features: Mapping[str, Any]) -> float:
-        """Predicted single-op latency (us, invoke overhead included) of an op whose group has
-        a model (``group_of(features) in self``)."""
+    def alias_target(self, features: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``features`` converted to the kind that prices them (:data:`ALIASES`), when that
+        kind's group has a model."""
+        alias = ALIASES.get(features["kind"])
+        if alias is None or f"{alias[0]}|{features.get('inference_type')}" not in self.w:
+            return None
+        return alias[1](features)
+
+    def predict(
+        self, features: Mapping[str, Any], *, own: bool = True, alias: bool = True
+    ) -> float | None:
+        """Predicted single-op latency (us, invoke overhead included) by the op's own group
+        model (``own``) or, without one, as the kind it is an alias of (``alias``); None when
+        neither applies."""
         name = group_of(features)
+        if not (own and name in self.w):
+            converted = self.alias_target(features) if alias else None
+            if converted is None:
+                return None
+            features, name = converted, group_of(converted)
         x = np.asarray([op_vector(features)])
         log_latency = float(_base_rows(x)[0] @ self.w[name])
         if name in self.trees:
             log_latency += float(predict_stacked(self.trees[name], x)[0])
-        return math.exp(log_latency)
+        lo, hi = self.range[name]
+        return math.exp(min(max(log_latency, lo), hi))

@@ -66,7 +66,7 @@ from tacopt.cost_models.base import (
     register_model_format,
 )
 from tacopt.cost_models.features import FEATURES, design_row, op_vector
-from tacopt.cost_models.kind_models import KindModels, fit_kind_models, group_of
+from tacopt.cost_models.kind_models import KindModels, alias_group, fit_kind_models, group_of
 from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 from tacopt.cost_models.singleop import UNMEASURABLE
@@ -176,22 +176,26 @@ def fit(
 
 def _choose_sources(
     records: Sequence[Mapping[str, Any]], device: str, learner: str
-) -> tuple[list[str], list[str]]:
-    """``(movement_kinds, kind_groups)``: which data-movement kinds the copy model prices
-    (:func:`movement_fits`) and which (kind, inference type) groups their own model prices
-    (:mod:`~tacopt.cost_models.kind_models`), instead of the shared trees. Chosen on held-out
-    training configurations: fit on 4 in 5 (by key hash), count ops within ±10 % on the rest.
-    A movement kind without 5 held-out ops keeps the copy model (it extrapolates more safely); a
-    group needs 8 held-out ops and strictly more hits for its own model."""
+) -> tuple[list[str], list[str], list[str]]:
+    """``(movement_kinds, kind_groups, alias_groups)``: which data-movement kinds the copy model
+    prices (:func:`movement_fits`), which (kind, inference type) groups their own model prices
+    and which the model of the kind they are an alias of (:mod:`~tacopt.cost_models.
+    kind_models`), instead of the shared trees. Chosen on held-out training configurations:
+    fit on 4 in 5 (by key hash), count ops within ±10 % on the rest. A movement kind without 5
+    held-out ops keeps the copy model (it extrapolates more safely); a group needs 8 held-out
+    ops and strictly more hits for a kind model (its own wins ties with the alias)."""
     def held(r: Mapping[str, Any]) -> bool:
         digest = hashlib.sha1(str(r.get("key")).encode()).hexdigest()
         return r.get("type") == "op" and int(digest[:8], 16) % 5 == 0
 
     test = [r for r in records if held(r)]
     if len(test) < 5:
-        return sorted(MOVEMENT), []
-    trial = LearnedCostModel(_fit([r for r in records if not held(r)], device, learner, None, None))
-    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # n, trees, movement, kind
+        return sorted(MOVEMENT), [], []
+    trial = LearnedCostModel(
+        _fit([r for r in records if not held(r)], device, learner, None, None, None)
+    )
+    # per group: n, shared trees, copy model, own kind model, alias
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
     for r in test:
         m = r["latency_us"]
         h = hits[group_of(r)]
@@ -200,19 +204,20 @@ def _choose_sources(
         h[1] += abs(trial.predict(r).latency_us - m) <= 0.1 * m
         trial.movement_kinds = None
         h[2] += abs(trial.predict(r).latency_us - m) <= 0.1 * m
-        trial.movement_kinds, trial.kind_groups = set(), None
-        h[3] += abs(trial.predict(r).latency_us - m) <= 0.1 * m
+        for i, kw in ((3, {"alias": False}), (4, {"own": False})):
+            p = trial.kind_models.predict(r, **kw)
+            h[i] += p is not None and abs(p - m) <= 0.1 * m
     by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for g, h in hits.items():
         for i in range(3):
             by_kind[g.split("|")[0]][i] += h[i]
     movement = sorted(k for k in MOVEMENT if by_kind[k][0] < 5 or by_kind[k][2] >= by_kind[k][1])
-    kinds = []
+    own, alias = [], []
     for g, h in sorted(hits.items()):
         shared = h[2] if g.split("|")[0] in movement else h[1]
-        if g in trial.kind_models and h[0] >= 8 and h[3] > shared:
-            kinds.append(g)
-    return movement, kinds
+        if h[0] >= 8 and max(h[3], h[4]) > shared:
+            (own if h[3] >= h[4] else alias).append(g)
+    return movement, own, alias
 
 
 def _fit(
@@ -221,6 +226,7 @@ def _fit(
     learner: str,
     movement_kinds: Sequence[str] | None,
     kind_groups: Sequence[str] | None,
+    alias_groups: Sequence[str] | None,
 ) -> dict[str, Any]:
     ops = [r for r in records if r.get("type") == "op"]
     if not ops:
@@ -289,8 +295,14 @@ def _fit(
     model["movement"] = movement_fits(ops)
     if movement_kinds is not None:
         model["movement_kinds"] = list(movement_kinds)
-    # a group's own model: every eligible group for a trial, the chosen ones for the result
-    model["kind_models"] = fit_kind_models(ops, learner, groups=kind_groups)
+    # kind models: every eligible group for a trial; for the result the chosen groups' own and
+    # those their aliases need
+    if kind_groups is None or alias_groups is None:
+        model["kind_models"] = fit_kind_models(ops, learner)
+    else:
+        model["kind_groups"] = sorted([*kind_groups, *alias_groups])
+        needed = {*kind_groups, *(alias_group(g) for g in alias_groups)}
+        model["kind_models"] = fit_kind_models(ops, learner, groups=needed)
     model["in_model_scale"], model["per_op_us"], model["while_trip_us"] = whole_model_terms(
         records, LearnedCostModel(model)
     )
@@ -324,8 +336,10 @@ class LearnedCostModel(CostModelBase):
             mk = doc.get("movement_kinds")
             self.movement_kinds = None if mk is None else set(mk)
             self.kind_models = KindModels(doc.get("kind_models", {}))
-            #: groups priced by their own model (None: every group that has one)
-            self.kind_groups: set[str] | None = None
+            #: groups priced by a kind model, their own or an alias's (None: every group that
+            #: can be)
+            kg = doc.get("kind_groups")
+            self.kind_groups: set[str] | None = None if kg is None else set(kg)
             self.overhead_us = float(doc["overhead_us"])
             self.scale = float(doc.get("in_model_scale", 1.0))
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
@@ -359,8 +373,10 @@ class LearnedCostModel(CostModelBase):
         if key is not None and key in self.table:
             return Prediction(self.table[key] + self.table_offset, "exact")
         kind, group = features["kind"], group_of(features)
-        if group in self.kind_models and (self.kind_groups is None or group in self.kind_groups):
-            return Prediction(self.kind_models.predict(features), "kind")
+        if self.kind_groups is None or group in self.kind_groups:
+            by_kind = self.kind_models.predict(features)
+            if by_kind is not None:
+                return Prediction(by_kind, "kind")
         if kind in MOVEMENT and (self.movement_kinds is None or kind in self.movement_kinds):
             net = predict_movement(self.movement, features)
             if net is not None:

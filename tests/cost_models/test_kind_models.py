@@ -54,9 +54,19 @@ def test_fit_chooses_kind_models_on_held_out_configurations() -> None:
     # trees see one kind too, and tie)
     assert set(doc["kind_models"]) <= {"CONV_2D|FLOAT"}
     doc["kind_models"] = fit_kind_models(recs, "trees")
+    doc["kind_groups"] = ["CONV_2D|FLOAT", "FULLY_CONNECTED|FLOAT"]
     model = LearnedCostModel(json.loads(json.dumps(doc)))
     probe = conv_record(np.random.default_rng(9), 999)
     assert model.predict(probe).source == "kind"
+    # a FULLY_CONNECTED without a model of its own is priced as the 1x1 CONV_2D it runs as
+    x, w, b = probe["inputs"]
+    h, cin, cout = x[0][1], x[0][3], w[0][0]
+    fc = {**probe, "kind": "FULLY_CONNECTED", "options": {},
+          "inputs": [[[h * h, cin], "float32", False, False],
+                     [[cout, cin], "float32", True, False], b],
+          "outputs": [[[h * h, cout], "float32", False, False]]}  # fmt: skip
+    p = model.predict(fc)
+    assert p.source == "kind" and p.latency_us == pytest.approx(probe["latency_us"], rel=0.2)
     model.kind_groups = set()  # none chosen: the shared trees answer
     assert model.predict(probe).source == "group"
 
