@@ -212,7 +212,8 @@ def _choose_sources(
         for i in range(3):
             by_kind[g.split("|")[0]][i] += h[i]
     movement = sorted(k for k in MOVEMENT if by_kind[k][0] < 5 or by_kind[k][2] >= by_kind[k][1])
-    own, alias = [], []
+    own: list[str] = []
+    alias: list[str] = []
     for g, h in sorted(hits.items()):
         shared = h[2] if g.split("|")[0] in movement else h[1]
         if h[0] >= 8 and max(h[3], h[4]) > shared:
