@@ -23,9 +23,6 @@ from tacopt.fusion.io import check_output_path
 #: Timing rounds of `tacopt calibrate`.
 CALIBRATE_ROUNDS = 20
 
-#: Ops a default sweep samples (``tacopt measure --sweep``).
-SWEEP_SIZE = 6000
-
 #: A sweep of N ops also measures N / CHAIN_EVERY small models made of sampled ops.
 CHAIN_EVERY = 50
 
@@ -59,10 +56,12 @@ def register_measure(subparsers: Any) -> None:
         "--sweep",
         type=int,
         nargs="?",
-        const=SWEEP_SIZE,
+        const=0,
         metavar="N",
-        help=f"measure N single ops sampled over each kind's configuration space instead of "
-        f"models (default N {SWEEP_SIZE}; cost_models/sweep.py); resumable",
+        help="measure single ops sampled over each kind's configuration space instead of "
+        "models: N of them (one chunk: --seed, --prior, --adapt), or without N the whole "
+        "training sweep of the shipped model (5 chunks, ~27 min here; cost_models/sweep.py); "
+        "resumable",
     )
     p.add_argument("--seed", type=int, default=0, help="sweep seed (default 0)")
     p.add_argument(
@@ -157,46 +156,76 @@ def run_measure(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The training sweep of the shipped learned model, chunk by chunk: (seed, prior, ops, adapt).
+#: ``tacopt measure --sweep --out train.jsonl`` (no N) measures all of it, resumably.
+SWEEP_RECIPE: tuple[tuple[int, str, int, bool], ...] = (
+    (0, "generic", 4000, False),
+    (1, "generic", 2000, True),
+    (2, "generic", 800, True),
+    (3, "net", 5000, False),
+    (4, "net-rnn", 3000, False),
+)
+
+
 def _run_sweep(args: argparse.Namespace) -> int:
-    from tacopt.cost_models.measure import measure_graphs
+    import time
+
     from tacopt.cost_models.records import MeasureError
-    from tacopt.cost_models.sweep import iter_samples
+    from tacopt.cost_models.sweep import PRIORS
     from tacopt.cost_models.timing import MeasureConfig
 
     if args.models:
         raise MeasureError(
             "measure: --sweep measures sampled ops, not models; give one or the other"
         )
-    if args.sweep < 1:
+    if args.sweep < 0:
         raise MeasureError(f"--sweep: must be at least 1, got {args.sweep}")
+    if args.prior not in PRIORS:
+        raise MeasureError(f"--prior: unknown prior '{args.prior}' (known: {', '.join(PRIORS)})")
+    if args.adapt and args.prior != "generic":
+        raise MeasureError("--adapt: weights the generic samplers; give it without --prior")
     samples = max(args.repeats, 1)
     cfg = MeasureConfig(
         threads=args.threads, warmup=args.warmup, samples=samples, min_samples=min(3, samples)
     )
     silence_xnnpack_banner()
-    max_s = None if args.max_minutes is None else args.max_minutes * 60
-    from tacopt.cost_models.sweep import PRIORS
+    chunks = SWEEP_RECIPE if args.sweep == 0 else ((args.seed, args.prior, args.sweep, args.adapt),)
+    deadline = None if args.max_minutes is None else time.monotonic() + args.max_minutes * 60
+    total: dict[str, int] = {}
+    for seed, prior, n, adapt in chunks:
+        left_s = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+        stats = _sweep_chunk(args.out, cfg, seed, prior, n, adapt, left_s)
+        for k, v in stats.items():
+            total[k] = total.get(k, 0) + v
+        if stats["left"]:
+            break  # out of time: re-run the same command to go on
+    print(json.dumps(total))
+    return 0
 
-    if args.prior not in PRIORS:
-        raise MeasureError(f"--prior: unknown prior '{args.prior}' (known: {', '.join(PRIORS)})")
-    weights, chain = PRIORS[args.prior]
-    if args.adapt and args.prior != "generic":
-        raise MeasureError("--adapt: weights the generic samplers; give it without --prior")
-    if args.adapt:
+
+def _sweep_chunk(
+    out: Path, cfg: Any, seed: int, prior: str, n: int, adapt: bool, max_s: float | None
+) -> dict[str, int]:
+    """Measure one chunk of a sweep: ``n`` ops of ``prior`` drawn with ``seed`` (weighted by
+    the earlier seeds' misses when ``adapt``), then its chain models when every op is done."""
+    from tacopt.cost_models.measure import measure_graphs
+    from tacopt.cost_models.records import MeasureError
+    from tacopt.cost_models.sweep import PRIORS, iter_samples
+
+    weights, chain = PRIORS[prior]
+    if adapt:
         from tacopt.cost_models.records import read_records
         from tacopt.cost_models.sweep import adaptive_weights
 
-        if not args.out.exists():
+        if not out.exists():
             raise MeasureError("--adapt: --out holds no records of an earlier seed to learn from")
-        weights = adaptive_weights(read_records(args.out), seed=args.seed)
+        weights = adaptive_weights(read_records(out), seed=seed)
         print(f"sampling weights: {json.dumps(weights)}", file=sys.stderr)
-    items = iter_samples(args.sweep, seed=args.seed, weights=weights)
-    stats = measure_graphs(items, args.out, cfg, max_s=max_s)
+    stats = measure_graphs(iter_samples(n, seed=seed, weights=weights), out, cfg, max_s=max_s)
+    stats["chains"] = 0
     if not stats["left"]:  # then small models of sampled ops: how ops add up in a model
-        n = args.sweep // CHAIN_EVERY
-        stats["chains"] = _measure_chains(args.out, cfg, args.seed, n, chain)
-    print(json.dumps(stats))
-    return 0
+        stats["chains"] = _measure_chains(out, cfg, seed, n // CHAIN_EVERY, chain)
+    return stats
 
 
 def _measure_chains(out: Path, cfg: Any, seed: int, n: int, chain: Any) -> int:

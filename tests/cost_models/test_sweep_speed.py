@@ -82,7 +82,7 @@ def test_grouped_conv_feature_and_chains() -> None:
     from tacopt.cost_models.sweep import BASE_SAMPLERS, sample_chain
 
     assert "CONV_2D_GROUPED" not in BASE_SAMPLERS  # seed 0's prior stays the committed one
-    (_, G), = sample_ops(1, seed=0, kinds=["CONV_2D_GROUPED"], int8_share=0.0)
+    ((_, G),) = sample_ops(1, seed=0, kinds=["CONV_2D_GROUPED"], int8_share=0.0)
     f = op_features(G, next(iter(G)), root=G)
     groups = op_vector(f)[FEATURES.index("log_groups")]
     x, w = f["inputs"][0][0], f["inputs"][1][0]
@@ -179,8 +179,9 @@ def test_model_with_a_custom_op_measures_its_ops_and_says_why_not_whole(tmp_path
     model = LearnedCostModel(fit(recs, learner="trees"))
     by_key = {r["key"]: r for r in recs if r["type"] in ("op", "skip")}
     with_custom = model.predict_model(whole, by_key)
-    without = model.predict_model({**whole, "ops": [o for o in whole["ops"]
-                                                    if o[0] != skips[0]["key"]]}, by_key)
+    without = model.predict_model(
+        {**whole, "ops": [o for o in whole["ops"] if o[0] != skips[0]["key"]]}, by_key
+    )
     assert np.isfinite(with_custom) and with_custom > without  # the custom op is not zero
 
 
@@ -217,3 +218,23 @@ def test_adaptive_weights_favour_kinds_predicted_worst() -> None:
     assert set(w) == set(SAMPLERS)
     assert w["RELU"] / SAMPLERS["RELU"][1] > w["ADD"] / SAMPLERS["ADD"][1]
     assert adaptive_weights(recs, seed=0) == {k: v for k, (_, v) in SAMPLERS.items()}
+
+
+def test_sweep_without_n_runs_the_whole_recipe_resumably(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from tacopt.cost_models import cli as cost_cli
+
+    recipe = ((0, "generic", 6, False), (1, "generic", 4, True), (3, "net", 50, False))
+    monkeypatch.setattr(cost_cli, "SWEEP_RECIPE", recipe)
+    out = tmp_path / "train.jsonl"
+    args = ["measure", "--sweep", "--repeats", "3", "--out", str(out)]
+    assert main(args) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert stats["measured"] + stats["skipped"] + stats["reused"] == 60 and stats["left"] == 0
+    assert stats["chains"] == 1  # 50 net ops: one network chain
+    labels = {r["model"].split(":")[1] for r in read_records(out) if r["model"].count(":") == 2}
+    assert labels == {"0", "1", "3"}
+    assert main(args) == 0  # everything done: nothing measured again
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["measured"] == 0 and again["reused"] == 60
