@@ -346,7 +346,9 @@ def register_fit(subparsers: Any) -> None:
         "-o is written only when everything succeeded.",
     )
     p.add_argument("records", type=Path, help="records from `tacopt measure`")
-    p.add_argument("-o", "--out", type=Path, required=True, help="model file (.json)")
+    p.add_argument(
+        "-o", "--out", type=Path, required=True, help="model file (.json, or .json.gz: gzipped)"
+    )
     p.add_argument("--eval", type=Path, help="held-out records to evaluate on")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     p.add_argument(

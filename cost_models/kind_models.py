@@ -12,7 +12,8 @@ training configurations (:func:`tacopt.cost_models.learned.fit`); the rest keep 
 trees. A kind XNNPACK runs as another (a FULLY_CONNECTED is a 1x1 CONV_2D's GEMM,
 :data:`ALIASES`) may be priced by that kind's model instead, chosen the same way.
 
-Stored as JSON (``{"w": [...], "trees": [...], "n": N}`` per ``"KIND|TYPE"``), never pickle.
+Stored as JSON (``{"w": [...], "trees": [...], "n": N, "range": [lo, hi]}`` per
+``"KIND|TYPE"``), never pickle.
 
 >>> rng = np.random.default_rng(0)
 >>> recs = [{"kind": "ADD", "inference_type": "FLOAT", "flops": float(n), "bytes": 12.0 * n,

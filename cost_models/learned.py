@@ -10,10 +10,11 @@ latency *inside a model*: the prediction net of that overhead, times ``in_model_
 How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`):
 
 1. ``exact``: the configuration (same :func:`~tacopt.cost_models.singleop.op_key`) was measured.
-2. ``kind``: the (kind, inference type) has a model of its own
+2. ``kind``: the (kind, inference type) is priced by a kind model
    (:mod:`~tacopt.cost_models.kind_models`: a log-linear base on padded MACs, bytes, FLOPs and
-   output elements, boosted trees on its residual) that beat the shared trees on held-out
-   training configurations (``kind_models``; chosen in :func:`fit`).
+   output elements, boosted trees on its residual), its own or the GEMM one a FULLY_CONNECTED
+   runs as, which beat the shared trees on held-out training configurations (``kind_groups``;
+   chosen in :func:`fit`).
 3. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
    elements]`` per (kind, inference type), shrunk towards the kind's fit, itself shrunk towards
    the global one (``SHRINK``), times boosted regression trees (LightGBM or :func:`fit_trees`,
@@ -107,8 +108,6 @@ LEARNERS: dict[str, tuple[Any, Mapping[str, Any]]] = {
     "lightgbm": (fit_lightgbm, LIGHTGBM_PARAMS),
     "trees": (fit_trees, TREE_PARAMS),
 }
-
-
 
 
 @dataclass(frozen=True, slots=True)
