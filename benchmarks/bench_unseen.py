@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import statistics
 import sys
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,7 @@ from tacopt.cost_models.accuracy import evaluate
 from tacopt.cost_models.learned import LEARNERS, LearnedCostModel, fit
 from tacopt.cost_models.model_file import model_bytes
 from tacopt.cost_models.records import read_records
+from tacopt.cost_models.speed import run_speed, speed_index
 
 FIGURES = (
     "within_10pct",
@@ -85,11 +87,15 @@ def main() -> int:
     doc = fit(sweep, learner=learner)
     model = LearnedCostModel(doc)
     train_keys = {r["key"] for r in sweep if r.get("type") == "op"}
+    print(f"training machine's speed (reference model -> us): {json.dumps(doc['anchor_speed'])}")
     results = []
     for path in args.test:
-        res = evaluate(model, read_records(path), train_keys=train_keys)
+        test = read_records(path)
+        res = evaluate(model, test, train_keys=train_keys)
         results.append(res)
-        print(line(f"test {path.name}", res))
+        # the machine's speed in that run: its reference timings over the training anchor's
+        speed = speed_index(run_speed(test), model.anchor_speed)
+        print(line(f"test {path.name}", res) + f"  speed {speed:.3f}x the anchor's time")
     if len(results) > 1:
         for f in FIGURES:
             v = [r[f] * (1 if f in ("mape", "spearman", "model_error_median") else 100)
