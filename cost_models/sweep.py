@@ -95,11 +95,12 @@ def _build_sample(kind: str, seed: int, i: int, int8_share: float) -> nx.MultiDi
 def adaptive_weights(
     records: Sequence[Mapping[str, Any]], *, seed: int, folds: int = 3
 ) -> dict[str, float]:
-    """Sampling weights for a sweep of ``seed`` that favour the kinds the fit predicts worst:
-    each kind's prior weight x (its share of ops *not* within ±10 % + 0.1), measured by
-    ``folds``-fold cross-validation (folds by label) on the records of earlier seeds
-    (labels ``KIND:s:i`` with ``s < seed``), so the weights stay the same while a sweep of
-    ``seed`` resumes. Kinds without records keep their prior weight.
+    """Sampling weights of the generic samplers (not the ``net`` priors') for a sweep of
+    ``seed`` that favour the kinds the fit predicts worst: each kind's prior weight x (its
+    share of ops *not* within ±10 % + 0.1), measured by ``folds``-fold cross-validation (folds
+    by label) on the records of earlier seeds (labels ``KIND:s:i`` with ``s < seed``), so the
+    weights stay the same while a sweep of ``seed`` resumes. Kinds without records keep their
+    prior weight.
     """
     import hashlib
     import importlib.util
@@ -130,6 +131,8 @@ def adaptive_weights(
         counts[r["kind"]] = counts.get(r["kind"], 0) + 1
     weights = {}
     for kind, (_, prior) in sorted(SAMPLERS.items()):
+        if kind in NET_RNN_PRIOR:
+            continue  # the generic samplers only: the network priors have their own chunks
         if kind in misses and counts.get(kind):
             weights[kind] = round(prior * (sum(misses[kind]) / counts[kind] + 0.1), 4)
         else:
