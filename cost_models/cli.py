@@ -23,9 +23,6 @@ from tacopt.fusion.io import check_output_path
 #: Timing rounds of `tacopt calibrate`.
 CALIBRATE_ROUNDS = 20
 
-#: A sweep of N ops also measures N / CHAIN_EVERY small models made of sampled ops.
-CHAIN_EVERY = 50
-
 
 @dataclass(frozen=True, slots=True)
 class MeasureArgs:
@@ -212,7 +209,7 @@ def _sweep_chunk(
     from tacopt.cost_models.records import MeasureError
     from tacopt.cost_models.sweep import PRIORS, iter_samples
 
-    weights, chain = PRIORS[prior]
+    weights, chain, ops_per_chain = PRIORS[prior]
     if adapt:
         from tacopt.cost_models.records import read_records
         from tacopt.cost_models.sweep import adaptive_weights
@@ -224,7 +221,7 @@ def _sweep_chunk(
     stats = measure_graphs(iter_samples(n, seed=seed, weights=weights), out, cfg, max_s=max_s)
     stats["chains"] = 0
     if not stats["left"]:  # then small models of sampled ops: how ops add up in a model
-        stats["chains"] = _measure_chains(out, cfg, seed, n // CHAIN_EVERY, chain)
+        stats["chains"] = _measure_chains(out, cfg, seed, n // ops_per_chain, chain)
     return stats
 
 

@@ -89,17 +89,9 @@ from tacopt.cost_models.whole_model import (
 )
 
 FORMAT = "tacopt-learned"
-
-
 VERSION = 5
-
-
 MIN_GROUP = 4
-
-
 RIDGE = 1e-3
-
-
 SHRINK = 3.0
 
 
@@ -127,7 +119,11 @@ def _fit_group(X: np.ndarray, y: np.ndarray, prior: np.ndarray, strength: float)
 
 
 def fit(
-    records: Sequence[Mapping[str, Any]], *, device: str = "CPU", learner: str = "lightgbm"
+    records: Sequence[Mapping[str, Any]],
+    *,
+    device: str = "CPU",
+    learner: str = "lightgbm",
+    kinds: bool = True,
 ) -> dict[str, Any]:
     """Fit a learned model (a JSON-ready dict) on measurement records.
 
@@ -143,6 +139,8 @@ def fit(
     device : the device the records were measured on.
     learner : ``"lightgbm"`` (LightGBM's boosted trees, converted to JSON lists) or ``"trees"``
         (:func:`tacopt.cost_models.trees.fit_trees`, numpy).
+    kinds : fit kind models and choose sources on held-out configurations (False: the shared
+        trees and copy models alone, ~3x faster: the sweep's adaptive weights).
 
     Raises
     ------
@@ -168,7 +166,8 @@ def fit(
         )
     anchor = run_speed(records)
     records = normalize_records(records, anchor)
-    model = _fit(records, device, learner, *_choose_sources(records, device, learner))
+    sources = _choose_sources(records, device, learner) if kinds else (None, [], [])
+    model = _fit(records, device, learner, *sources)
     model["anchor_speed"] = model["speed"] = anchor
     return model
 
@@ -482,7 +481,7 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
 
 
 #: The learned model shipped with the package (``--cost-model learned``): fitted on the
-#: committed sweep, ``benchmarks/results/learned_v4/sweep.jsonl`` (docs/cost-models.md).
+#: committed sweep, ``benchmarks/results/learned_v5/sweep.jsonl`` (docs/cost-models.md).
 DEFAULT_MODEL = Path(__file__).with_name("data") / "learned_cpu.json.gz"
 
 

@@ -35,11 +35,14 @@ from tacopt.cost_models.samplers_net import (
 from tacopt.fusion.builder import GraphBuilder
 
 #: Named priors of ``tacopt measure --sweep --prior``: sampler weights (None: the generic
-#: samplers, :data:`BASE_SAMPLERS`) and the chain models drawn with them.
-PRIORS: dict[str, tuple[Mapping[str, float] | None, Callable[[int, int], nx.MultiDiGraph]]] = {
-    "generic": (None, lambda seed, i: sample_chain(seed, i)),
-    "net": (NET_PRIOR, sample_net_chain),
-    "net-rnn": (NET_RNN_PRIOR, sample_net_chain_or_tiny),
+#: samplers, :data:`BASE_SAMPLERS`), the chain models drawn with them, and how many sampled
+#: ops per chain model (a network chain of the ``net`` prior costs ~18 op timings).
+PRIORS: dict[
+    str, tuple[Mapping[str, float] | None, Callable[[int, int], nx.MultiDiGraph], int]
+] = {
+    "generic": (None, lambda seed, i: sample_chain(seed, i), 50),
+    "net": (NET_PRIOR, sample_net_chain, 100),
+    "net-rnn": (NET_RNN_PRIOR, sample_net_chain_or_tiny, 50),
 }
 
 
@@ -123,7 +126,7 @@ def adaptive_weights(
         held = [r for r in earlier if fold(r) == k]
         if not train or not held:
             continue
-        model = LearnedCostModel(fit(train, learner=learner))
+        model = LearnedCostModel(fit(train, learner=learner, kinds=False))
         for name, v in evaluate(model, held)["per_kind"].items():
             misses.setdefault(name.split("|")[0], []).append((1 - v["within_10pct"]) * v["n"])
     counts: dict[str, int] = {}

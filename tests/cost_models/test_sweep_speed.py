@@ -56,17 +56,17 @@ def test_sweep_measures_resumes_and_records_speed(tmp_path: Path, capsys) -> Non
 
 
 def test_net_prior_draws_its_samplers_and_network_chains(tmp_path: Path, capsys) -> None:
-    from tacopt.cost_models.samplers_net import NET_PRIOR, sample_net_chain
+    from tacopt.cost_models.samplers_net import NET_RNN_PRIOR, sample_net_chain
 
     out = tmp_path / "net.jsonl"
-    args = ["measure", "--sweep", "50", "--seed", "3", "--prior", "net", "--repeats", "3",
+    args = ["measure", "--sweep", "50", "--seed", "3", "--prior", "net-rnn", "--repeats", "3",
             "--out", str(out)]  # fmt: skip
     assert main(args) == 0
     stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert stats["measured"] + stats["skipped"] == 50 and stats["chains"] == 1
     recs = read_records(out)
     drawn = {r["model"].split(":")[0] for r in recs if r["type"] == "op" and ":" in r["model"]}
-    assert drawn <= set(NET_PRIOR)
+    assert drawn <= set(NET_RNN_PRIOR)
     (chain,) = [r for r in recs if r["type"] == "model"]
     assert chain["model"] == "netchain_3_0" and chain["latency_us"] > 0
     G = sample_net_chain(3, 0)
@@ -228,14 +228,14 @@ def test_sweep_without_n_runs_the_whole_recipe_resumably(
 ) -> None:
     from tacopt.cost_models import cli as cost_cli
 
-    recipe = ((0, "generic", 6, False), (1, "generic", 4, True), (3, "net", 50, False))
+    recipe = ((0, "generic", 6, False), (1, "generic", 4, True), (3, "net-rnn", 50, False))
     monkeypatch.setattr(cost_cli, "SWEEP_RECIPE", recipe)
     out = tmp_path / "train.jsonl"
     args = ["measure", "--sweep", "--repeats", "3", "--out", str(out)]
     assert main(args) == 0
     stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert stats["measured"] + stats["skipped"] + stats["reused"] == 60 and stats["left"] == 0
-    assert stats["chains"] == 1  # 50 net ops: one network chain
+    assert stats["chains"] == 1  # 50 net-rnn ops: one network chain
     labels = {r["model"].split(":")[1] for r in read_records(out) if r["model"].count(":") == 2}
     assert labels == {"0", "1", "3"}
     assert main(args) == 0  # everything done: nothing measured again
