@@ -208,7 +208,7 @@ class KindModels:
         """``features`` converted to the kind that prices them (:data:`ALIASES`), when that
         kind's group has a model."""
         alias = ALIASES.get(features["kind"])
-        if alias is None or f"{alias[0]}|{features.get('inference_type')}" not in self.w:
+        if alias is None or alias_group(group_of(features)) not in self.w:
             return None
         return alias[1](features)
 

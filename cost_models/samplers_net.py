@@ -56,10 +56,10 @@ def stage(rng: Rng) -> tuple[int, int]:
 
 
 def _conv_graph(
-    rng: Rng, h: int, cin: int, cout: int, k: int, stride: int, pad: str, w: int | None = None
+    rng: Rng, h: int, cin: int, cout: int, k: int, stride: int, pad: str
 ) -> nx.MultiDiGraph:
     b = GraphBuilder("conv_net")
-    x = b.input("x", (1, h, w or h, cin))
+    x = b.input("x", (1, h, h, cin))
     y = b.op(
         "CONV_2D",
         x,

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from tacopt.cost_models.singleop import UNMEASURABLE
+
 FLOOR_US = 0.05
 
 
@@ -57,28 +59,25 @@ def whole_model_terms(
     """
     by_key = records_by_key(records)
     rows: list[tuple[bool, float, float, float]] = []  # (big, measured, op sum, ops)
-    whole = [r for r in records if r.get("type") == "model" and r.get("latency_us")]
-    for r in whole:
+    loops: list[tuple[float, float, float, float]] = []  # (measured, op sum, ops, trips)
+    for r in records:
+        if r.get("type") != "model" or not r.get("latency_us"):
+            continue
         net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
-        if not r.get("loop_trips") and net > 0:
-            n = float(sum(c for k, c in r["ops"] if _counted(by_key.get(k))))
-            rows.append((n >= MIN_MODEL_OPS, r["latency_us"] - model.overhead_us, net, n))
+        n = float(sum(c for k, c in r["ops"] if _counted(by_key.get(k))))
+        measured = r["latency_us"] - model.overhead_us
+        if r.get("loop_trips"):
+            loops.append((measured, net, n, r["loop_trips"]))
+        elif net > 0:
+            rows.append((n >= MIN_MODEL_OPS, measured, net, n))
     chosen = [t[1:] for t in rows if t[0]] or [t[1:] for t in rows]
     scale, per_op = _fit_scale(chosen)
-    per_trip = []
-    for r in whole:
-        if r.get("loop_trips"):
-            net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
-            n = float(sum(c for k, c in r["ops"] if _counted(by_key.get(k))))
-            left = r["latency_us"] - model.overhead_us - scale * net - per_op * n
-            per_trip.append(max(left, 0.0) / r["loop_trips"])
+    per_trip = [max(y - scale * net - per_op * n, 0.0) / trips for y, net, n, trips in loops]
     return scale, per_op, round(statistics.median(per_trip), 4) if per_trip else 0.0
 
 
 def _counted(rec: Mapping[str, Any] | None) -> bool:
     """Whether a model's op counts as one the model runs (WHILE and variables do not)."""
-    from tacopt.cost_models.singleop import UNMEASURABLE
-
     return rec is not None and rec.get("kind") not in UNMEASURABLE and "inputs" in rec
 
 
