@@ -23,13 +23,13 @@ __version__ = "0.1.0"
 # name -> module that defines it
 _API: dict[str, str] = {
     # fusion: read, fuse, check, write
-    "read_tflite": "tacopt.fusion.reader",
-    "write_tflite": "tacopt.fusion.writer",
+    "read_tflite": "tacopt.fusion.tflite.reader",
+    "write_tflite": "tacopt.fusion.tflite.writer",
     "validate_graph": "tacopt.fusion.ir",
     "fuse": "tacopt.fusion.fuse",
-    "rehydrate": "tacopt.fusion.rehydrate",
-    "register_fusion": "tacopt.fusion.composites",
-    "TacoptError": "tacopt.fusion.errors",
+    "rehydrate": "tacopt.fusion.tflite.rehydrate",
+    "register_fusion": "tacopt.fusion.rules.composites",
+    "TacoptError": "tacopt.fusion.ir.errors",
     # cost models
     "CostModel": "tacopt.cost_models.base",
     "CostModelBase": "tacopt.cost_models.base",

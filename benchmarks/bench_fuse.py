@@ -16,7 +16,7 @@ DEFAULT_MODEL = ZOO / "keras__text_gru_unrolled_float32.tflite"
 
 def time_fuse(path: Path, runs: int) -> tuple[list[float], dict]:
     from tacopt.fusion.fuse import fuse
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     G = read_tflite(path)
     walls, result = [], None

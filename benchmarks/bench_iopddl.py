@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.io import atomic_write, check_output_folder
+from tacopt.fusion.ir.io import atomic_write, check_output_folder
 from tacopt.partitioner.cli_contest import contest_time_limit
 from tacopt.partitioner.iopddl import IopddlError, evaluate, load_iopddl
 from tacopt.partitioner.pickers.pairwise_solver import METHODS, solve_pairwise

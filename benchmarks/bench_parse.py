@@ -1,4 +1,4 @@
-"""Parse speed of :func:`tacopt.fusion.reader.read_tflite` against the issue's targets.
+"""Parse speed of :func:`tacopt.fusion.tflite.reader.read_tflite` against the issue's targets.
 
 Prints the median of several runs (after one warm-up) for MobileNetV2 float (65 ops), NASNetMobile
 int8 (567 ops) and the whole shared zoo (48 models), each from the file path.
@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.tflite.reader import read_tflite
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS_MS = {

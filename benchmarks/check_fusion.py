@@ -3,9 +3,9 @@
 For every zoo model: ``fuse(unfuse(G))`` must have the op histogram of ``fuse(G)`` (and of ``G``
 when ``G`` is already a fixed point of the rules); on rehydrated weights, ``G``, ``unfuse(G)``,
 ``fuse(unfuse(G))`` and ``fuse(G)`` must give the same outputs in LiteRT on random inputs, within
-the tolerance of their dtype (:func:`tacopt.fusion.litert.output_mismatches`; custom fused ops
-run by their numpy kernels), and every custom fused op must match the region it replaced
-(:func:`tacopt.fusion.litert.check_fused_regions`).
+the tolerance of their dtype (:func:`tacopt.fusion.tflite.litert.output_mismatches`; custom fused
+ops run by their numpy kernels), and every custom fused op must match the region it replaced
+(:func:`tacopt.fusion.tflite.litert.check_fused_regions`).
 
 Run: ``python -m tacopt.benchmarks.check_fusion [--no-numerics]``; exits 1 when a model fails.
 """
@@ -21,17 +21,17 @@ ZOO = Path(__file__).resolve().parents[2] / "shared" / "zoo"
 
 
 def check_model(path: Path, numerics: bool) -> tuple[str, str]:
-    from tacopt.fusion.errors import TacoptError
     from tacopt.fusion.fuse import fuse, op_histogram
     from tacopt.fusion.ir import validate_graph
-    from tacopt.fusion.litert import (
+    from tacopt.fusion.ir.errors import TacoptError
+    from tacopt.fusion.tflite.litert import (
         check_fused_regions,
         output_mismatches,
         random_inputs,
         run_graph,
     )
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.rehydrate import rehydrate
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.rehydrate import rehydrate
     from tacopt.fusion.unfuse import unfuse
 
     G = read_tflite(path)

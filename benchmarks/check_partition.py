@@ -158,7 +158,7 @@ def reference_assignment(views: Sequence[Any]) -> dict[str, tuple[str, str]]:
 def local_error(view: Any, values: Mapping[str, np.ndarray]) -> float:
     """A lowered view run alone on the reference's values at its inputs, against the
     reference's values at its outputs (one step for quantized outputs)."""
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.writer import serialize_tflite
 
     H = view.graph
     if any(t not in values for t in (*H.graph["inputs"], *H.graph["outputs"])):
@@ -191,10 +191,10 @@ def rounding_steps(H: Any, out: str) -> float:
 def check_model(path: Path, devices: str, granularity: str, *, seed: int = 0) -> Check:
     """Partition, export and compare one model (see the module docstring)."""
     from tacopt.fusion.ir import validate_graph
-    from tacopt.fusion.litert import random_inputs
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.rehydrate import rehydrate
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.litert import random_inputs
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.rehydrate import rehydrate
+    from tacopt.fusion.tflite.writer import serialize_tflite
     from tacopt.partitioner.apply import apply_plan, chosen_views
     from tacopt.partitioner.export import export_tflite
     from tacopt.partitioner.pipeline import partition

@@ -60,8 +60,8 @@ def check_retype() -> int:
     from tacopt.cost_models.retype import RetypeError, retype_op
     from tacopt.cost_models.singleop import cut_op, fill_constants, model_ops, op_features, op_key
     from tacopt.cost_models.timing import time_models
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.writer import serialize_tflite
 
     train = sorted(p.stem for p in ZOO.glob("*.tflite"))[0::2]  # bench_learned.py's split
     pairs: list[bytes] = []
@@ -110,8 +110,8 @@ def check_episodes(seconds: float) -> int:
     episode, by latency band, and the share of time in slow episodes."""
     from tacopt.cost_models.singleop import cut_op, fill_constants, model_ops
     from tacopt.cost_models.timing import Gate, _Timer
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig()
     singles = []

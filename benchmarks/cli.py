@@ -272,7 +272,7 @@ def _run_contest(args: argparse.Namespace, zoos: list[str], report_dir: Path | N
 
     from tacopt.benchmarks.bench_iopddl import report, run_iopddl_bench
     from tacopt.benchmarks.zoos import BenchmarkError
-    from tacopt.fusion.io import atomic_write
+    from tacopt.fusion.ir.io import atomic_write
 
     if len(zoos) != len(args.zoo):
         raise BenchmarkError("iopddl:DIR zoos run on their own, not with model zoos")
@@ -296,7 +296,7 @@ def _run_contest(args: argparse.Namespace, zoos: list[str], report_dir: Path | N
 
 def _check_outputs(out: Path, report_dir: Path | None) -> None:
     """Refuse an output that cannot be written, before any work (missing folders are made)."""
-    from tacopt.fusion.io import check_output_folder, check_output_path
+    from tacopt.fusion.ir.io import check_output_folder, check_output_path
 
     if check_output_folder(out.parent, what="--out").exists():
         check_output_path(out, what="--out")
@@ -327,7 +327,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m tacopt.benchmarks [ARGS]``: the same as ``tacopt bench [ARGS]``."""
-    from tacopt.fusion.errors import TacoptError, one_line
+    from tacopt.fusion.ir.errors import TacoptError, one_line
     from tacopt.partitioner.cli import EXIT_BAD_INPUT
 
     parser = argparse.ArgumentParser(prog="python -m tacopt.benchmarks", add_help=False)

@@ -133,7 +133,7 @@ def run_argv(argv: Sequence[str], out: Path) -> tuple[str, str]:
     another file); ``refused``: exit 2, one stderr line, nothing in ``out``; anything else is a
     failure class of :data:`OUTCOMES`.
     """
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.partitioner.cli import main
 
     argv = list(argv)

@@ -5,8 +5,8 @@ architecture is built with ``weights=None`` (random initialisation), converted t
 full-int8 (post-training quantization calibrated on random inputs), each conversion in its own
 subprocess: TensorFlow's int8 calibration of WHILE-loop models can segfault, and a crash must cost
 one model, not the run. Then every model is made structure-only with tacopt's own reader and
-writer (:func:`tacopt.fusion.rehydrate.strip_weights`: weight buffers over 64 bytes that are not
-INT32 / INT64 / BOOL keep only their size) and a MANIFEST.json row is written for it.
+writer (:func:`tacopt.fusion.tflite.rehydrate.strip_weights`: weight buffers over 64 bytes that are
+not INT32 / INT64 / BOOL keep only their size) and a MANIFEST.json row is written for it.
 
     python -m tacopt.benchmarks.make_zoo --out /tmp/zoo                     # build, convert, strip
     python -m tacopt.benchmarks.make_zoo --out /tmp/zoo --only mobilenet_v2
@@ -90,9 +90,9 @@ def convert(name: str, mode: str, out_dir: Path, seed: int, timeout_s: float) ->
 def structure_only(source: Path, target: Path) -> dict[str, Any]:
     """Write the structure-only copy of ``source`` to ``target``; return its MANIFEST row."""
     from tacopt.fusion.ir import all_graphs, ops_of
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.rehydrate import strip_weights
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.rehydrate import strip_weights
+    from tacopt.fusion.tflite.writer import write_tflite
 
     G = strip_weights(read_tflite(source))
     write_tflite(G, target)

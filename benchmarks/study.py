@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tacopt.benchmarks.zoos import BenchmarkError, ZooItem, resolve_zoo
-from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.ir.errors import TacoptError
 
 #: Device sets of the default study (TAC's examples).
 DEFAULT_DEVICE_SETS: tuple[tuple[str, ...], ...] = (
@@ -220,7 +220,7 @@ def _no_twice(where: str, values: Sequence[str]) -> None:
 
 def check_models(cases: Iterable[Case]) -> None:
     """Read every ``.tflite`` model of ``cases`` once; a broken one raises, naming its file."""
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     seen = set()
     for case in cases:

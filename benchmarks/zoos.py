@@ -39,9 +39,9 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.errors import TacoptError
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
-from tacopt.fusion.registry import Registry
+from tacopt.fusion.ir.errors import TacoptError
+from tacopt.fusion.ir.registry import Registry
 
 #: Folder of the models bundled with the project.
 BUNDLED_DIR = Path(__file__).resolve().parent / "models"
@@ -138,7 +138,7 @@ def load_item(item: ZooItem) -> nx.MultiDiGraph | Any:
     39
     """
     if item.kind == "tflite":
-        from tacopt.fusion.reader import read_tflite
+        from tacopt.fusion.tflite.reader import read_tflite
 
         return read_tflite(item.source)
     if item.kind == "graph":

@@ -42,7 +42,7 @@ from tacopt.cost_models.protocol import (
     priced,
     view_cost,
 )
-from tacopt.fusion.registry import Registry
+from tacopt.fusion.ir.registry import Registry
 
 __all__ = [
     "INFERENCE_TYPES",

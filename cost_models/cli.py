@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.io import check_output_path
+from tacopt.fusion.ir.io import check_output_path
 
 #: Timing rounds of `tacopt calibrate`.
 CALIBRATE_ROUNDS = 20
@@ -229,7 +229,7 @@ def _measure_chains(out: Path, cfg: Any, seed: int, n: int, chain: Any) -> int:
     import tempfile
 
     from tacopt.cost_models.measure import measure_models
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.tflite.writer import write_tflite
 
     with tempfile.TemporaryDirectory() as tmp:
         graphs = [chain(seed, i) for i in range(n)]
@@ -320,7 +320,7 @@ def silence_xnnpack_banner() -> None:
     from ai_edge_litert.interpreter import Interpreter
 
     from tacopt.fusion.ir import Op, Tensor, make_graph
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.writer import serialize_tflite
 
     G = make_graph(
         "banner", [Tensor(n, (1, 4), "float32") for n in "xy"],
@@ -367,7 +367,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from tacopt.cost_models.learned import LearnedCostModel, fit
     from tacopt.cost_models.model_file import model_bytes
     from tacopt.cost_models.records import read_records
-    from tacopt.fusion.io import all_or_nothing
+    from tacopt.fusion.ir.io import all_or_nothing
 
     with all_or_nothing([("-o", args.out)]) as out:
         check_records_file(args.records, what="records file")
@@ -445,7 +445,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from tacopt.cost_models.base import CostModelError
     from tacopt.cost_models.learned import FORMAT
     from tacopt.cost_models.model_file import model_bytes, read_model_doc
-    from tacopt.fusion.io import all_or_nothing
+    from tacopt.fusion.ir.io import all_or_nothing
 
     out = args.out or args.model
     if args.rounds < 1:

@@ -2,8 +2,8 @@
 
 Each op of each model (nested WHILE / IF bodies included) is cut into a single-op graph: the op,
 its non-constant inputs as graph inputs, its constants filled with random values
-(:func:`fill_constants`, seeded), written with :func:`tacopt.fusion.writer.serialize_tflite` and
-timed with ``ai_edge_litert.interpreter.Interpreter`` at a fixed thread count (default 1).
+(:func:`fill_constants`, seeded), written with :func:`tacopt.fusion.tflite.writer.serialize_tflite`
+and timed with ``ai_edge_litert.interpreter.Interpreter`` at a fixed thread count (default 1).
 Identical configurations (same :func:`op_key`) are measured once. The whole model is timed too
 (record type ``"model"``), with the op keys it is made of (WHILE bodies multiplied by their trip
 count) so sums of op latencies can be checked against it.
@@ -86,8 +86,8 @@ def measure_models(
         Counts: ``measured``, ``reused`` (already measured configurations), ``skipped``,
         ``models``.
     """
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig() if cfg is None else cfg
     out = Path(out)
@@ -233,7 +233,7 @@ def measure_graphs(
     """
     import time
 
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig() if cfg is None else cfg
     out = Path(out)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cost_models.protocol import CostModelError
-from tacopt.fusion.io import gunzip
+from tacopt.fusion.ir.io import gunzip
 
 #: The most bytes a gzipped model file may inflate to (the shipped model: ~10 MB).
 MAX_MODEL_BYTES = 256 << 20

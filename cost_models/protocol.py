@@ -46,8 +46,8 @@ from typing import Protocol, runtime_checkable
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.errors import TacoptError
-from tacopt.fusion.vocabulary import ACTIVATION_FORMAT, INFERENCE_TYPES, QUANTIZED_TYPES
+from tacopt.fusion.ir.errors import TacoptError
+from tacopt.fusion.ir.vocabulary import ACTIVATION_FORMAT, INFERENCE_TYPES, QUANTIZED_TYPES
 
 __all__ = [
     "INFERENCE_TYPES",

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
-from tacopt.fusion.errors import TacoptError
-from tacopt.fusion.io import read_json_lines
+from tacopt.fusion.ir.errors import TacoptError
+from tacopt.fusion.ir.io import read_json_lines
 
 
 class MeasureError(TacoptError):

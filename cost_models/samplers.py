@@ -1,5 +1,5 @@
 """The per-kind priors of the sweep (:mod:`tacopt.cost_models.sweep`): each sampler draws one
-single-op graph, built with :class:`tacopt.fusion.builder.GraphBuilder`, from a generic prior of
+single-op graph, built with :class:`tacopt.fusion.ir.builder.GraphBuilder`, from a generic prior of
 typical mobile-CNN / transformer values (never read from the shared zoo).
 
 >>> G = SAMPLERS["CONV_2D"][0](np.random.default_rng(0))
@@ -15,7 +15,7 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.ir.builder import GraphBuilder
 
 CHANNELS = (
     *(8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 120, 128, 144, 160, 192, 240, 256),

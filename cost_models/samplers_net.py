@@ -30,7 +30,7 @@ import networkx as nx
 import numpy as np
 
 from tacopt.cost_models.samplers import MAX_ELEMENTS, MAX_MACS, SAMPLERS, Rng, _done, activation
-from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.ir.builder import GraphBuilder
 
 #: Input resolutions of typical vision models.
 RESOLUTIONS = (128, 160, 192, 224, 224, 224, 240, 256, 299, 300, 320)
@@ -342,7 +342,7 @@ def sample_net_chain(seed: int, i: int) -> nx.MultiDiGraph:
 def _lstm(rng: Rng) -> nx.MultiDiGraph:
     """A float UNIDIRECTIONAL_SEQUENCE_LSTM (time- or batch-major; no peepholes, projection or
     layer norm), as the LSTM fusions emit it: 8-128 steps, 16-256 units, batch 1-8."""
-    from tacopt.fusion.lstm_ops import LSTM_OPTIONS
+    from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
 
     while True:
         steps, batch = int(rng.choice([8, 16, 32, 64, 128])), int(rng.choice([1, 1, 1, 2, 4, 8]))

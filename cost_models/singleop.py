@@ -14,7 +14,7 @@ import numpy as np
 
 from tacopt.cost_models.ops import inference_type, op_counts, trip_count
 from tacopt.fusion.ir import Buffer, Op, make_graph, ops_of
-from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.tflite.rehydrate import rehydrate
 
 #: Kinds that cannot run as a single op: control flow needs its bodies, the rest need state.
 UNMEASURABLE = {

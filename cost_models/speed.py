@@ -25,8 +25,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.ir import Quantization
+from tacopt.fusion.ir.builder import GraphBuilder
 
 #: Chunks the running median of a reference's latency spans.
 SPEED_WINDOW = 9
@@ -78,7 +78,7 @@ REFERENCES: dict[str, Callable[[], nx.MultiDiGraph]] = {
 @cache
 def reference_models() -> dict[str, bytes]:
     """The reference models as .tflite bytes, by name."""
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.writer import serialize_tflite
 
     return {name: serialize_tflite(build()) for name, build in sorted(REFERENCES.items())}
 

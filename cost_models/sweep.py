@@ -1,9 +1,9 @@
 """Training data that covers each op kind's configuration space, not one zoo (nn-Meter's idea).
 
-:func:`sample_ops` draws single-op graphs, built with :class:`tacopt.fusion.builder.GraphBuilder`,
-from a generic prior per kind (:data:`SAMPLERS`): kernel size, stride, dilation, channels in /
-out, depthwise, resolution, padding, fused activation, broadcast pattern, axis, and the
-inference type (half of the samples rebuilt in int8 by
+:func:`sample_ops` draws single-op graphs, built with
+:class:`tacopt.fusion.ir.builder.GraphBuilder`, from a generic prior per kind (:data:`SAMPLERS`):
+kernel size, stride, dilation, channels in / out, depthwise, resolution, padding, fused activation,
+broadcast pattern, axis, and the inference type (half of the samples rebuilt in int8 by
 :func:`tacopt.cost_models.retype.retype_op`). The prior is generic (typical mobile-CNN /
 transformer values: channels mostly multiples of 8 up to 1,280, resolutions 1-224), never read
 from the shared zoo, so a zoo model is an honest held-out test. Sampling is deterministic for a
@@ -32,7 +32,7 @@ from tacopt.cost_models.samplers_net import (
     sample_net_chain,
     sample_net_chain_or_tiny,
 )
-from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.ir.builder import GraphBuilder
 
 #: Named priors of ``tacopt measure --sweep --prior``: sampler weights (None: the generic
 #: samplers, :data:`BASE_SAMPLERS`), the chain models drawn with them, and how many sampled

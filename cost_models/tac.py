@@ -84,7 +84,7 @@ from tacopt.cost_models.base import (
     register_cost_model,
 )
 from tacopt.fusion.ir import Tensor
-from tacopt.fusion.vocabulary import ACTIVATION_FORMAT
+from tacopt.fusion.ir.vocabulary import ACTIVATION_FORMAT
 
 F32 = np.float32
 

@@ -124,7 +124,7 @@ class Gate:
     """
 
     def __init__(self, cfg: MeasureConfig) -> None:
-        from tacopt.fusion.writer import serialize_tflite
+        from tacopt.fusion.tflite.writer import serialize_tflite
 
         self.cfg = cfg
         probe_cfg = replace(cfg, sample_s=cfg.probe_s)
@@ -337,7 +337,7 @@ def time_models(
     instances of each instance's lowest quiet sample. A model the runtime refuses yields the
     exception instead of a timing.
 
-    >>> from tacopt.fusion.writer import serialize_tflite
+    >>> from tacopt.fusion.tflite.writer import serialize_tflite
     >>> t = time_models([serialize_tflite(neg_graph())], MeasureConfig(samples=3))[0]
     >>> 0 < t.cpu_us and t.samples + t.rejected >= 3 and t.instances >= 1
     True

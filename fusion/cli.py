@@ -19,8 +19,8 @@ from typing import Any
 
 import networkx as nx
 
-from tacopt.fusion.errors import OutputError
-from tacopt.fusion.vocabulary import MAX_WEIGHT_BYTES
+from tacopt.fusion.ir.errors import OutputError
+from tacopt.fusion.ir.vocabulary import MAX_WEIGHT_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +158,9 @@ def format_summary(summary: dict[str, Any], path: Path) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
-    from tacopt.fusion.errors import GraphError
     from tacopt.fusion.ir import validate_graph
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.ir.errors import GraphError
+    from tacopt.fusion.tflite.reader import read_tflite
 
     opts = InspectOptions(model=args.model, json=args.json)
     G = read_tflite(opts.model, validate=False)  # show what could be read, then judge it
@@ -181,10 +181,10 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
 
 def _run_rehydrate(args: argparse.Namespace) -> int:
-    from tacopt.fusion.io import check_output_path
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.rehydrate import check_rehydrate_size, rehydrate
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.ir.io import check_output_path
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.rehydrate import check_rehydrate_size, rehydrate
+    from tacopt.fusion.tflite.writer import write_tflite
 
     opts = RehydrateOptions(
         source=args.source,

@@ -46,9 +46,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``tacopt fuse`` and return the exit code."""
     from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
-    from tacopt.fusion.io import all_or_nothing
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.ir.io import all_or_nothing
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.writer import write_tflite
 
     opts = FuseOptions(args.model, args.json, args.output, args.strict, args.builtins_only)
     with all_or_nothing([("-o", opts.output)]) as out:

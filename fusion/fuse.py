@@ -3,7 +3,7 @@
 The pipeline, in named stages:
 
 1. **composites**: every composite recorded by the builder (``G.graph["composites"]``) and every
-   STABLEHLO_COMPOSITE op goes through the fusion registry (:mod:`tacopt.fusion.composites`);
+   STABLEHLO_COMPOSITE op goes through the fusion registry (:mod:`tacopt.fusion.rules.composites`);
 2. **rules**: the rule list (default :data:`DEFAULT_RULES`: the LSTM loop fusion and the pattern
    rules of :mod:`tacopt.fusion.rules.patterns`) is applied to the main graph, then to every nested
    graph still called, repeating until nothing changes;
@@ -19,10 +19,11 @@ from dataclasses import dataclass, replace
 
 import networkx as nx
 
-from tacopt.fusion.composites import Composite, fuse_composites, stablehlo_composites
 from tacopt.fusion.ir import ops_of
-from tacopt.fusion.lstm import RULES as LSTM_RULES
+from tacopt.fusion.rnn import composites as _rnn_composites  # noqa: F401  (registers the RNN fusions)
+from tacopt.fusion.rnn.lstm import RULES as LSTM_RULES
 from tacopt.fusion.rules.base import Editor, Rule
+from tacopt.fusion.rules.composites import Composite, fuse_composites, stablehlo_composites
 from tacopt.fusion.rules.patterns import BUILTIN_RULES
 from tacopt.fusion.rules.patterns import RULES as PATTERN_RULES
 
@@ -57,7 +58,7 @@ def fuse(
     rules : sequence of Rule, optional
         The pattern rules to apply (default :data:`DEFAULT_RULES`; ``[]`` fuses composites only).
     strict : bool
-        Raise :class:`~tacopt.fusion.errors.FusionError` for a composite that cannot be fused
+        Raise :class:`~tacopt.fusion.ir.errors.FusionError` for a composite that cannot be fused
         instead of returning a warning.
 
     Returns
@@ -70,7 +71,7 @@ def fuse(
     Examples
     --------
     >>> import numpy as np
-    >>> from tacopt.fusion.builder import GraphBuilder
+    >>> from tacopt.fusion.ir.builder import GraphBuilder
     >>> b = GraphBuilder()
     >>> x = b.input("x", (1, 4, 4, 2))
     >>> y = b.op("RELU", b.op("CONV_2D", x, np.ones((3, 1, 1, 2)), np.zeros(3)))
@@ -150,7 +151,7 @@ def _with_origins(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
 def op_histogram(G: nx.MultiDiGraph) -> dict[str, int]:
     """Op kind -> count over the main and nested graphs, sorted by kind.
 
-    >>> from tacopt.fusion.builder import GraphBuilder
+    >>> from tacopt.fusion.ir.builder import GraphBuilder
     >>> b = GraphBuilder()
     >>> op_histogram(b.build(outputs=[b.op("RELU", b.op("RELU", b.input("x", (2,))))]))
     {'RELU': 2}

@@ -30,8 +30,8 @@ import networkx as nx
 import numpy as np
 from flatbuffers import flexbuffers
 
-from tacopt.fusion.bilstm import BIDI, N_WEIGHTS
 from tacopt.fusion.ir import Op, Tensor, ops_of
+from tacopt.fusion.rnn.bilstm import BIDI, N_WEIGHTS
 from tacopt.fusion.rules import custom as _custom  # noqa: F401  (registers the custom kernels)
 from tacopt.fusion.rules.base import Editor, Rewrite
 from tacopt.fusion.rules.patterns import ACT_PRODUCERS, ACTIVATIONS, FILTER_SLOTS
@@ -199,7 +199,7 @@ def unfuse(G: nx.MultiDiGraph) -> nx.MultiDiGraph:
 
     Examples
     --------
-    >>> from tacopt.fusion.builder import GraphBuilder
+    >>> from tacopt.fusion.ir.builder import GraphBuilder
     >>> b = GraphBuilder()
     >>> G = b.build(outputs=[b.op("HARD_SWISH", b.input("x", (4,)))])
     >>> [op.kind for _, op in ops_of(unfuse(G))]

@@ -6,11 +6,11 @@ An entry point names a ``register(subparsers)`` function that adds one argparse 
 sets ``run=<callable(args) -> int>`` as its default. Commands import their heavy dependencies
 inside ``run`` so that ``tacopt --help`` stays fast.
 
-Errors the user caused are :class:`tacopt.fusion.errors.TacoptError`: printed as one line on stderr,
-exit code 2, no traceback.
+Errors the user caused are :class:`tacopt.fusion.ir.errors.TacoptError`: printed as one line on
+stderr, exit code 2, no traceback.
 
 Ctrl-C prints one line and exits 130; commands stage their outputs
-(:func:`tacopt.fusion.io.all_or_nothing`), so an interrupted command leaves no output file.
+(:func:`tacopt.fusion.ir.io.all_or_nothing`), so an interrupted command leaves no output file.
 
 The helpers below are shared by the commands: :func:`load_module` (``--load``), :func:`name_list`
 (comma-separated options such as ``--compare``), :func:`check_seconds` (``--time-limit``) and
@@ -33,7 +33,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tacopt.fusion.errors import TacoptError, one_line
+from tacopt.fusion.ir.errors import TacoptError, one_line
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130

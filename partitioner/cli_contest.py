@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.cli import OptionError, align_columns
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.iopddl import PairwiseProblem
@@ -52,7 +52,7 @@ def contest_time_limit(name: str, path: Path | None = None) -> float:
 
 def run_contest(options: Any, problem: PairwiseProblem) -> int:
     """Solve a contest problem with the pickers of ``options`` (a ``PickOptions``)."""
-    from tacopt.fusion.io import all_or_nothing
+    from tacopt.fusion.ir.io import all_or_nothing
     from tacopt.partitioner.iopddl import solution_json
     from tacopt.partitioner.pickers.pairwise_solver import METHODS, solve_pairwise
 

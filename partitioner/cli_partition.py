@@ -4,7 +4,7 @@ Options are parsed into :class:`PartitionOptions` and checked before any work: o
 ``--time-limit``, user modules (``--load``, a module or ``path/to/file.py``, imported first so
 that the devices, pickers or cost models it registers can be named), devices, picker and cost
 model. Then :func:`tacopt.partitioner.pipeline.partition` runs, and every output is written all
-or nothing (:func:`tacopt.fusion.io.all_or_nothing`): a failure or Ctrl-C leaves none of them.
+or nothing (:func:`tacopt.fusion.ir.io.all_or_nothing`): a failure or Ctrl-C leaves none of them.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.errors import OutputError
+from tacopt.fusion.ir.errors import OutputError
 from tacopt.partitioner.cli import add_load_option, check_seconds, load_module
 
 __all__ = [
@@ -156,7 +156,7 @@ def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``tacopt partition`` and return the exit code."""
-    from tacopt.fusion.io import all_or_nothing
+    from tacopt.fusion.ir.io import all_or_nothing
 
     opts = options_from(args)
     check_seconds(opts.time_limit_s)
@@ -175,7 +175,7 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
     for spec in opts.load:
         load_module(spec)
     from tacopt.cost_models.base import get_cost_model
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.partitioner.pickers import get_picker
     from tacopt.partitioner.pipeline import partition
     from tacopt.partitioner.targets import resolve_devices

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.cli import (
     OptionError,
     add_load_option,
@@ -121,7 +121,7 @@ _OPTION_FLAGS = {
 
 def run_pick(options: PickOptions) -> int:
     """Check the options, load the problem, run the pickers, print (and maybe write) the plans."""
-    from tacopt.fusion.io import all_or_nothing
+    from tacopt.fusion.ir.io import all_or_nothing
     from tacopt.partitioner.cli import load_module
     from tacopt.partitioner.errors import PickerError
     from tacopt.partitioner.pickers import get_picker, pick

@@ -38,7 +38,7 @@ import numpy as np
 
 from tacopt.cost_models.base import CostModelError, check_costs
 from tacopt.cost_models.base import view_cost as model_view_cost
-from tacopt.fusion.vocabulary import PRICED_DTYPE_NBYTES
+from tacopt.fusion.ir.vocabulary import PRICED_DTYPE_NBYTES
 from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
 from tacopt.partitioner.subgraphs import boundary
 from tacopt.partitioner.targets import Target, TargetError, get_target, pricing_device

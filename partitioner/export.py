@@ -8,7 +8,7 @@ Examples
 --------
 >>> import tempfile, pathlib
 >>> from tacopt.fusion.ir import Op, Tensor, make_graph
->>> from tacopt.fusion.reader import read_tflite
+>>> from tacopt.fusion.tflite.reader import read_tflite
 >>> from tacopt.partitioner.pipeline import partition
 >>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xy"],
 ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
@@ -79,14 +79,15 @@ def with_plan_metadata(G: nx.MultiDiGraph, record: dict[str, Any]) -> nx.MultiDi
 def export_tflite(result: Any, path: str | os.PathLike[str]) -> Path:
     """Write a :class:`~tacopt.partitioner.pipeline.PartitionResult`'s graph with its plan
     metadata."""
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.tflite.writer import write_tflite
 
     H = with_plan_metadata(result.graph, plan_record(result.graph, result.summary()))
     return write_tflite(H, path)
 
 
 def read_plan(G: nx.MultiDiGraph) -> dict[str, Any]:
-    """The plan record stored in a model read back with :func:`~tacopt.fusion.reader.read_tflite`.
+    """The plan record stored in a model read back with
+    :func:`~tacopt.fusion.tflite.reader.read_tflite`.
     """
     model = G.graph.get("model")
     for key, value in model.metadata if model else ():

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.fusion.errors import TacoptError
-from tacopt.fusion.io import atomic_write, gunzip
+from tacopt.fusion.ir.errors import TacoptError
+from tacopt.fusion.ir.io import atomic_write, gunzip
 
 #: Largest value an int64 field of the contest may hold.
 INT64_MAX = 2**63 - 1

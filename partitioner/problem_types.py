@@ -9,10 +9,10 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from tacopt.fusion.vocabulary import ACTIVATION_FORMAT, INFERENCE_TYPES, PRICED_DTYPE_NBYTES
+from tacopt.fusion.ir.vocabulary import ACTIVATION_FORMAT, INFERENCE_TYPES, PRICED_DTYPE_NBYTES
 from tacopt.partitioner.errors import ProblemError
 
-#: The pick problem's vocabulary is fusion's (:mod:`tacopt.fusion.vocabulary`): the inference
+#: The pick problem's vocabulary is fusion's (:mod:`tacopt.fusion.ir.vocabulary`): the inference
 #: types, the format their activations travel in (HYBRID's are FLOAT: no conversion between them,
 #: as in TAC's GetQuantDequantCost) and the whole-byte sizes of the dtypes a problem prices.
 DTYPE_NBYTES = PRICED_DTYPE_NBYTES

@@ -34,10 +34,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from tacopt.fusion.errors import TacoptError
 from tacopt.fusion.ir import FLOAT_DTYPES, Op
-from tacopt.fusion.registry import Registry
-from tacopt.fusion.vocabulary import FUSION_ONLY_KINDS, INFERENCE_TYPES
+from tacopt.fusion.ir.errors import TacoptError
+from tacopt.fusion.ir.registry import Registry
+from tacopt.fusion.ir.vocabulary import FUSION_ONLY_KINDS, INFERENCE_TYPES
 
 if TYPE_CHECKING:
     import networkx as nx

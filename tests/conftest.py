@@ -59,7 +59,7 @@ def private_registries(monkeypatch: pytest.MonkeyPatch) -> None:
     """
     from tacopt.benchmarks.zoos import _ZOOS
     from tacopt.cost_models.base import _FILE_LOADERS, _REGISTRY, registered_cost_models
-    from tacopt.fusion.composites import _FUSIONS
+    from tacopt.fusion.rules.composites import _FUSIONS
     from tacopt.fusion.rules.custom import _KERNELS
     from tacopt.partitioner.pickers import _PICKERS
     from tacopt.partitioner.targets import _TARGETS

@@ -86,7 +86,7 @@ def test_generic_names_are_not_importable(installed: Path, tmp_path: Path) -> No
     result = _python(code, installed, tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     where, module = result.stdout.split()
-    assert Path(where).is_relative_to(installed) and module == "tacopt.fusion.reader"
+    assert Path(where).is_relative_to(installed) and module == "tacopt.fusion.tflite.reader"
 
 
 def test_the_bundled_models_are_found_from_the_install(installed: Path, tmp_path: Path) -> None:

@@ -3,10 +3,10 @@
 The fusion rules create ``CUSTOM:Swish`` (x * sigmoid(x)) and ``CUSTOM:LayerNorm`` (over the
 last axis, options ``{"epsilon", "axis"}`` as a flexbuffer map, inputs x and gamma); unfusing an
 exact GELU creates ``CUSTOM:Erf``. LiteRT has no kernel for them
-(:data:`tacopt.fusion.vocabulary.FUSION_ONLY_KINDS`), so :func:`tacopt.fusion.litert.run_graph`
-runs them with these kernels and everything else in LiteRT. The modules that create the kinds
-(:mod:`tacopt.fusion.rules.patterns`, :mod:`tacopt.fusion.unfuse`) import this one, so the
-kernels exist whenever the fusion does.
+(:data:`tacopt.fusion.ir.vocabulary.FUSION_ONLY_KINDS`), so
+:func:`tacopt.fusion.tflite.litert.run_graph` runs them with these kernels and everything else in
+LiteRT. The modules that create the kinds (:mod:`tacopt.fusion.rules.patterns`,
+:mod:`tacopt.fusion.unfuse`) import this one, so the kernels exist whenever the fusion does.
 
 A kernel is ``fn(op, inputs) -> ndarray``: the :class:`~tacopt.fusion.ir.Op` and its input
 values in slot order (float32 arrays; ``None`` for an omitted input).
@@ -27,9 +27,9 @@ import numpy as np
 from flatbuffers import flexbuffers
 from scipy.special import erf
 
-from tacopt.fusion.errors import ExecutionError
 from tacopt.fusion.ir import Op
-from tacopt.fusion.registry import Registry
+from tacopt.fusion.ir.errors import ExecutionError
+from tacopt.fusion.ir.registry import Registry
 
 #: ``fn(op, inputs) -> ndarray``.
 Kernel = Callable[[Op, Sequence["np.ndarray | None"]], np.ndarray]

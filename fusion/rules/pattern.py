@@ -7,7 +7,7 @@ numbers (a constant whose elements all equal the number in float32, to 1e-6 rela
 match either argument order.
 An op with a ``fused_activation_function`` matches only when it equals ``act``.
 
->>> from tacopt.fusion.builder import GraphBuilder
+>>> from tacopt.fusion.ir.builder import GraphBuilder
 >>> from tacopt.fusion.rules.base import Editor
 >>> b = GraphBuilder()
 >>> x = b.input("x", (4,))

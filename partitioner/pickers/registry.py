@@ -11,7 +11,7 @@ import importlib
 import inspect
 from typing import Any, Protocol
 
-from tacopt.fusion.registry import Registry
+from tacopt.fusion.ir.registry import Registry
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.plan import Plan
 from tacopt.partitioner.problem import PickProblem

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from tacopt.benchmarks.memory_study import check_records, main, memory_table, study_model
-from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.tflite.reader import read_tflite
 
 MODEL = "keras__text_transformer_float32.tflite"
 

@@ -16,7 +16,7 @@ from tacopt.partitioner.cli import main
 
 def tanh_model(folder: Path, name: str = "tanh.tflite") -> Path:
     """x ─ TANH ─ y, written to ``folder / name``."""
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.tflite.writer import write_tflite
 
     G = make_graph(
         "main", [Tensor(n, (1, 64), "float32") for n in "xy"],

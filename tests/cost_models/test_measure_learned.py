@@ -43,7 +43,7 @@ def small_model(n: int) -> object:
 
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.tflite.writer import write_tflite
 
     folder = tmp_path_factory.mktemp("models")
     paths = []
@@ -98,7 +98,7 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     doc = json.loads(model_path.read_text())
     assert doc["format"] == "tacopt-learned"
 
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     model = get_cost_model(str(model_path))
     G = read_tflite(models[1])  # m64, as measured
@@ -122,7 +122,7 @@ def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
     median over interpreter instances of each one's lowest quiet sample (no real timing here:
     the samples are set by hand)."""
     from tacopt.cost_models.timing import Gate, MeasureConfig, _Timer, neg_graph
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(probe_reads=1)
     gate = Gate(cfg)

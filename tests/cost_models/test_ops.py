@@ -80,7 +80,7 @@ def test_gather_reads_only_rows_and_unknown_kind_is_flagged() -> None:
 
 
 def test_zoo_counts_cover_every_kind(zoo_dir: Path) -> None:
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     rows = json.loads((zoo_dir / "MANIFEST.json").read_text())
     kinds = {k for r in rows for k, _ in r["op_histogram"]}
@@ -102,7 +102,7 @@ def test_zoo_counts_cover_every_kind(zoo_dir: Path) -> None:
 
 
 def test_while_trip_count_read_from_condition(zoo_dir: Path) -> None:
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     G = read_tflite(zoo_dir / "keras__text_lstm_float32.tflite")
     (loop,) = [n for n, op in ops_of(G) if op.kind == "WHILE"]

@@ -16,8 +16,8 @@ from tacopt.cost_models.singleop import cut_op, op_features, op_key
 from tacopt.cost_models.speed import SpeedTracker, normalize_records, run_speed, speed_index
 from tacopt.cost_models.sweep import SAMPLERS, iter_samples, sample_ops
 from tacopt.cost_models.timing import MeasureConfig
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.ir import validate_graph
+from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.cli import main
 
 FAST = MeasureConfig(samples=3, rounds=1, probe_reads=5, max_wait_s=0.5, sample_s=0.0005)
@@ -156,7 +156,7 @@ def test_calibrate_command_rewrites_speed(tmp_path: Path, capsys) -> None:
 
 
 def test_model_with_a_custom_op_measures_its_ops_and_says_why_not_whole(tmp_path: Path) -> None:
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.tflite.writer import write_tflite
 
     #  x -> RELU -> CUSTOM:NoSuchOp -> RESHAPE(shape from SHAPE of x) -> y
     b = GraphBuilder("custom")

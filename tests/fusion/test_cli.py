@@ -14,7 +14,7 @@ import flatbuffers
 import numpy as np
 import pytest
 
-from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.partitioner.cli import main
 
 LSTM = "keras__text_lstm_float32.tflite"  # small, with WHILE subgraphs and signature defs

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.partitioner.cli import main
 
 

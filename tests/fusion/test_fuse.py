@@ -6,7 +6,7 @@ import pytest
 
 from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
 from tacopt.fusion.ir import ir_diff, ops_of, validate_graph
-from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.tflite.reader import read_tflite
 
 MODELS = {
     "keras__convnext_tiny_float32.tflite": {"layer_norm": 23},

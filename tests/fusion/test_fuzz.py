@@ -32,9 +32,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tacopt.benchmarks import fuzz_models
-from tacopt.fusion.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import validate_graph
-from tacopt.fusion.reader import read_tflite
+from tacopt.fusion.ir.errors import GraphError, ModelFormatError
+from tacopt.fusion.tflite.reader import read_tflite
 from tests.conftest import BUNDLED_DIR, ZOO_DIR
 
 #: Small models with a spread of features: WHILE loops, fused LSTM, int8, attention, PyTorch.

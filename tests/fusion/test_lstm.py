@@ -16,11 +16,11 @@ import pytest
 
 from tacopt.fusion.fuse import FuseResult, fuse, op_histogram
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, ops_of, validate_graph
-from tacopt.fusion.litert import random_inputs, run_tflite
-from tacopt.fusion.reader import read_tflite
-from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.tflite.litert import random_inputs, run_tflite
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.rehydrate import rehydrate
+from tacopt.fusion.tflite.writer import write_tflite
 from tacopt.fusion.unfuse import unfuse
-from tacopt.fusion.writer import write_tflite
 
 MODELS_DIR = Path(__file__).parent / "models"
 #: Relative error (max |fused - original| / max |original|) allowed on float32 outputs.

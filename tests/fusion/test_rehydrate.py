@@ -9,11 +9,11 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from tacopt.fusion.errors import GraphError, ResourceLimitError
 from tacopt.fusion.ir import Buffer, Op, Tensor, all_graphs, ir_diff, make_graph, validate_graph
-from tacopt.fusion.reader import read_tflite
-from tacopt.fusion.rehydrate import rehydrate, strip_weights
-from tacopt.fusion.writer import write_tflite
+from tacopt.fusion.ir.errors import GraphError, ResourceLimitError
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.rehydrate import rehydrate, strip_weights
+from tacopt.fusion.tflite.writer import write_tflite
 from tests.conftest import bundled_files
 
 

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 
-from tacopt.fusion.builder import GraphBuilder
-from tacopt.fusion.errors import FusionError
 from tacopt.fusion.fuse import fuse, op_histogram
 from tacopt.fusion.ir import ops_of
-from tacopt.fusion.reader import read_tflite
-from tacopt.fusion.writer import write_tflite
+from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.ir.errors import FusionError
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.writer import write_tflite
 from tests.fusion.test_lstm import fuse_and_compare
 
 B, T, N_IN, H = 2, 5, 3, 4  # batch, steps, features, units

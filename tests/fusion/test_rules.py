@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.fuse import fuse
 from tacopt.fusion.ir import ops_of, validate_graph
-from tacopt.fusion.litert import assert_same_outputs, check_fused_regions
+from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.ir.vocabulary import FUSION_ONLY_KINDS
+from tacopt.fusion.tflite.litert import assert_same_outputs, check_fused_regions
 from tacopt.fusion.unfuse import unfuse
-from tacopt.fusion.vocabulary import FUSION_ONLY_KINDS
 
 RNG = np.random.default_rng(0)
 
@@ -181,7 +181,7 @@ def test_fusing_alone_registers_the_custom_kernels():
         "import sys; from tacopt.fusion.fuse import fuse; "
         "loaded = 'tacopt.fusion.rules.custom' in sys.modules; "
         "from tacopt.fusion.rules.custom import kernel_kinds; "
-        "assert 'tacopt.fusion.unfuse' not in sys.modules and 'tacopt.fusion.litert' not in "
+        "assert 'tacopt.fusion.unfuse' not in sys.modules and 'tacopt.fusion.tflite.litert' not in "
         "sys.modules; print(loaded, ','.join(kernel_kinds()))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

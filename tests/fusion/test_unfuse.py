@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.fuse import fuse, op_histogram
 from tacopt.fusion.ir import ops_of, validate_graph
-from tacopt.fusion.litert import assert_same_outputs, check_fused_regions, random_inputs
-from tacopt.fusion.reader import read_tflite
-from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.tflite.litert import assert_same_outputs, check_fused_regions, random_inputs
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.rehydrate import rehydrate
 from tacopt.fusion.unfuse import unfuse
 
 STRUCTURE = [

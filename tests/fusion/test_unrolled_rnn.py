@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.fuse import fuse, op_histogram
 from tacopt.fusion.ir import ops_of
-from tacopt.fusion.reader import read_tflite
-from tacopt.fusion.rehydrate import rehydrate
+from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.rehydrate import rehydrate
 from tests.fusion.test_lstm import fuse_and_compare, with_constants
 
 T, B, N_IN, H = 4, 1, 3, 5

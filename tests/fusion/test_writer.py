@@ -10,8 +10,6 @@ import ai_edge_litert.schema_py_generated as fb
 import numpy as np
 import pytest
 
-from tacopt.fusion import schema
-from tacopt.fusion.errors import GraphError
 from tacopt.fusion.ir import (
     Buffer,
     Op,
@@ -22,9 +20,11 @@ from tacopt.fusion.ir import (
     ops_of,
     validate_graph,
 )
-from tacopt.fusion.reader import read_tflite
-from tacopt.fusion.rehydrate import rehydrate
-from tacopt.fusion.writer import serialize_tflite, write_tflite
+from tacopt.fusion.ir.errors import GraphError
+from tacopt.fusion.tflite import schema
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.rehydrate import rehydrate
+from tacopt.fusion.tflite.writer import serialize_tflite, write_tflite
 from tests.conftest import bundled_files, zoo_files
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
+from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.annotate import Annotation, annotate_targets, inference_type, parse_pin
 from tacopt.partitioner.targets import PartitionError, TargetError, resolve_devices
 

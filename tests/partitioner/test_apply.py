@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tacopt.fusion.ir import validate_graph
-from tacopt.fusion.litert import random_inputs, run_graph
+from tacopt.fusion.tflite.litert import random_inputs, run_graph
 from tacopt.partitioner.annotate import annotate_targets
 from tacopt.partitioner.apply import apply_plan, chosen_views
 from tacopt.partitioner.subgraphs import op_units, raise_subgraphs

@@ -45,7 +45,7 @@ def test_json_plan_and_files(bundled_models, tmp_path, capsys):
 
     assert len(load_problem(tmp_path / "p.json").units) == len(plan["units"])
     assert "fillcolor" in (tmp_path / "m.dot").read_text()
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.partitioner.export import read_plan
 
     record = read_plan(read_tflite(out))
@@ -188,7 +188,7 @@ def test_a_read_only_folder_is_refused(bundled_models, tmp_path, capsys):
 
 def test_a_failure_after_staging_leaves_nothing(bundled_models, tmp_path, capsys, monkeypatch):
     import tacopt.partitioner.export as export
-    from tacopt.fusion.errors import ModelFormatError
+    from tacopt.fusion.ir.errors import ModelFormatError
 
     def broken(result, path):
         raise ModelFormatError("cannot write this model")

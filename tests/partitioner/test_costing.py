@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from tacopt.cost_models.base import CostModelError, get_cost_model
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.ir import Quantization
+from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.annotate import annotate_targets
 from tacopt.partitioner.costing import build_problem, view_cost
 from tacopt.partitioner.problem import Link, load_problem, save_problem, validate_problem

@@ -14,8 +14,8 @@ import pytest
 from tacopt.cost_models.base import get_cost_model
 from tacopt.cost_models.roofline import PROFILE_DIR
 from tacopt.fusion.fuse import fuse
-from tacopt.fusion.reader import read_tflite
-from tacopt.fusion.vocabulary import INFERENCE_TYPES
+from tacopt.fusion.ir.vocabulary import INFERENCE_TYPES
+from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.partitioner.targets import CPU, GPU, NNAPI, NPU, pricing_device
 
 RECORDS = (CPU, GPU, NNAPI, NPU)

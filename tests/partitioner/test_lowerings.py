@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.ir import Quantization, Tensor, make_graph, validate_graph
-from tacopt.fusion.litert import random_inputs, run_graph
+from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.tflite.litert import random_inputs, run_graph
 from tacopt.partitioner.lowerings import LOWERINGS, lower_graph
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tacopt.benchmarks.check_partition import check_model
-from tacopt.fusion.builder import GraphBuilder
+from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.pipeline import build_pick_problem, partition
 from tacopt.partitioner.targets import OpSupport, TableTarget
 
@@ -25,7 +25,7 @@ def gelu_graph():
 @pytest.mark.parametrize("devices", ["GPU,CPU", "NNAPI,CPU", "GPU,NNAPI,CPU"])
 @pytest.mark.parametrize("granularity", ["subgraph", "op"])
 def test_the_fused_transformer_plan_is_no_worse(bundled_models, devices, granularity):
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     G = read_tflite(bundled_models["keras__text_transformer_float32.tflite"])
     fused = partition(G, devices, granularity=granularity)
@@ -48,7 +48,7 @@ def test_a_fused_op_a_device_lacks_gets_a_lowered_view_there():
 
 
 def test_a_device_that_declares_a_fused_kind_keeps_it_fused(bundled_models):
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     table = {"CUSTOM:LayerNorm": OpSupport(frozenset({"FLOAT"}))}
     npu = TableTarget("LNPU", table, cost_device="GPU")
@@ -65,7 +65,7 @@ def test_a_device_that_declares_a_fused_kind_keeps_it_fused(bundled_models):
 
 
 def test_no_fuse_partitions_the_model_as_it_is(bundled_models):
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     G = read_tflite(bundled_models["keras__text_lstm_float32.tflite"])
     plain = partition(G, "GPU,CPU", fuse=False)
@@ -89,10 +89,10 @@ def test_the_rehydrated_keras_lstm_exports_one_fused_lstm_that_matches(bundled_m
     and its export gives the original's outputs in LiteRT."""
     from tacopt.benchmarks.check_partition import run_litert
     from tacopt.fusion.ir import ops_of
-    from tacopt.fusion.litert import random_inputs
-    from tacopt.fusion.reader import read_tflite
-    from tacopt.fusion.rehydrate import rehydrate
-    from tacopt.fusion.writer import serialize_tflite
+    from tacopt.fusion.tflite.litert import random_inputs
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.fusion.tflite.rehydrate import rehydrate
+    from tacopt.fusion.tflite.writer import serialize_tflite
     from tacopt.partitioner.export import export_tflite
 
     G = rehydrate(read_tflite(bundled_models["keras__text_lstm_float32.tflite"]), seed=0)
@@ -107,7 +107,7 @@ def test_the_rehydrated_keras_lstm_exports_one_fused_lstm_that_matches(bundled_m
 
 
 def test_every_choice_holds_its_views_weight_bytes(bundled_models):
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.partitioner.views import view_weight_bytes
 
     G = read_tflite(bundled_models["keras__mobilenet_v2_int8.tflite"])
@@ -126,7 +126,7 @@ def test_every_choice_holds_its_views_weight_bytes(bundled_models):
 
 
 def test_capacities_reach_the_problem_in_execution_order(bundled_models):
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.partitioner.pipeline import PartitionError
 
     G = read_tflite(bundled_models["keras__text_transformer_float32.tflite"])

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tacopt.benchmarks.synthetic import layered_dag_problem
-from tacopt.fusion.errors import TacoptError
+from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem import (
     MAX_TOTAL,

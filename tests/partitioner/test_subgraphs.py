@@ -136,7 +136,7 @@ def test_extract_subgraph_has_boundary_inputs_and_outputs():
 
 
 def test_zoo_model_partition_is_valid(zoo_dir):
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     G = read_tflite(zoo_dir / "keras__convnext_tiny_float32.tflite")
     part = raise_subgraphs(G, annotate_targets(G, resolve_devices("NNAPI,CPU")))

@@ -10,9 +10,9 @@ import pytest
 
 import tacopt.partitioner.targets as targets_mod
 from tacopt.cost_models.base import get_cost_model
-from tacopt.fusion.builder import GraphBuilder
-from tacopt.fusion.errors import TacoptError
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
+from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.cli_partition import load_module
 from tacopt.partitioner.pipeline import partition
 from tacopt.partitioner.problem import Link
@@ -261,7 +261,7 @@ def test_every_registry_replaces_on_request(private_registries: None) -> None:
     """Re-running a notebook cell that registers something must not fail (replace=True)."""
     from tacopt.benchmarks.zoos import register_zoo
     from tacopt.cost_models.base import register_cost_model
-    from tacopt.fusion.composites import get_fusion, register_fusion
+    from tacopt.fusion.rules.composites import get_fusion, register_fusion
     from tacopt.partitioner.pickers import get_picker, register_picker
     from tacopt.partitioner.targets import SimpleTarget, get_target, register_target
 

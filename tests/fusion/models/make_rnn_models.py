@@ -1,7 +1,7 @@
 """Build the small LSTM test models of ``tests/fusion/models/`` (needs TensorFlow).
 
-Every variant that :mod:`tacopt.fusion.lstm` and :mod:`tacopt.fusion.rnn` fuse, built with Keras 3
-(WHILE loops) or tf-keras (``_tfkeras``: UNIDIRECTIONAL_SEQUENCE_LSTM), with random weights and
+Every variant that :mod:`tacopt.fusion.rnn.lstm` and :mod:`tacopt.fusion.rnn` fuse, built with Keras
+3 (WHILE loops) or tf-keras (``_tfkeras``: UNIDIRECTIONAL_SEQUENCE_LSTM), with random weights and
 small sizes (8 steps, 6 features, 5 units), converted to float32 .tflite. The tests use the
 structure-only copies (weights dropped; ``tacopt rehydrate`` fills them), so CI needs no
 TensorFlow::

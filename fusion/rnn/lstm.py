@@ -16,7 +16,7 @@ per gate in TFLite's input, forget, cell, output order; the FC weights are alrea
 ``(out, in)``, i.e. transposed from Keras' kernels. A backward (``go_backwards``) layer is the
 same loop over a REVERSE_V2'd input, which stays in front of the fused op. The TRANSPOSE (or
 RESHAPE, batch 1) that Keras puts on both sides of the loop of a batch-major model folds into
-``time_major=False`` afterwards (:func:`tacopt.fusion.bilstm.fold_batch_major`).
+``time_major=False`` afterwards (:func:`tacopt.fusion.rnn.bilstm.fold_batch_major`).
 
 Initial states: zero constants (and dropped ones, which Keras always emits as zeros) become the
 fused op's variable state tensors; any other initial state (a graph input, an activation, a
@@ -39,10 +39,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from tacopt.fusion.bilstm import RULES as BILSTM_RULES
-from tacopt.fusion.bilstm import with_readers_moved
 from tacopt.fusion.ir import Op, Tensor
-from tacopt.fusion.lstm_ops import (
+from tacopt.fusion.rnn.bilstm import RULES as BILSTM_RULES
+from tacopt.fusion.rnn.bilstm import with_readers_moved
+from tacopt.fusion.rnn.lstm_ops import (
     GATES,
     slice_step,
     split_gates,
@@ -50,9 +50,9 @@ from tacopt.fusion.lstm_ops import (
     unidirectional_lstm,
     zero_or_dropped,
 )
+from tacopt.fusion.rnn.unrolled import RULES as UNROLLED_RULES
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name
 from tacopt.fusion.rules.pattern import P, match
-from tacopt.fusion.unrolled_lstm import RULES as UNROLLED_RULES
 
 _CELL = P(
     "ADD",

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.fusion.errors import GraphError
-from tacopt.fusion.vocabulary import DTYPE_NBYTES
+from tacopt.fusion.ir.errors import GraphError
+from tacopt.fusion.ir.vocabulary import DTYPE_NBYTES
 
 #: TFLite ``TensorType`` enum value -> tacopt dtype name (numpy spelling where numpy has one).
 TFLITE_DTYPES: dict[int, str] = {
@@ -232,7 +232,7 @@ class Op:
         >>> op.input(2)
         Traceback (most recent call last):
         ...
-        tacopt.fusion.errors.GraphError: op 'fc_0' (FULLY_CONNECTED): input 2 is omitted
+        tacopt.fusion.ir.errors.GraphError: op 'fc_0' (FULLY_CONNECTED): input 2 is omitted
         """
         name = self.inputs[i] if -len(self.inputs) <= i < len(self.inputs) else None
         if name is None:
@@ -270,3 +270,19 @@ class ModelInfo:
     metadata: tuple[tuple[str, bytes], ...] = ()
     signature_defs: tuple[SignatureDef, ...] = ()
     source: str | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Composite:
+    """A region of ops that implements a named operation.
+
+    ``inputs`` are the tensors the region reads from outside (constants included) in first-use
+    order; ``outputs`` the tensors it produces that are read outside it or are graph outputs, in
+    production order; ``ops`` the op names of the region in execution order.
+    """
+
+    implements: str
+    attrs: Mapping[str, Any] = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()
+    outputs: tuple[str, ...] = ()
+    ops: tuple[str, ...] = ()

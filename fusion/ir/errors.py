@@ -42,7 +42,8 @@ class FusionError(TacoptError):
 
 
 class ExecutionError(TacoptError):
-    """A graph that LiteRT (:mod:`tacopt.fusion.litert`) or a custom op's kernel cannot run."""
+    """A graph that LiteRT (:mod:`tacopt.fusion.tflite.litert`) or a custom op's kernel cannot
+    run."""
 
 
 class OutputError(TacoptError):

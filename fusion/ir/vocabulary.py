@@ -23,8 +23,8 @@ from __future__ import annotations
 #: on every device that does not declare them.
 FUSION_ONLY_KINDS = frozenset({"CUSTOM:Swish", "CUSTOM:LayerNorm", "CUSTOM:Erf"})
 
-#: Default cap on the weight bytes :func:`tacopt.fusion.rehydrate.rehydrate` creates: 2 GiB, ten
-#: times the largest model of the shared zoo and the most a .tflite flatbuffer holds inline.
+#: Default cap on the weight bytes :func:`tacopt.fusion.tflite.rehydrate.rehydrate` creates: 2 GiB,
+#: ten times the largest model of the shared zoo and the most a .tflite flatbuffer holds inline.
 #: Override with ``max_bytes=`` (``tacopt rehydrate --max-weight-bytes``).
 MAX_WEIGHT_BYTES = 1 << 31
 

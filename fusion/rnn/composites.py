@@ -1,6 +1,6 @@
 """RNN interfaces as composites: the fusions TFLite's RNN conversion guide registers.
 
-A composite (a :class:`~tacopt.fusion.builder.GraphBuilder` region or a STABLEHLO_COMPOSITE op)
+A composite (a :class:`~tacopt.fusion.ir.builder.GraphBuilder` region or a STABLEHLO_COMPOSITE op)
 declares that its ops implement a named interface; these fusions check the interface's argument
 contract and replace the region by TFLite's fused LSTM op. The arguments are the composite's
 inputs in order (a STABLEHLO_COMPOSITE op's operands; a region's inputs in first-use order),
@@ -35,16 +35,12 @@ A composite that does not fit is left as it is, with the reason in ``fuse``'s wa
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
-from tacopt.fusion.ir import Op, Tensor
-from tacopt.fusion.lstm_ops import slice_step, split_gates, state_input, unidirectional_lstm
+from tacopt.fusion.ir import Composite, Op, Tensor
+from tacopt.fusion.rnn.lstm_ops import slice_step, split_gates, state_input, unidirectional_lstm
 from tacopt.fusion.rules.base import Editor, Rewrite, op_name
-
-if TYPE_CHECKING:
-    from tacopt.fusion.composites import Composite
+from tacopt.fusion.rules.composites import register_fusion
 
 #: Lingvo's gate blocks, in the columns of its weight: cell, input, forget, output.
 LINGVO_GATES = ("c", "i", "f", "o")
@@ -342,3 +338,14 @@ def verify_layer_normalized_lstm_cell_simple(ed: Editor, c: Composite) -> str | 
 def rewrite_layer_normalized_lstm_cell_simple(ed: Editor, c: Composite) -> Rewrite:
     """One LSTM op with layer-norm coefficients for a ``LayerNormalizedLstmCellSimple``."""
     return _rewrite_lingvo(ed, c, layer_norm=True)
+
+
+
+register_fusion("keras_lstm", verify_keras_lstm, rewrite_keras_lstm)
+register_fusion("LSTMCellSimple", verify_lstm_cell_simple, rewrite_lstm_cell_simple)
+for _name in ("LayerNormalizedLstmCellSimple", "LayerNormalizedLSTMCellSimple"):  # TF's, lingvo's
+    register_fusion(
+        _name,
+        verify_layer_normalized_lstm_cell_simple,
+        rewrite_layer_normalized_lstm_cell_simple,
+    )

@@ -1,8 +1,8 @@
 """Write the graph IR of :mod:`tacopt.fusion.ir` back to a TensorFlow Lite flatbuffer.
 
-The writer is the inverse of :func:`tacopt.fusion.reader.read_tflite`: reading its output gives an
-IR equal to the one written (``ir_diff`` is empty). Constants keep their state: data is written as
-data, structure-only placeholders as placeholders (``offset = 1``, ``size = N``), and a
+The writer is the inverse of :func:`tacopt.fusion.tflite.reader.read_tflite`: reading its output
+gives an IR equal to the one written (``ir_diff`` is empty). Constants keep their state: data is
+written as data, structure-only placeholders as placeholders (``offset = 1``, ``size = N``), and a
 :class:`~tacopt.fusion.ir.Buffer` object shared by several tensors becomes one shared buffer. Models
 whose constant data would not fit the 2 GB flatbuffer limit store it after the flatbuffer, with
 absolute ``offset`` / ``size`` in each buffer table (the TFLite convention for large models).
@@ -19,10 +19,10 @@ import flatbuffers
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion import schema
-from tacopt.fusion.errors import GraphError
-from tacopt.fusion.io import atomic_write
 from tacopt.fusion.ir import DTYPE_TO_TFLITE, Buffer, Tensor, all_graphs, ops_of, validate_graph
+from tacopt.fusion.ir.errors import GraphError
+from tacopt.fusion.ir.io import atomic_write
+from tacopt.fusion.tflite import schema
 
 #: Constant data above this many bytes goes after the flatbuffer (flatbuffers cannot pass 2 GiB).
 EXTERNAL_BUFFER_THRESHOLD = (1 << 31) - (64 << 20)
@@ -58,7 +58,7 @@ def serialize_tflite(
     Examples
     --------
     >>> from tacopt.fusion.ir import Op, Tensor, make_graph, ir_diff
-    >>> from tacopt.fusion.reader import read_tflite
+    >>> from tacopt.fusion.tflite.reader import read_tflite
     >>> G = make_graph("main", [Tensor("x", (1, 4), "float32"), Tensor("y", (1, 4), "float32")],
     ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
     >>> H = read_tflite(serialize_tflite(G))

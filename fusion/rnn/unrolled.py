@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from tacopt.fusion.bilstm import swaps_time_and_batch
 from tacopt.fusion.ir import Op, Tensor
-from tacopt.fusion.lstm_ops import GATES, split_gates, state_input, unidirectional_lstm
+from tacopt.fusion.rnn.bilstm import swaps_time_and_batch
+from tacopt.fusion.rnn.lstm_ops import GATES, split_gates, state_input, unidirectional_lstm
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule
 from tacopt.fusion.rules.pattern import P, match
 

@@ -1,12 +1,12 @@
 """LiteRT is the numerical reference: run a graph in ai-edge-litert and compare outputs.
 
 A rewrite (a fusion, an unfusing, a device lowering) preserves numerics when the original and
-the rewritten graph, both written with :func:`tacopt.fusion.writer.serialize_tflite` and run in
-LiteRT's interpreter on the same inputs, give the same outputs within the tolerance of their
+the rewritten graph, both written with :func:`tacopt.fusion.tflite.writer.serialize_tflite` and run
+in LiteRT's interpreter on the same inputs, give the same outputs within the tolerance of their
 dtype (:data:`TOLERANCES`, :func:`output_mismatches`).
 
 Ops LiteRT has no kernel for are the custom kinds the fusion creates
-(:data:`tacopt.fusion.vocabulary.FUSION_ONLY_KINDS`); their numpy kernels live in
+(:data:`tacopt.fusion.ir.vocabulary.FUSION_ONLY_KINDS`); their numpy kernels live in
 :mod:`tacopt.fusion.rules.custom`. :func:`run_graph` cuts a graph holding them into segments
 that LiteRT runs, with the custom ops run by their kernels in between, and
 :func:`check_fused_regions` checks each such kernel against the region of the original graph it
@@ -30,11 +30,11 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.errors import ExecutionError, TacoptError
-from tacopt.fusion.inputs import random_inputs
 from tacopt.fusion.ir import Op, Tensor, make_graph, numpy_dtype, ops_of
+from tacopt.fusion.ir.errors import ExecutionError, TacoptError
+from tacopt.fusion.ir.inputs import random_inputs
 from tacopt.fusion.rules.custom import kernel_for, kernel_kinds
-from tacopt.fusion.writer import serialize_tflite
+from tacopt.fusion.tflite.writer import serialize_tflite
 
 __all__ = [
     "TOLERANCES",
@@ -255,7 +255,7 @@ def assert_same_outputs(
 
     Examples
     --------
-    >>> from tacopt.fusion.builder import GraphBuilder
+    >>> from tacopt.fusion.ir.builder import GraphBuilder
     >>> from tacopt.fusion.fuse import fuse
     >>> b = GraphBuilder()
     >>> G = b.build(outputs=[b.op("RELU", b.op("ADD", b.input("x", (4,)), np.ones(4)))])
@@ -284,7 +284,7 @@ def check_fused_regions(G: nx.MultiDiGraph, H: nx.MultiDiGraph, *, seed: int = 1
 
     Examples
     --------
-    >>> from tacopt.fusion.builder import GraphBuilder
+    >>> from tacopt.fusion.ir.builder import GraphBuilder
     >>> from tacopt.fusion.fuse import fuse
     >>> b = GraphBuilder()
     >>> x = b.input("x", (2, 8))

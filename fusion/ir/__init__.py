@@ -13,9 +13,9 @@ A model is a :class:`networkx.MultiDiGraph` ``G``:
 Node insertion order is a valid execution order. :func:`validate_graph` is the one checker of
 these invariants; every pass calls it on its output in the tests.
 
-This module gathers the IR under one import path: the records (:mod:`tacopt.fusion.records`),
-graph building and queries (:mod:`tacopt.fusion.graph`) and the checker
-(:mod:`tacopt.fusion.validate`).
+This module gathers the IR under one import path: the records (:mod:`tacopt.fusion.ir.records`),
+graph building and queries (:mod:`tacopt.fusion.ir.graph`) and the checker
+(:mod:`tacopt.fusion.ir.validate`).
 
 Examples
 --------
@@ -32,7 +32,7 @@ Examples
 
 from __future__ import annotations
 
-from tacopt.fusion.graph import (
+from tacopt.fusion.ir.graph import (
     add_op,
     all_graphs,
     consumers,
@@ -42,12 +42,13 @@ from tacopt.fusion.graph import (
     ops_of,
     producers,
 )
-from tacopt.fusion.records import (
+from tacopt.fusion.ir.records import (
     DTYPE_NBYTES,
     DTYPE_TO_TFLITE,
     FLOAT_DTYPES,
     TFLITE_DTYPES,
     Buffer,
+    Composite,
     ModelInfo,
     Op,
     Quantization,
@@ -55,7 +56,7 @@ from tacopt.fusion.records import (
     Tensor,
     numpy_dtype,
 )
-from tacopt.fusion.validate import MAX_TENSOR_BYTES, tensor_problem, validate_graph
+from tacopt.fusion.ir.validate import MAX_TENSOR_BYTES, tensor_problem, validate_graph
 
 __all__ = [
     "DTYPE_NBYTES",
@@ -64,6 +65,7 @@ __all__ = [
     "MAX_TENSOR_BYTES",
     "TFLITE_DTYPES",
     "Buffer",
+    "Composite",
     "ModelInfo",
     "Op",
     "Quantization",

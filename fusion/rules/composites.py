@@ -2,38 +2,21 @@
 
 A **composite** is a set of primitive ops with a declared interface: an ``implements`` name,
 attributes, ordered inputs and outputs (TensorFlow's ``tf.function(experimental_implements=...)``).
-Composites are recorded on a graph as ``G.graph["composites"]``, a tuple of :class:`Composite`.
+Composites are recorded on a graph as ``G.graph["composites"]``, a tuple of
+:class:`~tacopt.fusion.ir.records.Composite` (an IR record).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from flatbuffers import flexbuffers
 
-from tacopt.fusion.errors import FusionError
-from tacopt.fusion.ir import Op
-from tacopt.fusion.registry import Registry
+from tacopt.fusion.ir import Composite, Op
+from tacopt.fusion.ir.errors import FusionError
+from tacopt.fusion.ir.registry import Registry
 from tacopt.fusion.rules.base import Editor, Rewrite, op_name
-
-
-@dataclass(frozen=True, slots=True)
-class Composite:
-    """A region of ops that implements a named operation.
-
-    ``inputs`` are the tensors the region reads from outside (constants included) in first-use
-    order; ``outputs`` the tensors it produces that are read outside it or are graph outputs, in
-    production order; ``ops`` the op names of the region in execution order.
-    """
-
-    implements: str
-    attrs: Mapping[str, Any] = field(default_factory=dict)
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ()
-    ops: tuple[str, ...] = ()
-
 
 # --------------------------------------------------------------------------------------------
 # the fusion registry
@@ -227,16 +210,3 @@ def _rewrite_embedding_lookup(ed: Editor, c: Composite) -> Rewrite:
 
 
 register_fusion("embedding_lookup", _verify_embedding_lookup, _rewrite_embedding_lookup)
-
-
-# RNN interfaces (TFLite's RNN conversion guide): :mod:`tacopt.fusion.rnn_composites`.
-from tacopt.fusion import rnn_composites as _rnn  # noqa: E402  (it needs this module's names)
-
-register_fusion("keras_lstm", _rnn.verify_keras_lstm, _rnn.rewrite_keras_lstm)
-register_fusion("LSTMCellSimple", _rnn.verify_lstm_cell_simple, _rnn.rewrite_lstm_cell_simple)
-for _name in ("LayerNormalizedLstmCellSimple", "LayerNormalizedLSTMCellSimple"):  # TF's, lingvo's
-    register_fusion(
-        _name,
-        _rnn.verify_layer_normalized_lstm_cell_simple,
-        _rnn.rewrite_layer_normalized_lstm_cell_simple,
-    )

@@ -1,7 +1,7 @@
 """Builders of TFLite's fused LSTM ops, shared by the LSTM fusions.
 
-:mod:`tacopt.fusion.lstm` (Keras-3 loops), :mod:`tacopt.fusion.unrolled_lstm` (unrolled steps) and
-:mod:`tacopt.fusion.rnn_composites` (RNN interfaces) all propose an UNIDIRECTIONAL_SEQUENCE_LSTM
+:mod:`tacopt.fusion.rnn.lstm` (Keras-3 loops), :mod:`tacopt.fusion.rnn.unrolled` (unrolled steps)
+and :mod:`tacopt.fusion.rnn.composites` (RNN interfaces) all propose an UNIDIRECTIONAL_SEQUENCE_LSTM
 the same way: per-gate weight and bias constants in TFLite's input, forget, cell, output order,
 state variables (copied in when the initial state is not zero), and a slice for the last step.
 """

@@ -2,7 +2,7 @@
 
 Keras' ``Bidirectional(LSTM(...))`` runs a forward layer over ``x`` and a ``go_backwards`` layer
 over ``REVERSE_V2(x)`` along time. tf-keras converts each to an UNIDIRECTIONAL_SEQUENCE_LSTM
-(batch-major); Keras 3 to a WHILE loop each, which :mod:`tacopt.fusion.lstm` fuses to one
+(batch-major); Keras 3 to a WHILE loop each, which :mod:`tacopt.fusion.rnn.lstm` fuses to one
 (time-major) first. TFLite's converter stops there ("to be replaced by a single
 BidirectionalSequenceLSTM op"); :func:`fuse_bidirectional` goes on::
 

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.errors import OutputError, TacoptError
+from tacopt.fusion.ir.errors import OutputError, TacoptError
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
@@ -74,11 +74,11 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output") -> 
     >>> check_output_path(d, what="--plan")
     Traceback (most recent call last):
     ...
-    tacopt.fusion.errors.OutputError: --plan: '...' is a folder, not a file
+    tacopt.fusion.ir.errors.OutputError: --plan: '...' is a folder, not a file
     >>> check_output_path(d / "nodir" / "p.json", what="--plan")
     Traceback (most recent call last):
     ...
-    tacopt.fusion.errors.OutputError: --plan: folder '...nodir' does not exist
+    tacopt.fusion.ir.errors.OutputError: --plan: folder '...nodir' does not exist
     """
     path = Path(path)
     if str(path) == "" or path.is_dir():
@@ -109,7 +109,7 @@ def check_output_folder(path: str | os.PathLike[str], *, what: str = "output fol
     >>> check_output_folder(d / "f", what="--out")
     Traceback (most recent call last):
     ...
-    tacopt.fusion.errors.OutputError: --out: '...f' is a file, not a folder
+    tacopt.fusion.ir.errors.OutputError: --out: '...f' is a file, not a folder
     """
     path = Path(path)
     existing = path
@@ -274,7 +274,7 @@ def gunzip(
     b'{}'
     >>> gunzip(gzip.compress(b"0" * 100), "m.json.gz", 10)
     Traceback (most recent call last):
-    tacopt.fusion.errors.TacoptError: m.json.gz: gzip data inflates beyond 10 bytes; refused
+    tacopt.fusion.ir.errors.TacoptError: m.json.gz: gzip data inflates beyond 10 bytes; refused
     """
     import zlib
 

@@ -6,7 +6,7 @@ each :class:`~tacopt.fusion.ir.Buffer` is a lazy view into the bytes (or memory 
 read from, and a buffer shared by several tensors is one shared ``Buffer`` object.
 
 Every structural problem (a missing or empty file, a wrong file identifier, truncation, an index
-out of range, a corrupt table) raises :class:`~tacopt.fusion.errors.ModelFormatError` naming the
+out of range, a corrupt table) raises :class:`~tacopt.fusion.ir.errors.ModelFormatError` naming the
 file.
 """
 
@@ -23,8 +23,6 @@ from typing import Any
 import ai_edge_litert.schema_py_generated as fb
 import networkx as nx
 
-from tacopt.fusion import flatbuf, schema
-from tacopt.fusion.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import (
     TFLITE_DTYPES,
     Buffer,
@@ -36,6 +34,8 @@ from tacopt.fusion.ir import (
     make_graph,
     validate_graph,
 )
+from tacopt.fusion.ir.errors import GraphError, ModelFormatError
+from tacopt.fusion.tflite import flatbuf, schema
 
 FILE_IDENTIFIER = b"TFL3"
 #: Files at least this large are memory-mapped instead of read into memory.
@@ -84,7 +84,7 @@ def read_tflite(
     Examples
     --------
     >>> from pathlib import Path
-    >>> path = Path(__file__).parents[1] / "benchmarks/models/keras__mobilenet_v2_float32.tflite"
+    >>> path = Path(__file__).parents[2] / "benchmarks/models/keras__mobilenet_v2_float32.tflite"
     >>> G = read_tflite(path)
     >>> G.number_of_nodes(), G.nodes["conv_2d_0"]["op"].options["padding"]
     (65, 'SAME')

@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from tacopt.fusion.builder import GraphBuilder
+>>> from tacopt.fusion.ir.builder import GraphBuilder
 >>> b = GraphBuilder()
 >>> ids = b.input("ids", (3,), "int32")
 >>> G = b.build(outputs=[b.op("GATHER", np.zeros((4, 2), np.float32), ids)])
@@ -18,8 +18,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.errors import ExecutionError
 from tacopt.fusion.ir import Tensor, numpy_dtype, ops_of
+from tacopt.fusion.ir.errors import ExecutionError
 
 _INDEX_USERS: dict[str, Callable[[Any, dict[str, Tensor], int], int | None]] = {
     # (op, tensors, slot of the index input) -> exclusive upper bound of valid indices

@@ -3,14 +3,14 @@
 
 Examples
 --------
->>> from tacopt.fusion.graph import make_graph
->>> from tacopt.fusion.records import Op, Tensor
+>>> from tacopt.fusion.ir.graph import make_graph
+>>> from tacopt.fusion.ir.records import Op, Tensor
 >>> G = make_graph("g", [Tensor("x", (2,), "float32"), Tensor("y", (3,), "float32")],
 ...                [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
 >>> validate_graph(G)
 Traceback (most recent call last):
 ...
-tacopt.fusion.errors.GraphError: graph 'g': op 'relu_0' (RELU): output shape (3,), input shape (2,)
+tacopt.fusion.ir.errors.GraphError: graph 'g': op 'relu_0' (RELU): output shape (3,), ...
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.errors import GraphError
-from tacopt.fusion.graph import ops_of
-from tacopt.fusion.records import DTYPE_NBYTES, Op, Quantization, Tensor
+from tacopt.fusion.ir.errors import GraphError
+from tacopt.fusion.ir.graph import ops_of
+from tacopt.fusion.ir.records import DTYPE_NBYTES, Op, Quantization, Tensor
 
 _ELEMENTWISE_BINARY = frozenset(
     {
@@ -143,14 +143,14 @@ def validate_graph(G: nx.MultiDiGraph, *, _root: nx.MultiDiGraph | None = None) 
 
     Examples
     --------
-    >>> from tacopt.fusion.graph import make_graph
+    >>> from tacopt.fusion.ir.graph import make_graph
     >>> G = make_graph("g", [Tensor("x", (2,), "float32")], [], ["x"], ["x"])
     >>> validate_graph(G)
     >>> G.graph["outputs"] = ("nope",)
     >>> validate_graph(G)
     Traceback (most recent call last):
     ...
-    tacopt.fusion.errors.GraphError: graph 'g': output tensor 'nope' does not exist
+    tacopt.fusion.ir.errors.GraphError: graph 'g': output tensor 'nope' does not exist
     """
     gname = G.graph.get("name", "?")
     root = G if _root is None else _root
@@ -246,7 +246,7 @@ def tensor_problem(t: Tensor) -> str | None:
 
     Examples
     --------
-    >>> from tacopt.fusion.records import Buffer
+    >>> from tacopt.fusion.ir.records import Buffer
     >>> tensor_problem(Tensor("w", (2, 3), "float32", buffer=Buffer.from_bytes(bytes(24))))
     >>> tensor_problem(Tensor("w", (2, 3), "float32", buffer=Buffer.placeholder(2**33)))
     "tensor 'w': constant holds 8589934592 bytes, but shape (2, 3) of float32 needs 24"

@@ -2,7 +2,7 @@
 
 Examples
 --------
->>> from tacopt.fusion.records import Op, Tensor
+>>> from tacopt.fusion.ir.records import Op, Tensor
 >>> G = make_graph("g", [Tensor(n, (2,), "float32") for n in "xyz"],
 ...                [Op("a", "RELU", ("x",), ("y",)), Op("b", "NEG", ("y",), ("z",))], ["x"], ["z"])
 >>> producers(G)["y"], consumers(G)["y"], [n for n, _ in ops_of(G)]
@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import networkx as nx
 
-from tacopt.fusion.errors import GraphError
-from tacopt.fusion.records import ModelInfo, Op, Tensor
+from tacopt.fusion.ir.errors import GraphError
+from tacopt.fusion.ir.records import ModelInfo, Op, Tensor
 
 
 def make_graph(

@@ -1,11 +1,11 @@
 """Lean flatbuffer access for the hot tables of a .tflite model (tensors, operators).
 
 The generated accessors (``ai_edge_litert.schema_py_generated``) re-read the vtable and validate
-every number on each call, which costs ~2 us per field; :mod:`tacopt.fusion.reader` reads tensors
-and operators with these plain ``struct`` unpackers instead, one vtable read per table. Cold
+every number on each call, which costs ~2 us per field; :mod:`tacopt.fusion.tflite.reader` reads
+tensors and operators with these plain ``struct`` unpackers instead, one vtable read per table. Cold
 tables (opcodes, signatures, options) still use the accessors. Every reader checks that what it
 reads lies inside the buffer and raises :class:`IndexError` otherwise (the reader turns that into
-a :class:`~tacopt.fusion.errors.ModelFormatError` naming the file).
+a :class:`~tacopt.fusion.ir.errors.ModelFormatError` naming the file).
 
 Examples
 --------

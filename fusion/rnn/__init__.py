@@ -1,0 +1,1 @@
+"""The LSTM / RNN fusions: loop, unrolled and bidirectional LSTMs, and RNN composites."""

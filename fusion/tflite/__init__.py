@@ -1,0 +1,1 @@
+"""The ``.tflite`` format: read it into the IR, write it back, run it under LiteRT."""
