@@ -43,6 +43,7 @@ class PartitionOptions:
     json: bool = False
     fuse: bool = True
     memory: tuple[tuple[str, float], ...] = ()
+    explain: str | None = None
 
 
 def register(subparsers: Any) -> None:
@@ -85,7 +86,15 @@ def register(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="PATTERN=DEVICE",
-        help="force ops whose name or output tensor matches a glob onto a device",
+        help="force ops onto a device: PATTERN globs op names and output tensor names, "
+        "kind:GLOB op kinds (e.g. --pin kind:CONV_2D=GPU); repeatable, the first match wins; "
+        "recorded in the plan JSON (pins, pinned)",
+    )
+    p.add_argument(
+        "--explain",
+        metavar="OP",
+        help="say why OP (an op of the fused graph) runs where it does: each device's refusal "
+        "and reason, its cost there, and the plan's cost if OP were pinned there (a re-solve)",
     )
     add_load_option(p, registers="devices, pickers or cost models")
     p.add_argument("--problem", type=Path, help="write the pick problem JSON here")
@@ -131,6 +140,7 @@ def options_from(args: argparse.Namespace) -> PartitionOptions:
         json=args.json,
         fuse=args.fuse,
         memory=tuple(parse_memory(args.memory).items()),
+        explain=getattr(args, "explain", None),
     )
 
 
@@ -199,6 +209,18 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
     summary = result.summary()
     summary["model"] = str(opts.model)
     summary["unit"] = cost_model.unit
+    explained = ""
+    if opts.explain is not None:
+        from tacopt.partitioner.explain import explain_op, format_explanation
+
+        e = explain_op(
+            G, result, opts.explain, cost_model=cost_model, fuse=opts.fuse,
+            capacity=dict(opts.memory), time_limit_s=opts.time_limit_s,
+        )  # fmt: skip
+        summary["explain"] = e.to_dict()
+        from tacopt.partitioner.plan import unit_label
+
+        explained = "\n" + format_explanation(e, unit_label(cost_model.unit))
     if opts.problem:
         from tacopt.partitioner.problem import save_problem
 
@@ -217,7 +239,7 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
         from tacopt.partitioner.draw import to_svg
 
         out.write(opts.svg, to_svg(result.graph))
-    return summary, _human(result, summary)
+    return summary, _human(result, summary) + explained
 
 
 def _human(result: Any, summary: dict[str, Any]) -> str:

@@ -47,6 +47,14 @@ class PartitionResult:
     unfused: dict[str, int] = field(default_factory=dict)
     #: The graph the units are of: the fused model (the model itself with ``fuse=False``).
     source: nx.MultiDiGraph | None = None
+    #: The devices as resolved (Target objects, in the user's order, CPU included).
+    targets: tuple[Target, ...] = ()
+    #: The pins asked for, as (pattern, device) pairs in the order given.
+    pins: tuple[tuple[str, str], ...] = ()
+
+    def pinned(self) -> dict[str, str]:
+        """Pinned op -> its device (the ops of ``source`` a pin matched)."""
+        return {op: a.device for op, a in self.annotations.items() if a.pinned}
 
     def summary(self) -> dict[str, Any]:
         """The plan as JSON-ready data with the pipeline's knobs and stage timings."""
@@ -65,10 +73,31 @@ class PartitionResult:
         out["devices"] = list(self.devices)
         out["granularity"] = self.granularity
         out["cost_model"] = self.cost_model
+        out["pins"] = pins_summary(self.source, self.pins) if self.source is not None else []
+        out["pinned"] = self.pinned()
         out["fusions"] = dict(self.fusions)
         out["unfused"] = dict(self.unfused)
         out["stage_seconds"] = dict(self.seconds)
         return out
+
+
+def pins_summary(G: nx.MultiDiGraph, pins: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The plan JSON's ``pins``: each pin as given, its device and the ops it pinned.
+
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> G = make_graph("g", [Tensor(n, (1, 4), "float32") for n in "xy"],
+    ...     [Op("a", "RELU", ("x",), ("y",))], ["x"], ["y"])
+    >>> pins_summary(G, [("kind:RELU", "CPU")])
+    [{'pin': 'kind:RELU=CPU', 'pattern': 'kind:RELU', 'device': 'CPU', 'ops': ['a']}]
+    """
+    from tacopt.partitioner.annotate import pinned_ops
+
+    first = pinned_ops(G, pins)
+    return [
+        {"pin": f"{pattern}={device}", "pattern": pattern, "device": device,
+         "ops": [op for op, i in first.items() if i == k]}
+        for k, (pattern, device) in enumerate(pins)
+    ]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +128,7 @@ def build_pick_problem(
     *,
     cost_model: str | Any = "tac",
     granularity: str = "subgraph",
-    pins: Sequence[tuple[str, str]] = (),
+    pins: Sequence[tuple[str, str] | str] = (),
     fuse: bool = True,
     capacity: Mapping[str, float] | None = None,
 ) -> PickProposal:
@@ -251,7 +280,7 @@ def partition(
     picker: str = "exact",
     cost_model: str | Any = "tac",
     granularity: str = "subgraph",
-    pins: Sequence[tuple[str, str]] = (),
+    pins: Sequence[tuple[str, str] | str] = (),
     time_limit_s: float | None = None,
     fuse: bool = True,
     capacity: Mapping[str, float] | None = None,
@@ -273,8 +302,10 @@ def partition(
         A spec for :func:`tacopt.cost_models.base.get_cost_model`, or a model object.
     granularity : {"subgraph", "op"}
         TAC's raised subgraphs, or one unit per op.
-    pins : sequence of (pattern, device)
-        Force matching ops (by op or output tensor name glob) onto a device.
+    pins : sequence of (pattern, device) or "PATTERN=DEVICE"
+        Force matching ops onto a device: by op or output tensor name glob, or by kind
+        (``kind:CONV_2D``); recorded in the plan JSON (``pins``, ``pinned``). Every picker
+        keeps them: a pinned unit has views on its pinned device only.
     time_limit_s : float, optional
         Passed to pickers that take a time limit.
     fuse : bool
@@ -297,6 +328,7 @@ def partition(
         Unknown device, picker or cost model, a bad pin, a cost model without a number for a
         CPU op, or a malformed graph (subclasses name what and where).
     """
+    from tacopt.partitioner.annotate import normalize_pins
     from tacopt.partitioner.apply import apply_plan
     from tacopt.partitioner.pickers import pick, picker_options
 
@@ -332,4 +364,6 @@ def partition(
         proposal.fusions,
         proposal.unfused,
         proposal.graph,
+        tuple(proposal.targets),
+        normalize_pins(pins),
     )

@@ -116,12 +116,25 @@ def activations_match(G: nx.MultiDiGraph, op: Op, inference_type: str) -> bool:
     return True
 
 
+def _mismatch(G: nx.MultiDiGraph, op: Op, inference_type: str) -> str:
+    """Which activation of ``op`` is not in ``inference_type``'s dtypes (activations_match)."""
+    tensors = G.graph["tensors"]
+    want = _TYPE_DTYPES[inference_type]
+    for name in (*op.outputs, *(i for i in op.inputs if i is not None)):
+        t = tensors[name]
+        if t.is_constant or t.dtype in want or (name in op.inputs and t.dtype in _INDEX_DTYPES):
+            continue
+        return f"activation '{name}' is {t.dtype}, not {inference_type}"
+    return f"its activations are not {inference_type}"
+
+
 def rank_is(rank: int) -> Predicate:
     """Predicate: the op's first output has exactly ``rank`` dimensions."""
 
     def check(G: nx.MultiDiGraph, op: Op) -> bool:
         return len(G.graph["tensors"][op.outputs[0]].shape) == rank
 
+    check.__doc__ = f"its output has {rank} dimensions"
     return check
 
 
@@ -131,11 +144,22 @@ def all_of(*predicates: Predicate) -> Predicate:
     def check(G: nx.MultiDiGraph, op: Op) -> bool:
         return all(p(G, op) for p in predicates)
 
+    check.__doc__ = " and ".join(describe_predicate(p) for p in predicates)
     return check
 
 
+def describe_predicate(predicate: Predicate) -> str:
+    """The condition ``predicate`` checks, in words: the first line of its docstring.
+
+    >>> describe_predicate(rank_is(4))
+    'its output has 4 dimensions'
+    """
+    doc = (predicate.__doc__ or "").strip().splitlines()
+    return doc[0].rstrip(".") if doc else getattr(predicate, "__name__", "a condition")
+
+
 def int8_requantize(G: nx.MultiDiGraph, op: Op) -> bool:
-    """QUANTIZE from int8 to int8 (a requantization), which int8 accelerators run."""
+    """it requantizes int8 to int8 (what int8 accelerators run of QUANTIZE)."""
     tensors = G.graph["tensors"]
     return tensors[op.inputs[0]].dtype == tensors[op.outputs[0]].dtype == "int8"
 
@@ -191,6 +215,33 @@ class TableTarget:
             return False
         return row.when is None or row.when(G, op)
 
+    def refusal(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> tuple[str, str] | None:
+        """Why this device cannot run op ``node`` as ``inference_type``: (reason, detail) or None.
+
+        The reason is ``"kind"``, ``"type"`` or ``"predicate"``; ``supports`` is exactly
+        "no refusal". Used by :mod:`tacopt.partitioner.explain`.
+        """
+        op = G.nodes[node]["op"]
+        if self.runs_everything:
+            if op.kind in self.lacks:
+                return "kind", f"{self.name} has no kernel for {op.kind}"
+            return None
+        row = self.table.get(op.kind)
+        if row is None:
+            return "kind", f"{self.name} does not run {op.kind}"
+        if inference_type not in row.types:
+            return "type", (
+                f"{self.name} runs {op.kind} in {', '.join(sorted(row.types))} only, "
+                f"not {inference_type}"
+            )
+        if not activations_match(G, op, inference_type):
+            return "type", _mismatch(G, op, inference_type)
+        if row.when is not None and not row.when(G, op):
+            return "predicate", (
+                f"{self.name} runs {op.kind} only when {describe_predicate(row.when)}"
+            )
+        return None
+
     @property
     def pricing(self) -> tuple[tuple[str, float], ...]:
         own = ((self.name, 1.0),)
@@ -231,6 +282,21 @@ class SimpleTarget:
             and inference_type in self.types
             and activations_match(G, op, inference_type)
         )
+
+    def refusal(self, G: nx.MultiDiGraph, node: str, inference_type: str) -> tuple[str, str] | None:
+        """Why this device cannot run op ``node``: (reason, detail), or None (see TableTarget)."""
+        op = G.nodes[node]["op"]
+        if op.kind in self.denied:
+            return "kind", f"{self.name} denies {op.kind}"
+        if op.kind in _NEVER_OFFLOADED:
+            return "kind", f"{op.kind} calls nested graphs or holds state: it stays on the CPU"
+        if inference_type not in self.types:
+            return "type", (
+                f"{self.name} runs {', '.join(sorted(self.types))} only, not {inference_type}"
+            )
+        if not activations_match(G, op, inference_type):
+            return "type", _mismatch(G, op, inference_type)
+        return None
 
     @property
     def pricing(self) -> tuple[tuple[str, float], ...]:

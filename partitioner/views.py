@@ -5,7 +5,8 @@ clones the unit for every device of the user's list in the unit's own inference 
 a quantized unit, in FLOAT as well (:func:`float_view`: activations and weights dequantized).
 Each clone is lowered for its device (:func:`tacopt.partitioner.lowerings.lower_graph`); a clone
 that still holds an op its device cannot run is dropped, never the CPU one. Pinned units only get
-views on their pinned device.
+views on their pinned device (a pin fixes the device, not the type: a quantized unit pinned to a
+float-only device runs there in float).
 
 Activation tensors of a view are named by the format they travel in: a quantized tensor ``t``
 keeps its name in its own format and is called ``t + FLOAT_SUFFIX`` in a float view, so
@@ -207,7 +208,7 @@ def enumerate_views(
     for s in partition.subgraphs:
         S = extract_subgraph(G, s)
         types = [s.inference_type]
-        if s.inference_type in ("QUANTIZED_INT8", "QUANTIZED_UINT8") and not s.pinned:
+        if s.inference_type in ("QUANTIZED_INT8", "QUANTIZED_UINT8"):
             types.append("FLOAT")
         bases: dict[str, nx.MultiDiGraph | None] = {s.inference_type: S}
         views = []

@@ -157,7 +157,8 @@ def test_pin_by_output_tensor_name():
         ([("conv_*", "NNAPI")], PartitionError, "not in the device list GPU,CPU"),
         ([("conv_*", "TPU")], TargetError, "unknown device 'TPU'"),
         ([("conv_*", "CPU"), ("conv_2d_0", "GPU")], PartitionError, "taken by an earlier pin"),
-        ([("pack_3", "GPU")], PartitionError, "'pack_3' \\(PACK, FLOAT\\) is pinned to GPU, which"),
+        (["kind:mean=GPU", "kind:PACK=NNAPI"], PartitionError, "not in the device list"),
+        (["kind:TANH=CPU"], PartitionError, "pin 'kind:TANH=CPU' matches no op"),
     ],
 )
 def test_bad_pins_raise_one_line_errors(pins, error, message):
@@ -166,7 +167,38 @@ def test_bad_pins_raise_one_line_errors(pins, error, message):
     assert "\n" not in str(err.value)
 
 
+def test_a_pin_holds_when_a_lowering_makes_the_op_runnable():
+    # the GPU has no PACK, but lowers it to CONCATENATION + RESHAPE, as its views do
+    ann = annotate_targets(mixed_net(), resolve_devices("GPU,CPU"), pins=["pack_3=GPU"])
+    assert ann["pack_3"] == Annotation("GPU", "FLOAT", pinned=True)
+
+
+def test_a_pin_to_a_device_that_cannot_run_the_op_names_why():
+    q = Quantization((0.1,), (0,))
+    G = make_graph(
+        "g",
+        [Tensor("x", (1, 4), "int8", quantization=q), Tensor("y", (1, 4), "int8", quantization=q)],
+        [Op("quantize_0", "QUANTIZE", ("x",), ("y",))],
+        ["x"],
+        ["y"],
+    )
+    with pytest.raises(PartitionError) as err:
+        annotate_targets(G, resolve_devices("GPU,CPU"), pins=["kind:QUANTIZE=GPU"])
+    message = str(err.value)
+    assert "\n" not in message
+    assert "pin 'kind:QUANTIZE=GPU': op 'quantize_0' (QUANTIZE, QUANTIZED_INT8)" in message
+    assert "cannot run on GPU: GPU does not run QUANTIZE" in message
+
+
+def test_kind_pins_match_op_kinds_case_insensitively():
+    G = mixed_net()
+    ann = annotate_targets(G, resolve_devices("GPU,NNAPI"), pins=["kind:conv_2d=CPU"])
+    assert ann["conv_2d_0"] == Annotation("CPU", "FLOAT", pinned=True)
+    assert not any(a.pinned for n, a in ann.items() if n != "conv_2d_0")
+
+
 def test_parse_pin():
+    assert parse_pin("kind:conv_2d=gpu") == ("kind:CONV_2D", "GPU")
     assert parse_pin("conv_2d_*=gpu") == ("conv_2d_*", "GPU")
     assert parse_pin("a=b=cpu") == ("a=b", "CPU")  # the last '=' splits
     for bad in ("conv_2d_0", "=GPU", "conv="):

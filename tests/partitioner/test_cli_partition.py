@@ -58,6 +58,9 @@ def test_json_plan_and_files(bundled_models, tmp_path, capsys):
         (["--devices", "TPU,CPU"], "unknown device 'TPU'; known: CPU, GPU, NNAPI, NPU"),
         (["--devices", "GPU", "--pin", "nothing_*=GPU"], "matches no op"),
         (["--devices", "GPU", "--pin", "conv*=NNAPI"], "not in the device list"),
+        (["--devices", "GPU", "--pin", "kind:CUMSUM=GPU"], "pin 'kind:CUMSUM=GPU' matches no op"),
+        (["--devices", "GPU", "--pin", "kind:=GPU"], "names no op kind"),
+        (["--devices", "GPU", "--explain", "nope_0"], "no op 'nope_0'"),
         (["--devices", "GPU", "--picker", "nope"], "nope"),
         (["--devices", "GPU", "--cost-model", "nope"], "nope"),
     ],
@@ -66,6 +69,51 @@ def test_bad_input_is_one_line_and_exit_2(bundled_models, capsys, args, message)
     assert main(["partition", str(bundled_models[MODEL]), *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_explain_names_refusals_costs_and_the_price_of_overriding(bundled_models, tmp_path, capsys):
+    int8 = str(bundled_models["keras__mobilenet_v2_int8.tflite"])
+    plan = tmp_path / "plan.json"
+    args = ["partition", int8, "--devices", "GPU,NNAPI", "--explain", "softmax_64",
+            "--granularity", "op", "--plan"]  # fmt: skip
+    assert main([*args, str(plan)]) == 0
+    text = capsys.readouterr().out
+    assert "softmax_64 (SOFTMAX) runs on" in text
+    recorded = json.loads(plan.read_text())["explain"]
+    assert recorded["op"] == "softmax_64"
+    sides = recorded["devices"]
+    assert set(sides) == {"GPU", "NNAPI", "CPU"}
+    for device, side in sides.items():
+        if device == recorded["device"]:
+            assert side["status"] == "chosen" and side["pinned_objective"] == recorded["objective"]
+        elif side["refusal"] is None:  # overriding costs a re-solve, never less than the plan
+            assert side["pinned_objective"] >= recorded["objective"] * (1 - 1e-9)
+            assert side["cost"] > 0 and f"{device}: the op alone costs" in text
+        else:
+            assert f"{device}: refused ({side['refusal']['reason']})" in text
+
+
+def test_explain_says_why_a_pin_can_beat_a_subgraph_plan(bundled_models, capsys):
+    # at subgraph granularity softmax_64 shares a unit; pinning it alone to the GPU splits that
+    # unit, and the re-solved plan is cheaper: the text says why rather than show a bare minus
+    int8 = str(bundled_models["keras__mobilenet_v2_int8.tflite"])
+    assert main(["partition", int8, "--devices", "GPU,NNAPI", "--explain", "softmax_64"]) == 0
+    text = capsys.readouterr().out
+    assert "GPU: the op alone costs" in text and "(-" in text
+    assert "the pin splits unit" in text
+
+
+def test_kind_pins_are_recorded_in_the_plan(bundled_models, tmp_path, capsys):
+    plan = tmp_path / "plan.json"
+    args = ["partition", str(bundled_models[MODEL]), "--devices", "GPU", "--pin", "kind:mean=CPU"]
+    assert main([*args, "--plan", str(plan)]) == 0
+    record = json.loads(plan.read_text())
+    assert record["pins"] == [
+        {"pin": "kind:MEAN=CPU", "pattern": "kind:MEAN", "device": "CPU", "ops": ["mean_62"]}
+    ]
+    assert record["pinned"] == {"mean_62": "CPU"}
+    (unit,) = [u for u, data in record["units"].items() if data["ops"] == ["mean_62"]]
+    assert record["assignment"][unit]["device"] == "CPU"
 
 
 def test_malformed_model_exits_2(tmp_path, capsys):
