@@ -32,7 +32,7 @@ from typing import Any
 import networkx as nx
 
 from tacopt.fusion.ir import ops_of
-from tacopt.fusion.vocabulary import QUANTIZED_TYPES
+from tacopt.fusion.ir.vocabulary import QUANTIZED_TYPES
 from tacopt.partitioner.annotate import Annotation, inference_type
 from tacopt.partitioner.targets import Target
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tacopt.fusion.builder import GraphBuilder
 from tacopt.fusion.ir import Op, Quantization, Tensor, make_graph
+from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.explain import REASONS, explain_op, op_refusals, refusal, result_refusals
 from tacopt.partitioner.pipeline import partition
 from tacopt.partitioner.targets import PartitionError, get_target, resolve_devices
@@ -76,7 +76,7 @@ def test_a_memory_refusal_when_the_op_alone_overflows_the_device():
 )
 def test_refusals_agree_with_the_views(bundled_models, name):
     """A device refuses an op exactly when the op's own unit has no view there (op units)."""
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     result = partition(read_tflite(bundled_models[name]), "GPU,NNAPI,CPU", granularity="op",
                        picker="greedy")  # fmt: skip
@@ -112,7 +112,7 @@ def test_explain_an_unknown_op_is_one_line():
 
 
 def test_the_plan_json_records_the_pins(bundled_models):
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     G = read_tflite(bundled_models["keras__mobilenet_v2_float32.tflite"])
     result = partition(G, "GPU,CPU", pins=["kind:DEPTHWISE_CONV_2D=CPU"], picker="greedy")
