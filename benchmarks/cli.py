@@ -245,6 +245,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         retry_failed=args.retry_failed,
         in_process=False,  # so that Ctrl-C never waits for a solve
         load=tuple(args.load),
+        on_resume=lambda r: print(f"tacopt bench: {r.message(args.out)}", file=sys.stderr),
     )
     from tacopt.benchmarks.report import summary_table
 

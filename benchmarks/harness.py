@@ -48,6 +48,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -133,6 +134,33 @@ class _Appender:
 # the study
 
 
+@dataclass(frozen=True, slots=True)
+class Resumed:
+    """A resumed study: ``kept`` of its ``total`` records were already in the file (``failed``
+    of them ERROR / CRASH), covering ``cases_done`` of its ``cases`` cases in full."""
+
+    kept: int
+    total: int
+    failed: int
+    cases_done: int
+    cases: int
+
+    def message(self, out: str | os.PathLike[str]) -> str:
+        """The line ``tacopt bench`` prints on stderr.
+
+        >>> Resumed(6, 10, 0, 3, 5).message("r.jsonl")[:60]
+        'resuming r.jsonl: 6 of 10 records are already there and are '
+        """
+        failed = (
+            f"; {self.failed} failed: --retry-failed runs them again" if self.failed else ""
+        )
+        return (
+            f"resuming {out}: {self.kept} of {self.total} records are already there and are not "
+            f"run again ({self.cases_done} of {self.cases} cases complete{failed}); "
+            f"{self.total - self.kept} to run"
+        )
+
+
 class StudyInterrupted(KeyboardInterrupt):
     """Ctrl-C stopped a study; the records of ``done`` of its ``total`` cases are in the file.
 
@@ -157,6 +185,7 @@ def run_study(
     on_case: Callable[[Case], None] | None = None,
     in_process: bool | None = None,
     load: Sequence[str] = (),
+    on_resume: Callable[[Resumed], None] | None = None,
 ) -> list[dict]:
     """Run every case of ``study`` not yet in ``out`` and return all of the study's records.
 
@@ -188,6 +217,9 @@ def run_study(
     load : sequence of str
         Modules or ``.py`` files (``--load``) that each worker process imports first; this
         process must have imported them already.
+    on_resume : callable, optional
+        Called once, before any work, with a :class:`Resumed` when ``out`` already holds some
+        of the study's records (which are kept, not run again); ``tacopt bench`` says so.
 
     Returns
     -------
@@ -216,6 +248,24 @@ def run_study(
         if len(done) < len(case.pickers):
             todo.append((case, done))
     check_models(case for case, _ in todo)
+    kept = sum(len(case.pickers) for case in cases) - sum(
+        len(case.pickers) - len(done) for case, done in todo
+    )
+    if kept and on_resume is not None:
+        on_resume(
+            Resumed(
+                kept=kept,
+                total=sum(len(case.pickers) for case in cases),
+                failed=sum(
+                    by_key[k].get("status") in FAILED
+                    for case in cases
+                    for k in map(case.record_key, case.pickers)
+                    if k in by_key
+                ),
+                cases_done=len(cases) - len(todo),
+                cases=len(cases),
+            )
+        )
 
     results = _execute(todo, study, jobs, scheduler, in_process, load)
     bar = appender = None

@@ -177,6 +177,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog="Run 'tacopt COMMAND --help' for the options of one command.",
         lists=REGISTRIES,
     )
+    parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     eps = sorted(entry_points(group="tacopt.commands"), key=lambda e: e.name)
@@ -184,6 +185,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for ep in chosen or eps:
         ep.load()(sub)
     return parser
+
+
+def version_line() -> str:
+    """``tacopt --version``: the installed distribution's version and the Python running it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        mine = version("tacopt")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        mine = "unknown (not installed)"
+    return f"tacopt {mine} (Python {sys.version.split()[0]})"
 
 
 def _command_of(argv: Sequence[str]) -> str | None:

@@ -257,7 +257,8 @@ def _human(result: Any, summary: dict[str, Any]) -> str:
         f"objective {summary['objective']:.6g} {unit} "
         f"(compute {b['compute']:.6g}, transfer {b['transfer']:.6g}, quant {b['quant']:.6g}; "
         f"cost model {result.cost_model})",
-        "ops per device: " + ", ".join(f"{d} {n}" for d, n in sorted(counts.items())),
+        "ops per device: "
+        + (", ".join(f"{d} {n}" for d, n in sorted(counts.items())) or "none (no ops)"),
         "peak memory: " + ", ".join(
             f"{d} {summary['peak_memory'].get(d, 0.0):,.0f} B"
             + (f" of {summary['capacity'][d]:,.0f}" if d in summary["capacity"] else "")

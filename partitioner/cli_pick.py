@@ -15,20 +15,22 @@ Every option is checked before a picker starts: the pickers exist (a name regist
 ``--load`` or ``pkg.mod:Name``, resolved by :func:`tacopt.partitioner.pickers.get_picker`), each
 option reaches a picker that takes it, the time limit is positive and finite, the ``--compare``
 list is non-empty without repeats, and ``--plan`` can be written. When comparing, a picker that
-fails (a problem outside its scope) does not throw the other rows away: the table is printed with
-its row marked, then the command fails with one line and writes nothing.
+cannot take the problem (outside its scope) or fails is what ``tacopt bench`` makes of it: an
+ERROR row that says why, the other pickers run, the plans are written, and a warning goes to
+stderr; only when no picker gives a plan does the command fail (one line, nothing written).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.fusion.ir.errors import TacoptError, one_line
 from tacopt.partitioner.cli import (
     OptionError,
     add_load_option,
@@ -158,14 +160,16 @@ def run_pick(options: PickOptions) -> int:
         if options.solution_out is not None:
             raise OptionError("--solution: only for IOPDDL contest problems (use --plan)")
 
-        if options.compare:  # ask every picker for its scope before any of them runs
-            for name in options.pickers:
-                reason = out_of_scope(problem, name, **per_picker[name])
-                if reason is not None:
-                    raise PickerError(f"{reason}; nothing run, nothing written")
         records: list[dict[str, Any]] = []
-        failed: list[TacoptError] = []
+        failed: list[str] = []
         for name in options.pickers:
+            # Comparing behaves as `tacopt bench` does: a picker that cannot take the problem
+            # (out of its scope, or failing) is an ERROR row saying why; the others run.
+            reason = out_of_scope(problem, name, **per_picker[name]) if options.compare else None
+            if reason is not None:
+                records.append({"picker": name, "status": "ERROR", "error": reason})
+                failed.append(f"{name}: {reason}")
+                continue
             try:
                 records.append(pick(problem, name, **per_picker[name]).to_dict())
             except NoPlanError as exc:
@@ -176,9 +180,8 @@ def run_pick(options: PickOptions) -> int:
             except TacoptError as exc:
                 if not options.compare:
                     raise
-                # A picker out of its scope must not throw the finished rows away.
-                records.append({"picker": name, "error": str(exc)})
-                failed.append(exc)
+                records.append({"picker": name, "status": "ERROR", "error": str(exc)})
+                failed.append(f"{name}: {exc}")
 
         payload: Any = {"plans": records} if options.compare else records[0]
         if options.as_json:
@@ -188,11 +191,14 @@ def run_pick(options: PickOptions) -> int:
             if not options.compare:
                 print(_assignment(records[0]))
             print(_units_line(problem.cost_unit))
-        if failed:
+        if failed and len(failed) == len(records):
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-            raise PickerError(f"{failed[0]}{more}; nothing written")
+            raise PickerError(f"no picker gave a plan: {failed[0]}{more}; nothing written")
         if options.plan_out is not None:
             out.write(options.plan_out, json.dumps(payload, indent=1) + "\n")
+    if failed:  # as `tacopt bench` warns of failed records
+        print(f"tacopt pick: warning: {len(failed)} of {len(records)} pickers gave no plan "
+              "(ERROR); the table says why", file=sys.stderr)  # fmt: skip
     return 0
 
 
@@ -246,16 +252,18 @@ _COLUMNS = ("picker", "status", "objective", "bound", "gap", "compute", "transfe
 
 def _table(records: Sequence[dict[str, Any]]) -> str:
     rows = [list(_COLUMNS)]
+    why = []
     for r in records:
         if "error" in r:
             rows.append([r["picker"], r.get("status", "ERROR")] + ["-"] * (len(_COLUMNS) - 2))
+            why.append(f"{r['picker']}: {one_line(r['error'])}")
             continue
         b = r["breakdown"]
         rows.append(
             [r["picker"], r["status"], _num(r["objective"]), _num(r["bound"]), _gap(r["gap"]),
              _num(b["compute"]), _num(b["transfer"]), _num(b["quant"]), f"{r['seconds']:.3f}"]
         )  # fmt: skip
-    return align_columns(rows, left=2)
+    return "\n".join([align_columns(rows, left=2), *why])
 
 
 def _units_line(cost_unit: str) -> str:

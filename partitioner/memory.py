@@ -45,7 +45,7 @@ def usage_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
     >>> usage_batch(index_problem(p), np.array([[1, 2]]))[0].tolist()  # CPU, GPU by step
     [[140.0, 140.0], [40.0, 40.0]]
     """
-    chosen = np.asarray(chosen, dtype=np.int64).reshape(-1, index.n_units)
+    chosen = _rows(index, chosen)
     m, n_dev, n_steps = len(chosen), len(index.devices), max(index.n_units, 1)
     rows = np.arange(m)
     dev = index.choice_dev[chosen]
@@ -71,6 +71,14 @@ def usage_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
     return np.cumsum(delta, axis=2)[:, :, :n_steps] + resident[:, :, None]
 
 
+def _rows(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
+    """``chosen`` as ``[m, n_units]`` rows; a problem with no units has one empty row per row."""
+    chosen = np.asarray(chosen, dtype=np.int64)
+    if index.n_units == 0:  # reshape(-1, 0) cannot tell how many rows: a 1-D array is one row
+        return chosen.reshape(chosen.shape[0] if chosen.ndim == 2 else 1, 0)
+    return chosen.reshape(-1, index.n_units)
+
+
 def peak_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
     """Peak bytes per (row, device) of each row of ``chosen``."""
     return usage_batch(index, chosen).max(axis=2)
@@ -79,7 +87,7 @@ def peak_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
 def fits_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
     """Whether each row of ``chosen`` stays within every capacity."""
     if not index.has_memory:
-        return np.ones(len(np.asarray(chosen).reshape(-1, index.n_units)), dtype=bool)
+        return np.ones(len(_rows(index, chosen)), dtype=bool)
     return np.all(peak_batch(index, chosen) <= index.capacity, axis=1)
 
 

@@ -315,7 +315,28 @@ def test_a_resumed_study_with_nothing_to_do_shows_no_progress_bar(tmp_path: Path
     first = subprocess.run(run, capture_output=True, text=True, timeout=120)
     assert first.returncode == 0 and "1/1" in first.stderr
     again = subprocess.run(run, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 0 and again.stderr == ""
+    # one line says what was kept (a resumed run used to say nothing), and no progress bar
+    assert again.returncode == 0 and again.stderr == (
+        f"tacopt bench: resuming {tmp_path / 'r.jsonl'}: 1 of 1 records are already there and "
+        "are not run again (1 of 1 cases complete); 0 to run\n"
+    )
+
+
+def test_a_resumed_study_says_what_it_skipped_and_what_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "r.jsonl"
+    argv = ["bench", "--zoo", "layered:10,11", "--pickers", "greedy", "--jobs", "1",
+            "--no-report", "--no-progress", "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    lines = out.read_text().splitlines()
+    failed = lines[0].replace('"status": "HEURISTIC"', '"status": "ERROR"')
+    out.write_text(failed + "\n")  # one record kept, and it failed; the other case is gone
+    capsys.readouterr()
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "1 of 2 records are already there and are not run again (1 of 2 cases complete; " in err
+    assert "1 failed: --retry-failed runs them again); 1 to run" in err
 
 
 DEVICE_NOTEBOOK = """

@@ -131,19 +131,25 @@ def test_a_bad_plan_path_is_refused_before_solving(
     assert err.count("\n") == 1 and message.format(tmp=tmp_path) in err
 
 
-def test_a_picker_out_of_scope_is_refused_before_any_picker_runs(
+def test_a_picker_out_of_scope_is_a_row_that_says_why_as_in_bench(
     problem_file: Path, tmp_path: Path, capsys
 ) -> None:
     plan = tmp_path / "plan.json"
     argv = ["pick", str(problem_file), "--compare", "exact,mincut,greedy", "--plan", str(plan)]
-    assert main(argv) == 2
+    assert main(argv) == 0  # the others run, as `tacopt bench` records an error and goes on
     captured = capsys.readouterr()
-    assert captured.out == ""  # exact did not run first
-    assert captured.err.count("\n") == 1 and "mincut picker needs" in captured.err
-    assert "nothing run" in captured.err and not plan.exists()
+    rows = {line.split()[0]: line.split()[1] for line in captured.out.splitlines()[1:4]}
+    assert rows == {"exact": "OPTIMAL", "mincut": "ERROR", "greedy": "HEURISTIC"}
+    assert "mincut: mincut picker needs" in captured.out
+    assert captured.err.count("\n") == 1 and "1 of 3 pickers gave no plan" in captured.err
+    plans = json.loads(plan.read_text())["plans"]
+    assert [(p["picker"], p["status"]) for p in plans] == [
+        ("exact", "OPTIMAL"), ("mincut", "ERROR"), ("greedy", "HEURISTIC")
+    ]
+    assert "mincut picker needs" in plans[1]["error"]
 
 
-def test_a_picker_failing_mid_comparison_keeps_the_finished_rows(
+def test_a_picker_failing_mid_comparison_keeps_the_other_rows(
     problem_file: Path, tmp_path: Path, capsys, private_registries
 ) -> None:
     boom = tmp_path / "boom.py"
@@ -157,12 +163,17 @@ def test_a_picker_failing_mid_comparison_keeps_the_finished_rows(
     plan = tmp_path / "plan.json"
     argv = ["pick", str(problem_file), "--load", str(boom), "--compare", "exact,boom,greedy",
             "--plan", str(plan)]  # fmt: skip
-    assert main(argv) == 2
+    assert main(argv) == 0
     captured = capsys.readouterr()
     rows = {line.split()[0]: line.split()[1] for line in captured.out.splitlines()[1:4]}
     assert rows == {"exact": "OPTIMAL", "boom": "ERROR", "greedy": "HEURISTIC"}
-    assert captured.err.count("\n") == 1 and "boom picker: gave up" in captured.err
-    assert not plan.exists()
+    assert "boom: boom picker: gave up" in captured.out
+    assert captured.err.count("\n") == 1 and "1 of 3 pickers gave no plan" in captured.err
+    assert plan.exists()
+    argv = ["pick", str(problem_file), "--compare", "boom,mincut"]  # boom is registered now
+    assert main(argv) == 2  # no picker gave a plan: one line
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no picker gave a plan: boom: boom picker: gave up" in err
 
 
 def test_text_output_says_which_units_costs_are_in(problem_file: Path, tmp_path, capsys):
@@ -259,8 +270,10 @@ def test_compare_shows_a_picker_without_a_plan_by_its_status(tmp_path: Path, cap
     path.write_text(json.dumps(doc))
     plan = tmp_path / "plans.json"
     assert main(["pick", str(path), "--compare", "exact,greedy", "--plan", str(plan)]) == 0
-    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]}
+    out = capsys.readouterr().out.splitlines()
+    rows = {line.split()[0]: line.split()[1] for line in out[1:3]}
     assert rows == {"exact": "INFEASIBLE", "greedy": "UNKNOWN"}
+    assert [line.split(":")[0] for line in out[3:5]] == ["exact", "greedy"]  # and why
     assert [r["status"] for r in json.loads(plan.read_text())["plans"]] == ["INFEASIBLE", "UNKNOWN"]
     assert main(["pick", str(path), "--picker", "exact"]) == 2  # alone, no plan is an error
     assert capsys.readouterr().err.count("\n") == 1
