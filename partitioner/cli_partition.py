@@ -44,6 +44,8 @@ class PartitionOptions:
     fuse: bool = True
     memory: tuple[tuple[str, float], ...] = ()
     explain: str | None = None
+    html: Path | None = None
+    compare: tuple[str, ...] = ()
 
 
 def register(subparsers: Any) -> None:
@@ -104,7 +106,25 @@ def register(subparsers: Any) -> None:
     draw.add_argument("--svg", type=Path, help="draw the partitioned graph (needs graphviz)")
     draw.add_argument("--dot", type=Path, help="write the partitioned graph as DOT text")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    add_page_options(p)
     p.set_defaults(run=run)
+
+
+def add_page_options(p: argparse.ArgumentParser) -> None:
+    """``--html PAGE`` and ``--compare PICKERS`` (the plan page, :mod:`tacopt.partitioner.page`)."""
+    p.add_argument(
+        "--html",
+        type=Path,
+        help="write the plan page here: one self-contained HTML file (the fused DAG coloured by "
+        "device; click an op for its costs per device and why a device was refused)",
+    )
+    p.add_argument(
+        "--compare",
+        default="",
+        metavar="PICKERS",
+        help="with --html: also plan with these pickers (e.g. exact,tac,greedy) on the same "
+        "problem; the page shows each plan, its cost, and the ops whose device differs",
+    )
 
 
 def add_memory_option(p: argparse.ArgumentParser) -> None:
@@ -141,7 +161,16 @@ def options_from(args: argparse.Namespace) -> PartitionOptions:
         fuse=args.fuse,
         memory=tuple(parse_memory(args.memory).items()),
         explain=getattr(args, "explain", None),
+        html=args.html,
+        compare=_compare_list(args.compare, args.html),
     )
+
+
+def _compare_list(text: str, html: Path | None) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if names and html is None:
+        raise OutputError("--compare shows its plans on the page: give --html PAGE as well")
+    return names
 
 
 def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:
@@ -152,6 +181,7 @@ def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:
         ("--export", opts.export),
         ("--svg", opts.svg),
         ("--dot", opts.dot),
+        ("--html", opts.html),
     ]
     seen: dict[Path, str] = {}
     for what, path in outputs:
@@ -191,7 +221,8 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
     from tacopt.partitioner.targets import resolve_devices
 
     targets = resolve_devices(opts.devices)
-    get_picker(opts.picker)
+    for name in (opts.picker, *opts.compare):
+        get_picker(name)
     cost_model = get_cost_model(opts.cost_model)
 
     G = read_tflite(opts.model)
@@ -239,6 +270,13 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
         from tacopt.partitioner.draw import to_svg
 
         out.write(opts.svg, to_svg(result.graph))
+    if opts.html:
+        from tacopt.partitioner.page import compare_plans, page_data, render_page
+
+        pickers = opts.compare if opts.picker in opts.compare else (opts.picker, *opts.compare)
+        results = compare_plans(result, pickers,
+                                time_limit_s=opts.time_limit_s)  # fmt: skip
+        out.write(opts.html, render_page(page_data(results, title=opts.model.stem)))
     return summary, _human(result, summary) + explained
 
 

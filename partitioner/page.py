@@ -1,0 +1,414 @@
+"""The plan page: one self-contained HTML file that shows where every op runs, and why.
+
+:func:`page_data` gathers one or more plans of the same pick problem (``tacopt partition
+--html``, with ``--compare`` a plan per picker) into JSON-ready data: the fused DAG with a
+layout, the units, every unit's views with their costs, each op's refusals per device, and per
+plan the chosen views, the objective and each device's memory over the steps.
+:func:`render_page` puts that data, the script and the styles into one HTML file that fetches
+nothing: the browser only draws.
+
+The layout is computed here, in Python, not in the browser: a layered (Sugiyama-style) layout
+nested by unit. Units are layered over the unit DAG (networkx's topological generations), ops
+inside each unit over its own ops, and every layer is ordered by a few barycenter sweeps to
+reduce crossings. Doing it here keeps the page fast to open for 1,000+-op models (the browser
+places nothing), deterministic, and free of a vendored JavaScript library.
+
+Examples
+--------
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph
+>>> from tacopt.partitioner.pipeline import partition
+>>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xyz"],
+...     [Op("relu_0", "RELU", ("x",), ("y",)), Op("tanh_1", "TANH", ("y",), ("z",))], ["x"], ["z"])
+>>> data = page_data([partition(G, "GPU,CPU")])
+>>> [op["name"] for op in data["ops"]], data["plans"][0]["picker"]
+(['relu_0', 'tanh_1'], 'exact')
+>>> html = render_page(data)
+>>> html.startswith("<!DOCTYPE html>") and "<script src" not in html
+True
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from tacopt.partitioner.draw import DEVICE_COLORS
+from tacopt.partitioner.targets import (
+    _NEVER_OFFLOADED,
+    PartitionError,
+    SimpleTarget,
+    TableTarget,
+    Target,
+    activations_match,
+    get_target,
+)
+
+#: Node box and gaps of the layout, in SVG user units.
+NODE_W, NODE_H, GAP_X, GAP_Y, UNIT_PAD = 150.0, 30.0, 14.0, 34.0, 8.0
+_SPARE_COLORS = ("#f2e394", "#e8a0a0", "#b5e3e0", "#cccccc", "#c9b3e6")
+_SWEEPS = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """Where each op's box is centred, each unit's box, and the drawing's size."""
+
+    centers: dict[str, tuple[float, float]]
+    boxes: dict[str, tuple[float, float, float, float]]  # unit -> (x, y, width, height)
+    width: float
+    height: float
+
+
+def layout_units(G: nx.MultiDiGraph, units: Sequence[tuple[str, Sequence[str]]]) -> Layout:
+    """A layered layout of ``G``'s ops nested by unit (``units``: name and ops, in order).
+
+    Units are placed in layers of the unit DAG, top to bottom; each unit's ops in layers of their
+    own. Within every layer, nodes are ordered by barycenter sweeps (down, then up).
+
+    Raises
+    ------
+    PartitionError
+        When the units do not form a DAG, or an op is in no unit.
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> G = make_graph("g", [Tensor(n, (2,), "float32") for n in "abc"],
+    ...     [Op("p", "RELU", ("a",), ("b",)), Op("q", "TANH", ("b",), ("c",))], ["a"], ["c"])
+    >>> lay = layout_units(G, [("u0", ["p"]), ("u1", ["q"])])
+    >>> lay.centers["p"][1] < lay.centers["q"][1]
+    True
+    """
+    unit_of = {op: name for name, ops in units for op in ops}
+    missing = [n for n in G if n not in unit_of]
+    if missing:
+        raise PartitionError(f"op '{missing[0]}' is in no unit")
+    U = nx.DiGraph()
+    U.add_nodes_from(name for name, _ in units)
+    U.add_edges_from((unit_of[u], unit_of[v]) for u, v in G.edges() if unit_of[u] != unit_of[v])
+    if not nx.is_directed_acyclic_graph(U):
+        raise PartitionError("the units do not form a DAG")
+
+    # Inside each unit: its ops' layers, ordered, and the unit's size in slots.
+    inner: dict[str, list[list[str]]] = {}
+    for name, ops in units:
+        S = nx.DiGraph(G.subgraph(ops))
+        inner[name] = _ordered_layers(S)
+    size = {
+        name: (
+            max(len(layer) for layer in layers) * (NODE_W + GAP_X) - GAP_X + 2 * UNIT_PAD,
+            len(layers) * (NODE_H + GAP_Y) - GAP_Y + 2 * UNIT_PAD,
+        )
+        for name, layers in inner.items()
+    }
+    unit_layers = _ordered_layers(U)
+
+    boxes: dict[str, tuple[float, float, float, float]] = {}
+    widths = [sum(size[u][0] for u in layer) + GAP_X * (len(layer) - 1) for layer in unit_layers]
+    width = max(widths, default=0.0)
+    y = 0.0
+    for layer, layer_w in zip(unit_layers, widths):
+        x = (width - layer_w) / 2
+        for u in layer:
+            w, h = size[u]
+            boxes[u] = (x, y, w, h)
+            x += w + GAP_X
+        y += max(size[u][1] for u in layer) + GAP_Y
+    centers: dict[str, tuple[float, float]] = {}
+    for name, layers in inner.items():
+        bx, by, bw, _ = boxes[name]
+        for r, layer in enumerate(layers):
+            row_w = len(layer) * (NODE_W + GAP_X) - GAP_X
+            x0 = bx + (bw - row_w) / 2 + NODE_W / 2
+            cy = by + UNIT_PAD + r * (NODE_H + GAP_Y) + NODE_H / 2
+            for i, op in enumerate(layer):
+                centers[op] = (x0 + i * (NODE_W + GAP_X), cy)
+    return Layout(centers, boxes, width, max(y - GAP_Y, 0.0))
+
+
+def _ordered_layers(D: nx.DiGraph) -> list[list[str]]:
+    """Topological generations of ``D``, each ordered by barycenter sweeps."""
+    order = {n: i for i, n in enumerate(D)}
+    layers = [sorted(g, key=order.__getitem__) for g in nx.topological_generations(D)]
+    pos = {n: i - (len(layer) - 1) / 2 for layer in layers for i, n in enumerate(layer)}
+    for sweep in range(_SWEEPS):
+        down = sweep % 2 == 0
+        for layer in layers[1:] if down else layers[-2::-1]:
+
+            def key(n: str, near: Any = D.predecessors if down else D.successors) -> float:
+                xs = [pos[m] for m in near(n)]
+                return sum(xs) / len(xs) if xs else pos[n]
+
+            layer.sort(key=key)
+            for i, n in enumerate(layer):
+                pos[n] = i - (len(layer) - 1) / 2
+    return layers
+
+
+# --------------------------------------------------------------------------------------------
+# why a device does not run an op
+# --------------------------------------------------------------------------------------------
+
+
+def refusal(G: nx.MultiDiGraph, node: str, target: Target, inference_type: str) -> str | None:
+    """Why ``target`` does not run op ``node`` as ``inference_type`` (None: it does).
+
+    The reason names the rule that failed: an unsupported kind, an unsupported inference type,
+    activations of another dtype, or a failing predicate (the table's condition).
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> G = make_graph("g", [Tensor(n, (1, 4), "float32") for n in "xy"],
+    ...                [Op("sub_0", "SUB", ("x", "x"), ("y",))], ["x"], ["y"])
+    >>> refusal(G, "sub_0", get_target("GPU"), "FLOAT")
+    'kind SUB is not supported'
+    >>> refusal(G, "sub_0", get_target("CPU"), "FLOAT") is None
+    True
+    """
+    if target.supports(G, node, inference_type):
+        return None
+    op = G.nodes[node]["op"]
+    if isinstance(target, TableTarget):
+        if target.runs_everything:
+            return f"kind {op.kind} is not supported"
+        row = target.table.get(op.kind)
+        if row is None:
+            return f"kind {op.kind} is not supported"
+        if inference_type not in row.types:
+            runs = ", ".join(sorted(row.types))
+            return f"type {inference_type} is not supported for {op.kind} (runs {runs})"
+        if not activations_match(G, op, inference_type):
+            return f"activation dtypes do not match {inference_type}"
+        when = row.when
+        what = str(when.__doc__ or getattr(when, "__qualname__", "a condition")).strip()
+        return f"predicate fails: {what.splitlines()[0]}"
+    if isinstance(target, SimpleTarget):
+        if op.kind in target.denied:
+            return f"kind {op.kind} is denied"
+        if op.kind in _NEVER_OFFLOADED:
+            return f"kind {op.kind} is never offloaded"
+        if inference_type not in target.types:
+            return f"type {inference_type} is not supported"
+        return f"activation dtypes do not match {inference_type}"
+    return "its support predicate refuses it"
+
+
+# --------------------------------------------------------------------------------------------
+# the page's data
+# --------------------------------------------------------------------------------------------
+
+
+def compare_plans(result: Any, pickers: Sequence[str], *, time_limit_s: float | None = None):
+    """``result`` re-planned by each of ``pickers`` on the same pick problem (one result each).
+
+    ``result`` is a :class:`~tacopt.partitioner.pipeline.PartitionResult`; the problem, units and
+    views are shared, so plans differ only by their picker. A result whose picker is in
+    ``pickers`` is reused rather than re-solved.
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> from tacopt.partitioner.pipeline import partition
+    >>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xy"],
+    ...     [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
+    >>> [r.plan.picker for r in compare_plans(partition(G, "GPU,CPU"), ["tac", "exact"])]
+    ['tac', 'exact']
+    """
+    from tacopt.partitioner.apply import apply_plan
+    from tacopt.partitioner.pickers import pick, picker_options
+
+    out = []
+    for name in pickers:
+        if name == result.plan.picker:
+            out.append(result)
+            continue
+        accepted = picker_options(name)
+        options: dict[str, Any] = {}
+        if time_limit_s is not None:
+            key = next((k for k in ("time_limit_s", "time_limit") if k in accepted), None)
+            if key or "*" in accepted:
+                options[key or "time_limit_s"] = time_limit_s
+        clock = time.perf_counter()
+        plan = pick(result.problem, name, **options)
+        seconds = dict(result.seconds, pick=time.perf_counter() - clock)
+        H = apply_plan(result.source, result.partition, result.views, plan.assignment)
+        out.append(replace(result, plan=plan, graph=H, seconds=seconds))
+    return out
+
+
+def device_colors(devices: Sequence[str]) -> dict[str, str]:
+    """A fill colour per device: the built-ins' own (:data:`DEVICE_COLORS`), then spares."""
+    spare = iter(_SPARE_COLORS * (len(devices) + 1))
+    return {d: DEVICE_COLORS.get(d) or next(spare) for d in devices}
+
+
+def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, Any]:
+    """The page's data for plans of one pick problem (one per picker).
+
+    Parameters
+    ----------
+    results : sequence of PartitionResult
+        From :func:`tacopt.partitioner.pipeline.partition`, then :func:`compare_plans` for more
+        pickers. All share the first one's problem, units and views.
+    title : str, optional
+        Default: the model's name.
+
+    Returns
+    -------
+    dict
+        JSON-ready: ``ops`` (with layout and refusals), ``edges``, ``units`` (with views and
+        costs), ``plans`` (chosen view per unit, objective, breakdown, memory per step).
+
+    Raises
+    ------
+    PartitionError
+        For no results, or results of different problems.
+    """
+    from tacopt.partitioner.memory import usage_batch
+    from tacopt.partitioner.plan import choice_indices, unit_label
+    from tacopt.partitioner.problem import activation_format, index_problem
+
+    if not results:
+        raise PartitionError("no plan to show")
+    first = results[0]
+    if any(r.problem is not first.problem for r in results[1:]):
+        raise PartitionError("the plans to compare are not of one pick problem")
+    G = first.source if first.source is not None else first.graph
+    problem = first.problem
+    unit_list = [(s.name, s.ops) for s in first.partition.subgraphs]
+    unit_index = {name: i for i, (name, _) in enumerate(unit_list)}
+    layout = layout_units(G, unit_list)
+    targets = {d: get_target(d) for d in first.devices}
+    tensors = G.graph["tensors"]
+
+    def tensor_info(name: str | None) -> list[Any] | None:
+        if name is None or name not in tensors:
+            return None
+        t = tensors[name]
+        return [name, list(t.shape), t.dtype, bool(t.is_constant)]
+
+    ops: list[dict[str, Any]] = []
+    op_index: dict[str, int] = {}
+    for name, ops_of_unit in unit_list:
+        for n in ops_of_unit:
+            op = G.nodes[n]["op"]
+            ann = first.annotations.get(n)
+            itype = ann.inference_type if ann is not None else "FLOAT"
+            refused = {}
+            for d, t in targets.items():
+                why = refusal(G, n, t, itype)
+                if why is not None:
+                    refused[d] = why
+            x, y = layout.centers[n]
+            op_index[n] = len(ops)
+            ops.append({
+                "name": n, "kind": op.kind, "unit": unit_index[name], "type": itype,
+                "x": round(x, 1), "y": round(y, 1),
+                "inputs": [tensor_info(t) for t in op.inputs if t is not None],
+                "outputs": [tensor_info(t) for t in op.outputs],
+                "pinned": bool(ann is not None and ann.pinned),
+                "initial": ann.device if ann is not None else None,
+                "refused": refused,
+            })  # fmt: skip
+    edges = []
+    for u, v, k in G.edges(keys=True):
+        t = tensors[k]
+        nbytes = math.prod(max(int(d), 0) for d in t.shape) * _itemsize(t.dtype)
+        edges.append([op_index[u], op_index[v], k, nbytes])
+
+    index = index_problem(problem)
+    step = {index.unit_names[u]: int(s) for u, s in enumerate(index.step)}
+    by_unit = {u.name: u for u in problem.units}
+    units = []
+    for name, ops_of_unit in unit_list:
+        x, y, w, h = layout.boxes[name]
+        unit = by_unit[name]
+        views = first.views[name]
+        units.append({
+            "name": name, "ops": [op_index[n] for n in ops_of_unit],
+            "box": [round(x, 1), round(y, 1), round(w, 1), round(h, 1)],
+            "step": step.get(name, 0),
+            "views": [
+                {"device": c.device, "type": c.type, "format": activation_format(c.type),
+                 "cost": c.cost, "memory": c.memory, "lowerings": list(v.lowerings)}
+                for c, v in zip(unit.choices, views)
+            ],
+        })  # fmt: skip
+
+    plans = []
+    for r in results:
+        chosen = choice_indices(problem, index, r.plan.assignment)
+        usage = usage_batch(index, chosen)[0]
+        local = chosen - index.choice_start[:-1]
+        by_name = dict(zip(index.unit_names, local.tolist()))
+        b = r.plan.breakdown
+        plans.append({
+            "picker": r.plan.picker, "status": r.plan.status, "objective": r.plan.objective,
+            "bound": r.plan.bound, "seconds": r.plan.seconds,
+            "breakdown": {"compute": b.compute, "transfer": b.transfer, "quant": b.quant,
+                          "pairwise": b.pairwise},
+            "choice": [int(by_name[name]) for name, _ in unit_list],
+            "peak": dict(r.plan.peak_memory),
+            "memory": {d: np.round(usage[i]).astype(np.int64).tolist()
+                       for i, d in enumerate(index.devices)},
+        })  # fmt: skip
+    capacity = {d: c for d, c in problem.capacity.items() if math.isfinite(c)}
+    return {
+        "title": title or str(G.graph.get("name") or "model"),
+        "devices": list(first.devices),
+        "colors": device_colors(first.devices),
+        "granularity": first.granularity,
+        "cost_model": first.cost_model,
+        "cost_unit": unit_label(getattr(problem, "cost_unit", "cost")),
+        "capacity": capacity,
+        "memory_order": [index.unit_names[int(u)] for u in index.order],
+        "size": [round(layout.width, 1), round(layout.height, 1)],
+        "node": [NODE_W, NODE_H],
+        "ops": ops,
+        "edges": edges,
+        "units": units,
+        "plans": plans,
+    }
+
+
+def _itemsize(dtype: str) -> int:
+    try:
+        return int(np.dtype(dtype).itemsize)
+    except TypeError:
+        return 1
+
+
+# --------------------------------------------------------------------------------------------
+# the HTML
+# --------------------------------------------------------------------------------------------
+
+
+def _asset(name: str) -> str:
+    return (resources.files("tacopt.partitioner") / "assets" / name).read_text(encoding="utf-8")
+
+
+def render_page(data: Mapping[str, Any]) -> str:
+    """One self-contained HTML page of :func:`page_data`'s data (nothing is fetched)."""
+    # "</" would end the script element early; JSON allows "\/" for "/".
+    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    title = _escape(str(data.get("title", "plan")))
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>tacopt plan: {title}</title>\n<style>\n{_asset('page.css')}</style>\n</head>\n"
+        f"<body>\n{_asset('page.html')}"
+        f'<script type="application/json" id="plan-data">{payload}</script>\n'
+        f"<script>\n{_asset('page.js')}</script>\n</body>\n</html>\n"
+    )
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

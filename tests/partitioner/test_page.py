@@ -1,0 +1,167 @@
+"""The plan page (``tacopt partition --html``): its data, its layout, its refusals, its file.
+
+The page in a real browser is tests/partitioner/test_page_browser.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from tacopt.fusion.ir import Op, Tensor, make_graph
+from tacopt.partitioner.cli import main
+from tacopt.partitioner.page import compare_plans, layout_units, page_data, refusal, render_page
+from tacopt.partitioner.pipeline import partition
+from tacopt.partitioner.targets import get_target
+
+RESNET = "torch__resnet18_float32.tflite"  # exact and tac differ on GPU,NNAPI,CPU per op
+
+
+def _chain() -> object:
+    """x -> relu_0 -> y -> pack_1 (with x) -> z -> sub_2 -> w
+
+    PACK is not a GPU kind (the GPU view lowers it); SUB is not a GPU kind at all.
+    """
+    ts = [Tensor("x", (1, 4), "float32"), Tensor("y", (1, 4), "float32"),
+          Tensor("z", (2, 1, 4), "float32"), Tensor("w", (2, 1, 4), "float32")]  # fmt: skip
+    ops = [Op("relu_0", "RELU", ("x",), ("y",)),
+           Op("pack_1", "PACK", ("x", "y"), ("z",), {"axis": 0}),
+           Op("sub_2", "SUB", ("z", "z"), ("w",))]  # fmt: skip
+    return make_graph("chain", ts, ops, ["x"], ["w"])
+
+
+def test_layout_puts_every_op_below_its_producers_and_inside_its_unit():
+    G = _chain()
+    units = [("a", ("relu_0", "pack_1")), ("b", ("sub_2",))]
+    lay = layout_units(G, units)
+    for u, v in G.edges():
+        assert lay.centers[u][1] < lay.centers[v][1]
+    for name, ops in units:
+        x, y, w, h = lay.boxes[name]
+        for op in ops:
+            cx, cy = lay.centers[op]
+            assert x < cx < x + w and y < cy < y + h
+    assert lay.width > 0 and lay.height >= lay.centers["sub_2"][1]
+
+
+def test_layout_refuses_units_in_a_cycle_and_ops_in_no_unit():
+    G = _chain()
+    from tacopt.partitioner.targets import PartitionError
+
+    with pytest.raises(PartitionError, match="DAG"):
+        layout_units(G, [("a", ("relu_0", "sub_2")), ("b", ("pack_1",))])
+    with pytest.raises(PartitionError, match="sub_2"):
+        layout_units(G, [("a", ("relu_0", "pack_1"))])
+
+
+def test_refusal_names_the_rule_that_failed():
+    G = _chain()
+    gpu, nnapi, cpu = (get_target(d) for d in ("GPU", "NNAPI", "CPU"))
+    assert refusal(G, "sub_2", gpu, "FLOAT") == "kind SUB is not supported"
+    assert refusal(G, "relu_0", gpu, "FLOAT") is None
+    assert "type QUANTIZED_INT8 is not supported for RELU" in refusal(
+        G, "relu_0", gpu, "QUANTIZED_INT8"
+    )
+    assert refusal(G, "relu_0", nnapi, "FLOAT") is None
+    assert refusal(G, "sub_2", cpu, "FLOAT") is None
+    ts = [Tensor("a", (1, 4), "float32"), Tensor("b", (2, 4), "float32")]
+    H = make_graph("h", ts, [Op("cat", "CONCATENATION", ("a", "a"), ("b",), {"axis": 0})],
+                   ["a"], ["b"])  # fmt: skip
+    assert refusal(H, "cat", gpu, "FLOAT").startswith("predicate fails")
+
+
+def test_page_data_counts_match_the_plan(bundled_models):
+    from tacopt.fusion.reader import read_tflite
+
+    result = partition(read_tflite(bundled_models[RESNET]), "GPU,NNAPI,CPU", granularity="op")
+    results = compare_plans(result, ["exact", "tac"])
+    data = page_data(results)
+    summary = result.summary()
+    assert len(data["ops"]) == sum(len(u["ops"]) for u in summary["units"].values())
+    assert len(data["units"]) == len(summary["units"])
+    assert [p["picker"] for p in data["plans"]] == ["exact", "tac"]
+    for plan, r in zip(data["plans"], results):
+        assert plan["objective"] == r.plan.objective
+        for unit, k in zip(data["units"], plan["choice"]):
+            chosen = r.plan.assignment[unit["name"]]
+            assert (unit["views"][k]["device"], unit["views"][k]["type"]) == (
+                chosen.device, chosen.type)  # fmt: skip
+        for d, use in plan["memory"].items():
+            assert max(use) == pytest.approx(r.plan.peak_memory[d], abs=1)
+    # every op refused by a device has no view there when it is a unit of its own
+    for op in data["ops"]:
+        devices = {v["device"] for v in data["units"][op["unit"]]["views"]}
+        for d in op["refused"]:
+            assert d != "CPU"
+            assert d not in devices or any(
+                v["lowerings"] for v in data["units"][op["unit"]]["views"] if v["device"] == d
+            )
+
+
+def test_page_data_refuses_plans_of_different_problems():
+    from tacopt.partitioner.targets import PartitionError
+
+    G = _chain()
+    with pytest.raises(PartitionError, match="one pick problem"):
+        page_data([partition(G, "GPU,CPU"), partition(G, "GPU,CPU")])
+    with pytest.raises(PartitionError, match="no plan"):
+        page_data([])
+
+
+def _loads_nothing(html: str) -> None:
+    """No element or style of the page fetches anything."""
+    assert not re.search(r"<script[^>]*\bsrc\s*=", html, re.I)
+    assert not re.search(r"<link\b", html, re.I)
+    assert not re.search(r"<(img|iframe|embed|object|audio|video|source)\b", html, re.I)
+    assert not re.search(r"\b(src|href|srcset|action)\s*=\s*[\"']?\s*(https?:)?//", html, re.I)
+    assert not re.search(r"url\(\s*[\"']?\s*(https?:)?//", html, re.I)
+    assert not re.search(r"@import|\bfetch\(|XMLHttpRequest|WebSocket|EventSource", html)
+    assert not re.search(r"https?://", html)
+
+
+def test_page_is_one_file_that_loads_nothing_and_escapes_names():
+    G = _chain()
+    G = nx_relabel(G, {"relu_0": "</script><script>alert(1)</script>"})
+    html = render_page(page_data([partition(G, "GPU,CPU")]))
+    _loads_nothing(html)
+    assert html.count("</script>") == 2  # the data's and the code's; the name is escaped
+    payload = html.split('id="plan-data">', 1)[1].split("</script>", 1)[0]
+    assert json.loads(payload)["ops"][0]["name"] == "</script><script>alert(1)</script>"
+
+
+def nx_relabel(G, mapping):
+    """``G`` with ops renamed (the op records too)."""
+    from dataclasses import replace
+
+    ops = [replace(d["op"], name=mapping.get(n, n)) for n, d in G.nodes(data=True)]
+    return make_graph(G.graph["name"], list(G.graph["tensors"].values()), ops,
+                      G.graph["inputs"], G.graph["outputs"])  # fmt: skip
+
+
+def test_cli_html_and_compare(bundled_models, tmp_path, capsys):
+    page, plan = tmp_path / "plan.html", tmp_path / "plan.json"
+    code = main(["partition", str(bundled_models[RESNET]), "--devices", "GPU,NNAPI,CPU",
+                 "--granularity", "op", "--html", str(page), "--compare", "exact,tac",
+                 "--plan", str(plan)])  # fmt: skip
+    assert code == 0
+    html = page.read_text()
+    _loads_nothing(html)
+    data = json.loads(html.split('id="plan-data">', 1)[1].split("</script>", 1)[0])
+    assert [p["picker"] for p in data["plans"]] == ["exact", "tac"]
+    assert data["plans"][0]["objective"] == json.loads(plan.read_text())["objective"]
+
+
+def test_cli_compare_needs_html_and_known_pickers(bundled_models, tmp_path, capsys):
+    model = str(bundled_models[RESNET])
+    assert main(["partition", model, "--devices", "GPU,CPU", "--compare", "exact,tac"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--compare" in err and "--html" in err and len(err.splitlines()) == 1
+    page = tmp_path / "p.html"
+    code = main(["partition", model, "--devices", "GPU,CPU", "--html", str(page),
+                 "--compare", "exact,nosuch"])  # fmt: skip
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert "nosuch" in err and len(err.splitlines()) == 1
+    assert not page.exists()

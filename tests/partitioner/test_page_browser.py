@@ -1,0 +1,204 @@
+"""The plan page in a real browser: headless Chromium (the system's) driven by Playwright.
+
+Skipped when Playwright or Chromium is missing, except under CI (``CI=true``), where .ci/run
+installs both and these tests must run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tacopt.partitioner.cli import main
+
+RESNET = "torch__resnet18_float32.tflite"  # exact and tac differ on GPU,NNAPI,CPU per op
+MOBILENET_INT8 = "keras__mobilenet_v2_int8.tflite"  # GPU,NPU,CPU: a float unit and an int8 one
+
+
+def _chromium() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    under_ci = os.environ.get("CI", "").lower() == "true"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        if under_ci:
+            raise
+        pytest.skip("playwright is not installed (pip install -e '.[test]')")
+    executable = _chromium()
+    if executable is None:
+        if under_ci:
+            pytest.fail("chromium is not installed; .ci/run installs it with apt-get")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+class Page:
+    """One opened plan page, with the console errors and every request it made."""
+
+    def __init__(self, browser, path: Path, width: int = 1500, height: int = 950) -> None:
+        self.page = browser.new_page(viewport={"width": width, "height": height})
+        self.errors: list[str] = []
+        self.requests: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else 0)
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("request", lambda r: self.requests.append(r.url))
+        self.page.goto(path.as_uri())
+        self.page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+
+    def text(self, selector: str) -> str:
+        return self.page.locator(selector).inner_text().strip()
+
+    def select(self, name: str) -> None:
+        """Find op ``name`` with the search box (Enter centres and opens it), then click it."""
+        self.page.fill("#search", name)
+        self.page.press("#search", "Enter")
+        i = self.page.evaluate("(n) => tacoptPage.data.ops.findIndex((op) => op.name === n)", name)
+        self.page.click(f"g.op[data-i='{i}']")
+
+
+def _write_page(model: Path, out: Path, devices: str, *extra: str) -> dict:
+    plan = out.with_suffix(".json")
+    code = main(["partition", str(model), "--devices", devices, "--html", str(out),
+                 "--plan", str(plan), *extra])  # fmt: skip
+    assert code == 0
+    return json.loads(plan.read_text())
+
+
+def _per_device_ops(summary: dict) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for name, unit in summary["units"].items():
+        device = summary["assignment"][name]["device"]
+        counts[device] = counts.get(device, 0) + len(unit["ops"])
+    return counts
+
+
+def _plan_of(model: Path, tmp: Path, picker: str, devices: str, *extra: str) -> dict:
+    return _write_page(model, tmp / f"{picker}.html", devices, "--picker", picker, *extra)
+
+
+def test_page_counts_panel_and_pickers(browser, bundled_models, tmp_path):
+    model = bundled_models[RESNET]
+    args = ("--granularity", "op")
+    summary = _write_page(model, tmp_path / "plan.html", "GPU,NNAPI,CPU", *args,
+                          "--compare", "exact,tac")  # fmt: skip
+    page = Page(browser, tmp_path / "plan.html")
+    assert page.errors == []
+    assert page.requests == [(tmp_path / "plan.html").as_uri()]  # nothing else is fetched
+
+    # counts against the plan JSON: ops, units, ops per device
+    n_ops = sum(len(u["ops"]) for u in summary["units"].values())
+    assert int(page.text("#n-ops")) == n_ops == page.page.locator("g.op").count()
+    assert int(page.text("#n-units")) == len(summary["units"])
+    shown = {d: int(page.text(f"#device-ops [data-device='{d}'] .n")) for d in summary["devices"]}
+    expected = _per_device_ops(summary)
+    assert {d: n for d, n in shown.items() if n} == expected
+
+    # click an op: its kind and every device's cost or why it was refused
+    unit = next(iter(summary["units"]))
+    op = summary["units"][unit]["ops"][0]
+    page.select(op)
+    assert page.text("#op-name") == op
+    rows = page.page.locator("#op-costs tbody tr")
+    assert {rows.nth(i).get_attribute("data-device") for i in range(rows.count())} == set(
+        summary["devices"]
+    )
+    chosen = summary["assignment"][unit]
+    row = page.page.locator(
+        f"#op-costs tr[data-device='{chosen['device']}'][data-type='{chosen['type']}']"
+    )
+    assert float(row.locator(".cost").inner_text().replace(",", "")) == pytest.approx(
+        chosen["cost"], rel=1e-4
+    )
+    assert "chosen" in row.get_attribute("class")
+
+    # switch pickers: counts follow the tac plan; the differences are exactly the moved ops
+    tac = _plan_of(model, tmp_path, "tac", "GPU,NNAPI,CPU", *args)
+    page.page.click("#picker-bar button[data-picker='tac']")
+    assert page.page.evaluate("document.body.dataset.plan") == "tac"
+    shown = {d: int(page.text(f"#device-ops [data-device='{d}'] .n")) for d in summary["devices"]}
+    assert {d: n for d, n in shown.items() if n} == _per_device_ops(tac)
+    moved = {
+        op
+        for name, unit in summary["units"].items()
+        if summary["assignment"][name]["device"] != tac["assignment"][name]["device"]
+        for op in unit["ops"]
+    }
+    assert moved, "the test needs plans that differ"
+    page.page.check("#diff")
+    highlighted = page.page.eval_on_selector_all(
+        "g.op.diff", "(els) => els.map((el) => tacoptPage.data.ops[+el.dataset.i].name)"
+    )
+    assert set(highlighted) == moved
+    assert int(page.text("#n-diff")) == len(moved)
+    delta = tac["objective"] - summary["objective"]
+    cell = page.text("#plans-table tr[data-picker='tac'] .delta")
+    assert float(cell.split(" ")[0].replace(",", "")) == pytest.approx(delta, rel=1e-3)
+
+    page.page.screenshot(path=str(tmp_path / "resnet.png"))
+    assert (tmp_path / "resnet.png").stat().st_size > 10_000
+    assert page.errors == []
+
+
+def test_units_quantize_marks_and_memory(browser, bundled_models, tmp_path):
+    summary = _write_page(bundled_models[MOBILENET_INT8], tmp_path / "m.html", "GPU,NPU,CPU",
+                          "--memory", "GPU=64MiB")  # fmt: skip
+    page = Page(browser, tmp_path / "m.html")
+    assert page.errors == []
+    assert page.page.locator("#units rect.unit").count() == len(summary["units"])
+    # an edge between an int8 and a float view is marked as a conversion
+    formats = {
+        name: "FLOAT" if a["type"] == "FLOAT" else a["type"]
+        for name, a in summary["assignment"].items()
+    }
+    assert len(set(formats.values())) > 1, "the test needs float and int8 units"
+    assert page.page.locator("g.mark.quant").count() > 0
+    assert page.page.locator("path.edge.quant").count() > 0
+    # each device's memory timeline, with its capacity and the plan's peak
+    for d in summary["devices"]:
+        assert page.page.locator(f"#memory-charts .mem-head[data-device='{d}']").count() == 1
+    assert page.page.locator("#memory-charts line.cap").count() == 1
+    head = page.text("#memory-charts .mem-head[data-device='GPU']")
+    assert "capacity 64.00 MiB" in head
+    page.page.screenshot(path=str(tmp_path / "mobilenet.png"))
+
+
+def test_pinned_ops_are_marked(browser, bundled_models, tmp_path):
+    summary = _write_page(bundled_models[RESNET], tmp_path / "p.html", "GPU,CPU",
+                          "--granularity", "op", "--pin", "conv_2d_*=CPU")  # fmt: skip
+    page = Page(browser, tmp_path / "p.html")
+    pinned = page.page.eval_on_selector_all(
+        "g.op.pinned", "(els) => els.map((el) => tacoptPage.data.ops[+el.dataset.i].name)"
+    )
+    convs = {op for u in summary["units"].values() for op in u["ops"] if op.startswith("conv_2d_")}
+    assert convs and convs <= set(pinned)  # (an op whose output tensor matches is pinned too)
+    for name in pinned:
+        unit = next(u for u, rec in summary["units"].items() if name in rec["ops"])
+        assert summary["assignment"][unit]["device"] == "CPU"
+
+
+def test_nasnet_page_shows_every_op(browser, zoo_dir, tmp_path):
+    model = zoo_dir / "keras__nasnet_mobile_int8.tflite"
+    summary = _write_page(model, tmp_path / "n.html", "GPU,NNAPI,CPU", "--granularity", "op",
+                          "--compare", "exact,tac")  # fmt: skip
+    page = Page(browser, tmp_path / "n.html")
+    assert page.errors == []
+    n_ops = sum(len(u["ops"]) for u in summary["units"].values())
+    assert n_ops > 500 and page.page.locator("g.op").count() == n_ops
+    page.page.fill("#search", "CONV_2D")
+    assert int(page.text("#n-hits").split()[0]) > 50
+    page.page.screenshot(path=str(tmp_path / "nasnet.png"))
