@@ -276,7 +276,8 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
         pickers = opts.compare if opts.picker in opts.compare else (opts.picker, *opts.compare)
         results = compare_plans(result, pickers,
                                 time_limit_s=opts.time_limit_s)  # fmt: skip
-        out.write(opts.html, render_page(page_data(results, title=opts.model.stem)))
+        data = page_data(results, title=opts.model.stem, cost_model=cost_model, targets=targets)
+        out.write(opts.html, render_page(data))
     return summary, _human(result, summary) + explained
 
 

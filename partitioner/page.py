@@ -41,15 +41,7 @@ import networkx as nx
 import numpy as np
 
 from tacopt.partitioner.draw import DEVICE_COLORS
-from tacopt.partitioner.targets import (
-    _NEVER_OFFLOADED,
-    PartitionError,
-    SimpleTarget,
-    TableTarget,
-    Target,
-    activations_match,
-    get_target,
-)
+from tacopt.partitioner.targets import PartitionError, Target, get_target
 
 #: Node box and gaps of the layout, in SVG user units.
 NODE_W, NODE_H, GAP_X, GAP_Y, UNIT_PAD = 150.0, 30.0, 14.0, 34.0, 8.0
@@ -154,55 +146,6 @@ def _ordered_layers(D: nx.DiGraph) -> list[list[str]]:
 
 
 # --------------------------------------------------------------------------------------------
-# why a device does not run an op
-# --------------------------------------------------------------------------------------------
-
-
-def refusal(G: nx.MultiDiGraph, node: str, target: Target, inference_type: str) -> str | None:
-    """Why ``target`` does not run op ``node`` as ``inference_type`` (None: it does).
-
-    The reason names the rule that failed: an unsupported kind, an unsupported inference type,
-    activations of another dtype, or a failing predicate (the table's condition).
-
-    Examples
-    --------
-    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
-    >>> G = make_graph("g", [Tensor(n, (1, 4), "float32") for n in "xy"],
-    ...                [Op("sub_0", "SUB", ("x", "x"), ("y",))], ["x"], ["y"])
-    >>> refusal(G, "sub_0", get_target("GPU"), "FLOAT")
-    'kind SUB is not supported'
-    >>> refusal(G, "sub_0", get_target("CPU"), "FLOAT") is None
-    True
-    """
-    if target.supports(G, node, inference_type):
-        return None
-    op = G.nodes[node]["op"]
-    if isinstance(target, TableTarget):
-        if target.runs_everything:
-            return f"kind {op.kind} is not supported"
-        row = target.table.get(op.kind)
-        if row is None:
-            return f"kind {op.kind} is not supported"
-        if inference_type not in row.types:
-            runs = ", ".join(sorted(row.types))
-            return f"type {inference_type} is not supported for {op.kind} (runs {runs})"
-        if not activations_match(G, op, inference_type):
-            return f"activation dtypes do not match {inference_type}"
-        when = row.when
-        what = str(when.__doc__ or getattr(when, "__qualname__", "a condition")).strip()
-        return f"predicate fails: {what.splitlines()[0]}"
-    if isinstance(target, SimpleTarget):
-        if op.kind in target.denied:
-            return f"kind {op.kind} is denied"
-        if op.kind in _NEVER_OFFLOADED:
-            return f"kind {op.kind} is never offloaded"
-        if inference_type not in target.types:
-            return f"type {inference_type} is not supported"
-        return f"activation dtypes do not match {inference_type}"
-    return "its support predicate refuses it"
-
-
-# --------------------------------------------------------------------------------------------
 # the page's data
 # --------------------------------------------------------------------------------------------
 
@@ -251,8 +194,20 @@ def device_colors(devices: Sequence[str]) -> dict[str, str]:
     return {d: DEVICE_COLORS.get(d) or next(spare) for d in devices}
 
 
-def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, Any]:
+def page_data(
+    results: Sequence[Any],
+    *,
+    title: str | None = None,
+    cost_model: Any = None,
+    targets: Sequence[Target] | None = None,
+) -> dict[str, Any]:
     """The page's data for plans of one pick problem (one per picker).
+
+    Each op carries why each device refuses it
+    (:func:`tacopt.partitioner.explain.op_refusals`: kind, type, predicate, memory or pin) and,
+    given the ``cost_model``, its own cost on each device that runs it
+    (:func:`tacopt.partitioner.explain.op_costs`; at op granularity the unit's views are the
+    op's, so it is skipped).
 
     Parameters
     ----------
@@ -261,6 +216,10 @@ def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, 
         pickers. All share the first one's problem, units and views.
     title : str, optional
         Default: the model's name.
+    cost_model : CostModel, optional
+        The model the plans were costed with, for each op's own cost per device.
+    targets : sequence of Target, optional
+        The devices' records (default: the registered devices of the results' names).
 
     Returns
     -------
@@ -273,6 +232,7 @@ def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, 
     PartitionError
         For no results, or results of different problems.
     """
+    from tacopt.partitioner.explain import op_costs, op_refusals
     from tacopt.partitioner.memory import usage_batch
     from tacopt.partitioner.plan import choice_indices, unit_label
     from tacopt.partitioner.problem import activation_format, index_problem
@@ -287,8 +247,11 @@ def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, 
     unit_list = [(s.name, s.ops) for s in first.partition.subgraphs]
     unit_index = {name: i for i, (name, _) in enumerate(unit_list)}
     layout = layout_units(G, unit_list)
-    targets = {d: get_target(d) for d in first.devices}
+    targets = tuple(targets) if targets is not None else tuple(map(get_target, first.devices))
     tensors = G.graph["tensors"]
+    finite = {d: c for d, c in problem.capacity.items() if math.isfinite(c)}
+    refusals = op_refusals(G, targets, annotations=first.annotations, capacity=finite)
+    own_costs = cost_model is not None and any(len(s.ops) > 1 for s in first.partition.subgraphs)
 
     def tensor_info(name: str | None) -> list[Any] | None:
         if name is None or name not in tensors:
@@ -303,11 +266,8 @@ def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, 
             op = G.nodes[n]["op"]
             ann = first.annotations.get(n)
             itype = ann.inference_type if ann is not None else "FLOAT"
-            refused = {}
-            for d, t in targets.items():
-                why = refusal(G, n, t, itype)
-                if why is not None:
-                    refused[d] = why
+            refused = {d: f"{why.reason}: {why.detail}" for d, why in refusals[n].items() if why}
+            costs = op_costs(G, n, targets, cost_model, itype) if own_costs else {}
             x, y = layout.centers[n]
             op_index[n] = len(ops)
             ops.append({
@@ -317,7 +277,7 @@ def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, 
                 "outputs": [tensor_info(t) for t in op.outputs],
                 "pinned": bool(ann is not None and ann.pinned),
                 "initial": ann.device if ann is not None else None,
-                "refused": refused,
+                "refused": refused, "costs": costs,
             })  # fmt: skip
     edges = []
     for u, v, k in G.edges(keys=True):
@@ -361,7 +321,6 @@ def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, 
             "memory": {d: np.round(usage[i]).astype(np.int64).tolist()
                        for i, d in enumerate(index.devices)},
         })  # fmt: skip
-    capacity = {d: c for d, c in problem.capacity.items() if math.isfinite(c)}
     return {
         "title": title or str(G.graph.get("name") or "model"),
         "devices": list(first.devices),
@@ -369,7 +328,7 @@ def page_data(results: Sequence[Any], *, title: str | None = None) -> dict[str, 
         "granularity": first.granularity,
         "cost_model": first.cost_model,
         "cost_unit": unit_label(getattr(problem, "cost_unit", "cost")),
-        "capacity": capacity,
+        "capacity": finite,
         "memory_order": [index.unit_names[int(u)] for u in index.order],
         "size": [round(layout.width, 1), round(layout.height, 1)],
         "node": [NODE_W, NODE_H],

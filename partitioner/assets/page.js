@@ -159,10 +159,12 @@
     const tensorRows = (list, what) => list.filter(Boolean).map(([n, s, dt, c]) =>
       `<tr><td>${what}</td><td class="mono">${esc(n)}</td><td>${shape(s)}</td><td>${esc(dt)}${c ? " (const)" : ""}</td></tr>`).join("");
     const devRows = [];
+    const own = Object.keys(op.costs).length > 0;
+    const ownCell = (d) => own ? `<td class="num own">${d in op.costs ? fmt(op.costs[d]) : "-"}</td>` : "";
     for (const d of devices) {
       const views = unit.views.filter((v) => v.device === d);
       if (!views.length) {
-        devRows.push(`<tr class="refused" data-device="${esc(d)}"><td>${esc(d)}</td><td>-</td><td class="num cost">-</td><td class="why">refused: ${esc(refusedWhy(op, d))}</td></tr>`);
+        devRows.push(`<tr class="refused" data-device="${esc(d)}"><td>${esc(d)}</td><td>-</td><td class="num cost">-</td>${ownCell(d)}<td class="why">refused: ${esc(refusedWhy(op, d))}</td></tr>`);
         continue;
       }
       for (const v of views) {
@@ -172,12 +174,9 @@
           const used = plan.memory[d][unit.step] + v.memory;
           if (used > D.capacity[d]) note = `memory: needs ${bytes(used)} at step ${unit.step}, capacity ${bytes(D.capacity[d])}`;
         }
-        if (op.refused[d]) {
-          const how = v.type !== op.type ? `as ${esc(v.type)}: ${esc(op.type)} refused` : "lowered";
-          note += (note ? "; " : "") + `${how} (${esc(op.refused[d])})`;
-        }
+        if (op.refused[d]) note += (note ? "; " : "") + `the op alone: ${esc(op.refused[d])}`;
         if (v.lowerings.length) note += (note ? "; " : "") + "lowerings: " + v.lowerings.map(esc).join(", ");
-        devRows.push(`<tr class="${isChosen ? "chosen" : ""}" data-device="${esc(d)}" data-type="${esc(v.type)}"><td>${esc(d)}</td><td>${esc(v.type)}</td><td class="num cost">${fmt(v.cost)}</td><td class="why">${note}</td></tr>`);
+        devRows.push(`<tr class="${isChosen ? "chosen" : ""}" data-device="${esc(d)}" data-type="${esc(v.type)}"><td>${esc(d)}</td><td>${esc(v.type)}</td><td class="num cost">${fmt(v.cost)}</td>${ownCell(d)}<td class="why">${note}</td></tr>`);
       }
     }
     const unitNote = unit.ops.length > 1 ? ` (costs are the unit's: ${unit.ops.length} ops)` : "";
@@ -187,7 +186,7 @@
       `<tr><th>unit</th><td class="mono">${esc(unit.name)}${unitNote}</td></tr>` +
       `<tr><th>annotated</th><td>${esc(op.initial || "-")}${op.pinned ? " (pinned)" : ""}</td></tr>` +
       `<tr><th>chosen view</th><td id="op-chosen">${esc(chosen.device)}/${esc(chosen.type)}${chosen.lowerings.length ? " (lowered: " + chosen.lowerings.map(esc).join(", ") + ")" : ""} by ${esc(plan.picker)}</td></tr></table>` +
-      `<h3>Devices</h3><table id="op-costs"><thead><tr><th>device</th><th>type</th><th class="num">cost (${esc(D.cost_unit)})</th><th>why</th></tr></thead><tbody>${devRows.join("")}</tbody></table>` +
+      `<h3>Devices</h3><table id="op-costs"><thead><tr><th>device</th><th>type</th><th class="num">${own ? "unit's view" : "view"} cost (${esc(D.cost_unit)})</th>${own ? `<th class="num">op alone</th>` : ""}<th>why</th></tr></thead><tbody>${devRows.join("")}</tbody></table>` +
       `<h3>Tensors</h3><table id="op-tensors">${tensorRows(op.inputs, "in")}${tensorRows(op.outputs, "out")}</table>` +
       (D.plans.length > 1 ? `<p>Device per plan: ${D.plans.map((pl, p) => `${esc(pl.picker)} <b>${esc(opDevice[p][i])}</b>`).join(", ")}</p>` : "");
     drawMemory();

@@ -12,29 +12,28 @@ import pytest
 
 from tacopt.fusion.ir import Op, Tensor, make_graph
 from tacopt.partitioner.cli import main
-from tacopt.partitioner.page import compare_plans, layout_units, page_data, refusal, render_page
+from tacopt.partitioner.page import compare_plans, layout_units, page_data, render_page
 from tacopt.partitioner.pipeline import partition
-from tacopt.partitioner.targets import get_target
 
 RESNET = "torch__resnet18_float32.tflite"  # exact and tac differ on GPU,NNAPI,CPU per op
 
 
 def _chain() -> object:
-    """x -> relu_0 -> y -> pack_1 (with x) -> z -> sub_2 -> w
+    """x -> relu_0 -> y -> pack_1 (with x) -> z -> floor_2 -> w
 
-    PACK is not a GPU kind (the GPU view lowers it); SUB is not a GPU kind at all.
+    PACK is not a GPU kind (the GPU view lowers it); FLOOR is not one at all.
     """
     ts = [Tensor("x", (1, 4), "float32"), Tensor("y", (1, 4), "float32"),
           Tensor("z", (2, 1, 4), "float32"), Tensor("w", (2, 1, 4), "float32")]  # fmt: skip
     ops = [Op("relu_0", "RELU", ("x",), ("y",)),
            Op("pack_1", "PACK", ("x", "y"), ("z",), {"axis": 0}),
-           Op("sub_2", "SUB", ("z", "z"), ("w",))]  # fmt: skip
+           Op("floor_2", "FLOOR", ("z",), ("w",))]  # fmt: skip
     return make_graph("chain", ts, ops, ["x"], ["w"])
 
 
 def test_layout_puts_every_op_below_its_producers_and_inside_its_unit():
     G = _chain()
-    units = [("a", ("relu_0", "pack_1")), ("b", ("sub_2",))]
+    units = [("a", ("relu_0", "pack_1")), ("b", ("floor_2",))]
     lay = layout_units(G, units)
     for u, v in G.edges():
         assert lay.centers[u][1] < lay.centers[v][1]
@@ -43,7 +42,7 @@ def test_layout_puts_every_op_below_its_producers_and_inside_its_unit():
         for op in ops:
             cx, cy = lay.centers[op]
             assert x < cx < x + w and y < cy < y + h
-    assert lay.width > 0 and lay.height >= lay.centers["sub_2"][1]
+    assert lay.width > 0 and lay.height >= lay.centers["floor_2"][1]
 
 
 def test_layout_refuses_units_in_a_cycle_and_ops_in_no_unit():
@@ -51,29 +50,28 @@ def test_layout_refuses_units_in_a_cycle_and_ops_in_no_unit():
     from tacopt.partitioner.targets import PartitionError
 
     with pytest.raises(PartitionError, match="DAG"):
-        layout_units(G, [("a", ("relu_0", "sub_2")), ("b", ("pack_1",))])
-    with pytest.raises(PartitionError, match="sub_2"):
+        layout_units(G, [("a", ("relu_0", "floor_2")), ("b", ("pack_1",))])
+    with pytest.raises(PartitionError, match="floor_2"):
         layout_units(G, [("a", ("relu_0", "pack_1"))])
 
 
-def test_refusal_names_the_rule_that_failed():
+def test_page_data_says_why_a_device_refuses_an_op_and_what_it_costs_alone():
+    from tacopt.cost_models.base import get_cost_model
+
     G = _chain()
-    gpu, nnapi, cpu = (get_target(d) for d in ("GPU", "NNAPI", "CPU"))
-    assert refusal(G, "sub_2", gpu, "FLOAT") == "kind SUB is not supported"
-    assert refusal(G, "relu_0", gpu, "FLOAT") is None
-    assert "type QUANTIZED_INT8 is not supported for RELU" in refusal(
-        G, "relu_0", gpu, "QUANTIZED_INT8"
-    )
-    assert refusal(G, "relu_0", nnapi, "FLOAT") is None
-    assert refusal(G, "sub_2", cpu, "FLOAT") is None
-    ts = [Tensor("a", (1, 4), "float32"), Tensor("b", (2, 4), "float32")]
-    H = make_graph("h", ts, [Op("cat", "CONCATENATION", ("a", "a"), ("b",), {"axis": 0})],
-                   ["a"], ["b"])  # fmt: skip
-    assert refusal(H, "cat", gpu, "FLOAT").startswith("predicate fails")
+    result = partition(G, "GPU,CPU")
+    data = page_data([result], cost_model=get_cost_model("tac"))
+    ops = {op["name"]: op for op in data["ops"]}
+    assert ops["floor_2"]["refused"]["GPU"].startswith("kind: ")
+    assert "FLOOR" in ops["floor_2"]["refused"]["GPU"]
+    assert ops["pack_1"]["refused"] == {}  # the GPU runs PACK lowered
+    assert set(ops["floor_2"]["costs"]) == {"CPU"}
+    assert set(ops["relu_0"]["costs"]) == {"GPU", "CPU"}
+    assert page_data([result])["ops"][0]["costs"] == {}  # no cost model given
 
 
 def test_page_data_counts_match_the_plan(bundled_models):
-    from tacopt.fusion.reader import read_tflite
+    from tacopt.fusion.tflite.reader import read_tflite
 
     result = partition(read_tflite(bundled_models[RESNET]), "GPU,NNAPI,CPU", granularity="op")
     results = compare_plans(result, ["exact", "tac"])

@@ -179,16 +179,17 @@ def test_units_quantize_marks_and_memory(browser, bundled_models, tmp_path):
 
 def test_pinned_ops_are_marked(browser, bundled_models, tmp_path):
     summary = _write_page(bundled_models[RESNET], tmp_path / "p.html", "GPU,CPU",
-                          "--granularity", "op", "--pin", "conv_2d_*=CPU")  # fmt: skip
+                          "--granularity", "op", "--pin", "kind:CONV_2D=CPU")  # fmt: skip
     page = Page(browser, tmp_path / "p.html")
     pinned = page.page.eval_on_selector_all(
         "g.op.pinned", "(els) => els.map((el) => tacoptPage.data.ops[+el.dataset.i].name)"
     )
-    convs = {op for u in summary["units"].values() for op in u["ops"] if op.startswith("conv_2d_")}
-    assert convs and convs <= set(pinned)  # (an op whose output tensor matches is pinned too)
+    assert pinned and set(pinned) == set(summary["pinned"])  # the plan JSON's pinned ops
     for name in pinned:
         unit = next(u for u, rec in summary["units"].items() if name in rec["ops"])
         assert summary["assignment"][unit]["device"] == "CPU"
+    page.select(pinned[0])
+    assert "pin: " in page.text("#op-costs tr[data-device='GPU'] .why")
 
 
 def test_nasnet_page_shows_every_op(browser, zoo_dir, tmp_path):
