@@ -8,6 +8,9 @@
 # picker's geometric-mean ratio to exact next to the committed one. Extra arguments go to
 # `tacopt bench` (e.g. --jobs 1 for timings without two cases sharing the cores).
 # To resume an interrupted run, run `tacopt bench` with the --out it printed.
+# The zoo is looked for from the clone's root: ../shared/zoo beside the clone (or pass
+# --zoo shared:PATH); when it is not found, the one-line error says where it looked, and the
+# run's folder is removed again (a failed start leaves no empty folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 committed=benchmarks/results/shared/results.jsonl
@@ -17,6 +20,8 @@ if [ -e "$out" ]; then
   exit 2
 fi
 mkdir -p "$out"
+# On any exit, remove the run's folder (and tacopt-bench/) if nothing was written into it.
+trap 'rmdir -p "$out" 2>/dev/null || true' EXIT
 start=$(date +%s.%N)
 python -m tacopt.benchmarks \
   --zoo shared \

@@ -9,7 +9,10 @@ Zoo specs (``tacopt bench --zoo SPEC``):
 
 ==========================  =====================================================================
 ``bundled``                 the structure-only models in ``benchmarks/models/``
-``shared``                  ``../shared/zoo`` next to the repository (48 real models), if present
+``shared[:PATH]``           the shared zoo (48 real models): ``PATH``, else the first
+                            ``shared/zoo`` in the current folder or a parent (``../shared/zoo``
+                            beside a clone), else beside the clone tacopt runs from
+                            (:func:`shared_zoo`)
 ``folder:PATH``             every ``*.tflite`` in ``PATH`` (sorted)
 ``transformer[:N,...]``     encoder stacks of N layers (IR graphs; ~39 ops per layer)
 ``resnet[:N,...]``          ResNet-like chains of N residual blocks with skips (IR graphs)
@@ -45,8 +48,51 @@ from tacopt.fusion.ir.registry import Registry
 
 #: Folder of the models bundled with the project.
 BUNDLED_DIR = Path(__file__).resolve().parent / "models"
-#: The shared structure-only zoo next to the repository (absent on a fresh clone).
-SHARED_DIR = Path(__file__).resolve().parents[2] / "shared" / "zoo"
+#: The shared zoo's folder, relative to the folder that holds it (``../shared/zoo`` of a clone).
+SHARED_SUBDIR = Path("shared") / "zoo"
+
+
+def shared_zoo_candidates(cwd: Path) -> tuple[Path, ...]:
+    """Where zoo ``shared`` is looked for, in order.
+
+    ``shared/zoo`` in ``cwd`` and each of its parents (from a clone's root, ``../shared/zoo``),
+    then beside the source clone this package runs from, when it runs from one (an editable
+    install; a plain ``pip install .`` copies the package into site-packages, away from it).
+
+    >>> [str(p) for p in shared_zoo_candidates(Path("/a/clone"))][:3]
+    ['/a/clone/shared/zoo', '/a/shared/zoo', '/shared/zoo']
+    """
+    found = [folder / SHARED_SUBDIR for folder in (cwd, *cwd.parents)]
+    clone = Path(__file__).resolve().parents[1]
+    if (clone / "pyproject.toml").is_file():
+        found.append(clone.parent / SHARED_SUBDIR)
+    return tuple(dict.fromkeys(found))
+
+
+def shared_zoo(path: str | None = None, *, cwd: Path | None = None) -> Path:
+    """The shared zoo's folder: ``path`` when given, else the first of
+    :func:`shared_zoo_candidates` that exists (``cwd`` defaults to the current folder).
+
+    Raises
+    ------
+    BenchmarkError
+        When ``path`` is not a folder, or no candidate exists: one line naming where it looked.
+    """
+    if path:
+        if not Path(path).is_dir():
+            raise BenchmarkError(f"zoo 'shared:{path}': {path} is not a folder")
+        return Path(path)
+    here = (Path.cwd() if cwd is None else cwd).resolve()
+    candidates = shared_zoo_candidates(here)
+    for folder in candidates:
+        if folder.is_dir():
+            return folder
+    above = {folder / SHARED_SUBDIR for folder in (here, *here.parents)}
+    clone = "".join(f", nor at {c}" for c in candidates if c not in above)
+    raise BenchmarkError(
+        f"zoo 'shared': no {SHARED_SUBDIR} in {here} or a folder above it{clone}; "
+        "run from a clone with ../shared beside it, or give --zoo shared:PATH"
+    )
 
 
 class BenchmarkError(TacoptError):
@@ -204,9 +250,7 @@ def _bundled(arg: str | None) -> list[ZooItem]:
 
 
 def _shared(arg: str | None) -> list[ZooItem]:
-    if not SHARED_DIR.is_dir():
-        raise BenchmarkError(f"zoo 'shared': {SHARED_DIR} is not present on this machine")
-    return folder_zoo(SHARED_DIR, zoo="shared")
+    return folder_zoo(shared_zoo(arg), zoo="shared")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from tacopt.benchmarks.zoos import BUNDLED_DIR, SHARED_DIR
+from tacopt.benchmarks.zoos import BUNDLED_DIR
+
+#: ../shared/zoo beside this clone (the tests run from a clone).
+SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "zoo"
 
 
 @pytest.fixture

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +127,85 @@ def test_known_zoos_are_sorted_and_complete() -> None:
     names = known_zoos()
     assert names == sorted(names)
     assert {"bundled", "shared", "folder", "transformer", "resnet", "layered"} <= set(names)
+
+
+# -- the shared zoo after a plain `pip install .` (issue 23) ---------------------------------
+
+
+def _plain_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Make zoos.py believe it was copied into site-packages, away from any clone."""
+    import tacopt.benchmarks.zoos as zoos
+
+    fake = tmp_path / "venv" / "site-packages" / "tacopt" / "benchmarks" / "zoos.py"
+    monkeypatch.setattr(zoos, "__file__", str(fake))
+
+
+def _clone_with_shared(tmp_path: Path, bundled_dir: Path) -> Path:
+    """tmp/clone (the working copy) and tmp/shared/zoo beside it, holding one model."""
+    clone, zoo = tmp_path / "clone", tmp_path / "shared" / "zoo"
+    clone.mkdir()
+    zoo.mkdir(parents=True)
+    name = "keras__mobilenet_v2_float32.tflite"
+    (zoo / name).write_bytes((bundled_dir / name).read_bytes())
+    return clone
+
+
+def test_shared_zoo_is_found_beside_the_clone_after_a_plain_install(
+    tmp_path: Path, bundled_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _plain_install(monkeypatch, tmp_path)
+    clone = _clone_with_shared(tmp_path, bundled_dir)
+    monkeypatch.chdir(clone)
+    (item,) = resolve_zoo("shared")
+    assert Path(item.source).parent == (tmp_path / "shared" / "zoo").resolve()
+    assert item.zoo == "shared"
+    monkeypatch.chdir(clone / "..")  # from the folder holding both, too
+    assert len(resolve_zoo("shared")) == 1
+
+
+def test_shared_zoo_says_where_it_looked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tacopt.benchmarks.zoos import BenchmarkError
+
+    _plain_install(monkeypatch, tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(BenchmarkError) as err:
+        resolve_zoo("shared")
+    message = str(err.value)
+    assert f"no shared/zoo in {(tmp_path / 'elsewhere').resolve()} or a folder above it" in message
+    assert "--zoo shared:PATH" in message and "\n" not in message
+    with pytest.raises(BenchmarkError, match="'shared:nowhere': nowhere is not a folder"):
+        resolve_zoo("shared:nowhere")
+
+
+def test_shared_zoo_takes_a_path(tmp_path: Path, bundled_dir: Path) -> None:
+    _clone_with_shared(tmp_path, bundled_dir)
+    (item,) = resolve_zoo(f"shared:{tmp_path / 'shared' / 'zoo'}")
+    assert item.zoo == "shared"
+
+
+def _run_script(clone: Path, *args: str, out: str) -> subprocess.CompletedProcess[str]:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "run_shared_zoo.sh"
+    (clone / "benchmarks").mkdir(exist_ok=True)
+    (clone / "benchmarks" / "run_shared_zoo.sh").write_text(script.read_text())
+    env = {**os.environ, "OUT": out, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run(
+        ["bash", str(clone / "benchmarks" / "run_shared_zoo.sh"), *args],
+        cwd=clone.parent, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_run_shared_zoo_sh_runs_from_a_clone_and_leaves_nothing_when_it_cannot(
+    tmp_path: Path, bundled_dir: Path
+) -> None:
+    clone = _clone_with_shared(tmp_path, bundled_dir)
+    small = ["--jobs", "1", "--no-progress"]  # the script's whole study, on one model
+    bad = _run_script(clone, *small, "--zoo", "shared:nowhere", out="runs/bad")
+    assert bad.returncode == 2 and "'shared:nowhere': nowhere is not a folder" in bad.stderr
+    assert not (clone / "runs").exists()  # no empty results folder left behind
+    ok = _run_script(clone, *small, out="runs/ok")
+    assert "study took" in ok.stdout, ok.stderr  # the comparison with committed results follows
+    lines = (clone / "runs" / "ok" / "results.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    assert {r["model"] for r in records} == {"keras__mobilenet_v2_float32"}
+    assert {r["zoo"] for r in records} == {"shared"}
