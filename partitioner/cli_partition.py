@@ -64,7 +64,13 @@ def register(subparsers: Any) -> None:
         help="devices in order of preference, e.g. GPU,CPU (CPU is appended when absent)",
     )
     p.add_argument("--picker", default="exact", help="picker name or pkg.mod:Name (default: exact)")
-    p.add_argument("--cost-model", default="tac", help="cost model spec (default: tac)")
+    p.add_argument(
+        "--cost-model",
+        default="tac",
+        help="cost model spec (default: tac); a device the model does not know is priced by "
+        "its unit's default, said in the output (learned, which knows the CPU it was measured "
+        "on, prices the GPU, NNAPI and NPU with roofline)",
+    )
     p.add_argument(
         "--granularity",
         choices=("subgraph", "op"),
@@ -303,6 +309,13 @@ def _human(result: Any, summary: dict[str, Any]) -> str:
             + (f" of {summary['capacity'][d]:,.0f}" if d in summary["capacity"] else "")
             for d in sorted(summary["peak_memory"])),
     ]  # fmt: skip
+    if result.defaulted:
+        given = result.cost_model.split("+")[0]
+        lines.append(
+            "priced by default: " + ", ".join(
+                f"{d} by {m}" for d, m in result.defaulted.items())
+            + f" ({given} does not know {'it' if len(result.defaulted) == 1 else 'them'})"
+        )  # fmt: skip
     if result.fusions:
         fused = ", ".join(f"{rule} {n}" for rule, n in result.fusions.items())
         unfused = ", ".join(f"{kind} {n}" for kind, n in result.unfused.items())

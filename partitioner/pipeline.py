@@ -51,6 +51,9 @@ class PartitionResult:
     targets: tuple[Target, ...] = ()
     #: The pins asked for, as (pattern, device) pairs in the order given.
     pins: tuple[tuple[str, str], ...] = ()
+    #: Devices the given cost model does not know -> the model that priced them instead
+    #: (:func:`cover_devices`).
+    defaulted: dict[str, str] = field(default_factory=dict)
 
     def pinned(self) -> dict[str, str]:
         """Pinned op -> its device (the ops of ``source`` a pin matched)."""
@@ -73,6 +76,7 @@ class PartitionResult:
         out["devices"] = list(self.devices)
         out["granularity"] = self.granularity
         out["cost_model"] = self.cost_model
+        out["priced_by_default"] = dict(self.defaulted)
         out["pins"] = pins_summary(self.source, self.pins) if self.source is not None else []
         out["pinned"] = self.pinned()
         out["fusions"] = dict(self.fusions)
@@ -120,6 +124,48 @@ class PickProposal:
     fusions: dict[str, int]
     #: Fused ops no listed device runs, unfused before partitioning, per kind.
     unfused: dict[str, int]
+    #: Devices the given cost model does not know -> the model that priced them instead.
+    defaulted: dict[str, str] = field(default_factory=dict)
+
+
+def cover_devices(model: Any, targets: Sequence[Target]) -> tuple[Any, dict[str, str]]:
+    """``model``, or ``model`` chained with its unit's default when it cannot price a target.
+
+    A cost model prices the devices it knows; a target it cannot price
+    (:func:`~tacopt.partitioner.targets.pricing_device`) is priced by the default model of the
+    same unit (:data:`tacopt.cost_models.chain.DEFAULT_FOR_UNIT`: ``roofline`` for models in
+    microseconds, such as ``learned``, which knows the CPU it was measured on). Returns the model
+    to use and, for each such device, the name of the model that prices it; when no default
+    knows the device, ``model`` is returned unchanged (costing then names the device).
+
+    Examples
+    --------
+    >>> from tacopt.cost_models.base import get_cost_model
+    >>> model, defaulted = cover_devices(get_cost_model("learned"), resolve_devices("GPU,CPU"))
+    >>> model.name, defaulted
+    ('learned+roofline', {'GPU': 'roofline'})
+    >>> cover_devices(get_cost_model("tac"), resolve_devices("GPU,CPU"))[1]
+    {}
+    """
+    from tacopt.cost_models.base import get_cost_model
+    from tacopt.cost_models.chain import with_unit_default
+    from tacopt.partitioner.targets import TargetError, pricing_device
+
+    def priced(m: Any, t: Target) -> bool:
+        try:
+            pricing_device(t, m)
+        except TargetError:
+            return False
+        return True
+
+    missing = [t for t in targets if not priced(model, t)]
+    if not missing:
+        return model, {}
+    chained = with_unit_default(model)
+    if chained is None or not all(priced(chained, t) for t in missing):
+        return model, {}
+    default = chained.models[-1]
+    return get_cost_model(chained), {t.name: default.name for t in missing}
 
 
 def build_pick_problem(
@@ -174,6 +220,7 @@ def build_pick_problem(
         raise PartitionError(f"capacity of unknown device {unknown[0]!r}; devices: {known}")
     validate_graph(G)
     model = get_cost_model(cost_model) if isinstance(cost_model, str) else cost_model
+    model, defaulted = cover_devices(model, targets)
     lap("setup")
     fusions: dict[str, int] = {}
     unfused: dict[str, int] = {}
@@ -202,8 +249,9 @@ def build_pick_problem(
     problem = with_capacity(_with_memory(problem, views), capacity or {})
     lap("cost")
     return PickProposal(
-        problem, part, annotations, views, tuple(targets), model, seconds, G, fusions, unfused
-    )
+        problem, part, annotations, views, tuple(targets), model, seconds, G, fusions, unfused,
+        defaulted,
+    )  # fmt: skip
 
 
 def _with_memory(problem: Any, views: dict[str, tuple[Any, ...]]) -> Any:
@@ -366,4 +414,5 @@ def partition(
         proposal.graph,
         tuple(proposal.targets),
         normalize_pins(pins),
+        proposal.defaulted,
     )

@@ -136,3 +136,46 @@ def test_capacities_reach_the_problem_in_execution_order(bundled_models):
         build_pick_problem(G, "GPU,CPU", capacity={"NPU": 1.0})
     result = partition(G, "GPU,CPU", granularity="op", capacity={"GPU": 1e6})
     assert result.plan.fits and result.plan.peak_memory["GPU"] <= 1e6
+
+
+# -- a cost model that does not know every device (issue 23) ---------------------------------
+
+
+def test_learned_on_gpu_cpu_prices_the_cpu_learned_and_the_gpu_by_roofline(bundled_models):
+    from tacopt.cost_models.base import get_cost_model
+    from tacopt.fusion.tflite.reader import read_tflite
+
+    G = read_tflite(bundled_models["keras__mobilenet_v2_float32.tflite"])
+    result = partition(G, "GPU,CPU", cost_model="learned", granularity="op", picker="greedy")
+    assert result.defaulted == {"GPU": "roofline"}
+    assert result.cost_model == "learned+roofline"
+    assert result.summary()["priced_by_default"] == {"GPU": "roofline"}
+    learned, roofline = get_cost_model("learned"), get_cost_model("roofline")
+    op = "conv_2d_0"
+    (unit,) = [u for u in result.problem.units if u.name == op]
+    view = {v.device: v for v in result.views[op]}
+    costs = {c.device: c.cost for c in unit.choices}
+    for device, model in (("CPU", learned), ("GPU", roofline)):
+        H = view[device].graph
+        assert costs[device] == pytest.approx(model.view_cost(H, list(H), device, "FLOAT"))
+
+
+def test_a_model_that_knows_every_device_is_used_as_it_is(bundled_models):
+    from tacopt.fusion.tflite.reader import read_tflite
+
+    G = read_tflite(bundled_models["keras__mobilenet_v2_float32.tflite"])
+    result = partition(G, "GPU,CPU", cost_model="roofline", picker="greedy")
+    assert result.defaulted == {} and result.cost_model == "roofline"
+
+
+def test_the_cli_says_which_devices_the_default_priced(bundled_models, capsys):
+    from tacopt.partitioner.cli import main
+
+    model = str(bundled_models["keras__mobilenet_v2_float32.tflite"])
+    assert main(["partition", model, "--devices", "GPU,CPU", "--cost-model", "learned"]) == 0
+    out = capsys.readouterr().out
+    assert "cost model learned+roofline" in out
+    assert "priced by default: GPU by roofline (learned does not know it)" in out
+    assert main(["partition", "--help"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a device the model does not know is priced by its unit's default" in text
