@@ -1,10 +1,76 @@
-"""``python -m tacopt.benchmarks``: the same command as ``tacopt bench``."""
+"""``python -m tacopt.benchmarks NAME [ARGS]``: run one of the benchmark scripts; no NAME lists
+them.
+
+The scripts are the modules of :mod:`tacopt.benchmarks.scripts` (``bench_*`` time one stage,
+``check_*`` cross-check one claim, plus the zoo tools), and the study's own runnable modules
+(:data:`STUDY`): each is run as if started with ``python -m``, so ``--help`` works for every one.
+``bench`` is the main study, the same as ``tacopt bench``.
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import pkgutil
+import runpy
 import sys
+from collections.abc import Sequence
 
-from tacopt.benchmarks.cli import main
+from tacopt.benchmarks import scripts
+
+#: Runnable modules of the study that are not under ``scripts/``.
+STUDY = {
+    "compare": "tacopt.benchmarks.compare",
+    "memory_study": "tacopt.benchmarks.memory_study",
+    "fuzz": "tacopt.benchmarks.fuzz.campaign",
+}
+
+
+def commands() -> dict[str, str]:
+    """NAME -> module, every script under ``scripts/`` and the study's runnable modules.
+
+    >>> sorted(commands())[:3]
+    ['bench_fuse', 'bench_iopddl', 'bench_learned']
+    >>> commands()["fuzz"]
+    'tacopt.benchmarks.fuzz.campaign'
+    """
+    found = {m.name: f"{scripts.__name__}.{m.name}" for m in pkgutil.iter_modules(scripts.__path__)}
+    return dict(sorted({**found, **STUDY}.items()))
+
+
+def _summary(module: str) -> str:
+    """The first line of a module's docstring, without importing it (some scripts are heavy)."""
+    found = importlib.util.find_spec(module)
+    if found is None or found.origin is None:
+        return ""
+    with open(found.origin, encoding="utf-8") as f:
+        doc = ast.get_docstring(ast.parse(f.read())) or ""
+    return doc.split("\n\n")[0].replace("\n", " ")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    table = commands()
+    if not args or args[0] in ("-h", "--help", "list"):
+        print("usage: python -m tacopt.benchmarks NAME [ARGS]   (NAME --help for its options)\n")
+        print(f"  {'bench':<{max(map(len, table))}}  the main study (tacopt bench)")
+        width = max(map(len, table))
+        for name, module in table.items():
+            print(f"  {name:<{width}}  {_summary(module)}")
+        return 0
+    name, rest = args[0], args[1:]
+    if name == "bench":  # the main study: the same as ``tacopt bench``
+        from tacopt.partitioner.cli import main as tacopt_main
+
+        return tacopt_main(["bench", *rest])
+    if name not in table:
+        print(f"python -m tacopt.benchmarks: error: no script {name!r} (run without NAME to list "
+              "them)", file=sys.stderr)  # fmt: skip
+        return 2
+    sys.argv = [f"python -m tacopt.benchmarks {name}", *rest]
+    runpy.run_module(table[name], run_name="__main__", alter_sys=False)
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,8 +3,8 @@
 With no arguments, ``tacopt bench`` runs the bundled models on the device sets GPU,CPU /
 NNAPI,CPU / GPU,NNAPI,CPU with the pickers exact, tac, greedy and first-fit, writes
 ``tacopt-bench/results.jsonl`` (resumable: run it again to finish an interrupted study) and the
-report beside it, and prints the per-picker table. ``python -m tacopt.benchmarks`` is the same
-command.
+report beside it, and prints the per-picker table. ``python -m tacopt.benchmarks bench`` is the
+same command.
 
 Every option is checked before any work and before anything is written: a bad one is one line
 on stderr and exit code 2. Ctrl-C stops the study at once, keeps every finished record, says
@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -271,7 +270,7 @@ def _run_contest(args: argparse.Namespace, zoos: list[str], report_dir: Path | N
     import json
     import math
 
-    from tacopt.benchmarks.bench_iopddl import report, run_iopddl_bench
+    from tacopt.benchmarks.scripts.bench_iopddl import report, run_iopddl_bench
     from tacopt.benchmarks.zoos import BenchmarkError
     from tacopt.fusion.ir.io import atomic_write
 
@@ -324,20 +323,3 @@ def run_report(args: argparse.Namespace) -> int:
     print(summary_table(read_records(args.results)))
     print(f"report:  {md}")
     return 0
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m tacopt.benchmarks [ARGS]``: the same as ``tacopt bench [ARGS]``."""
-    from tacopt.fusion.ir.errors import TacoptError, one_line
-    from tacopt.partitioner.cli import EXIT_BAD_INPUT
-
-    parser = argparse.ArgumentParser(prog="python -m tacopt.benchmarks", add_help=False)
-    register(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["bench", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        return int(args.run(args) or 0)
-    except TacoptError as exc:
-        print(f"tacopt bench: error: {one_line(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except KeyboardInterrupt:
-        return _interrupted("no results lost")

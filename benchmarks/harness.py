@@ -308,8 +308,8 @@ def warm_up(pickers: Iterable[str]) -> None:
     """Solve a small problem with each of ``pickers`` so that the first timed solve of a process
     does not include solver start-up (imports, OR-Tools / HiGHS initialisation). Failures are
     ignored: the real cases report them."""
-    from tacopt.benchmarks.synthetic import layered_dag_problem
     from tacopt.partitioner.pickers import pick
+    from tacopt.partitioner.synthetic import layered_dag_problem
 
     for picker in pickers:
         for size in (1, 12):

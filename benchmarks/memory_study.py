@@ -13,9 +13,9 @@ capacity shrinks (an infeasible limit counts as infinitely dear).
 
 Run (prints the table and the checks; ``--out`` keeps the records, ``--plot`` draws the prices)::
 
-    python -m tacopt.benchmarks.memory_study --zoo bundled --granularity op
-    python -m tacopt.benchmarks.memory_study --zoo shared --out memory.jsonl --plot memory.png
-    python -m tacopt.benchmarks.memory_study --records memory.jsonl   # the tables again
+    python -m tacopt.benchmarks memory_study --zoo bundled --granularity op
+    python -m tacopt.benchmarks memory_study --zoo shared --out memory.jsonl --plot memory.png
+    python -m tacopt.benchmarks memory_study --records memory.jsonl   # the tables again
 
 Examples
 --------

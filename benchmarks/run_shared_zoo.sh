@@ -23,7 +23,7 @@ mkdir -p "$out"
 # On any exit, remove the run's folder (and tacopt-bench/) if nothing was written into it.
 trap 'rmdir -p "$out" 2>/dev/null || true' EXIT
 start=$(date +%s.%N)
-python -m tacopt.benchmarks \
+python -m tacopt.benchmarks bench \
   --zoo shared \
   --devices GPU,CPU NNAPI,CPU GPU,NNAPI,CPU \
   --granularity subgraph,op \
@@ -38,4 +38,4 @@ end=$(date +%s.%N)
 echo
 echo "study took $(python -c "print(f'{$end - $start:.1f}')") s (load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime))"
 echo "committed ($committed) versus this run ($out/results.jsonl):"
-python -m tacopt.benchmarks.compare "$committed" "$out/results.jsonl"
+python -m tacopt.benchmarks compare "$committed" "$out/results.jsonl"

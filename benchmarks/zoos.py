@@ -475,8 +475,8 @@ def resnet_chain(
 
 
 def layered_dag(n_units: int, seed: int) -> Any:
-    """A random layered-DAG pick problem (``tacopt.benchmarks.synthetic.layered_dag_problem``)."""
-    from tacopt.benchmarks.synthetic import layered_dag_problem
+    """A random layered-DAG pick problem (``tacopt.partitioner.synthetic.layered_dag_problem``)."""
+    from tacopt.partitioner.synthetic import layered_dag_problem
 
     return layered_dag_problem(n_units, seed=seed)
 

@@ -1,8 +1,8 @@
 """Timing single-op and whole models on ai-edge-litert, gated on the machine's speed.
 
 How an op is timed (:func:`time_models`; chosen by measuring repeatability across runs with
-``benchmarks/check_repeatability.py``, see docs/cost-models.md): warm-up, then samples, each a
-batch of back-to-back ``invoke()`` calls lasting >= 2 ms (per-invoke time = batch time / batch
+``benchmarks/scripts/check_repeatability.py``, see docs/cost-models.md): warm-up, then samples, each
+a batch of back-to-back ``invoke()`` calls lasting >= 2 ms (per-invoke time = batch time / batch
 size, which amortises the clock reads and the timing loop), taken in 3 rounds interleaved over
 16 ops so one op's samples are spread over time, each round on a new interpreter instance
 (a fresh copy of the model: where tensors and constants land in memory changes some ops'

@@ -67,9 +67,9 @@ def pick_exact(
         (its knapsack cuts and heuristics: on ViT-B/16 per op with the GPU at half its peak,
         SCIP reached a 0.8 % gap in 60 s where HiGHS kept the greedy plan at a 65 % gap);
         the certificate always runs on HiGHS. HiGHS: with the certificate below it proves
-        1,000 units in about 0.2 s and 10,000 in about 3 s (``benchmarks/bench_pickers.py``);
-        branch-and-bound alone took 0.65 s and 11 s, SCIP 1.1 s and 74 s, and CP-SAT did not
-        prove 1,000 units within a minute.
+        1,000 units in about 0.2 s and 10,000 in about 3 s
+        (``benchmarks/scripts/bench_pickers.py``); branch-and-bound alone took 0.65 s and 11 s, SCIP
+        1.1 s and 74 s, and CP-SAT did not prove 1,000 units within a minute.
     time_limit_s : float
         Wall-clock limit of the solve. At the limit the best plan found so far is returned
         with status FEASIBLE and its gap (the greedy plan if nothing better was found).
@@ -107,7 +107,7 @@ def pick_exact(
 
     Examples
     --------
-    >>> from tacopt.benchmarks.synthetic import layered_dag_problem
+    >>> from tacopt.partitioner.synthetic import layered_dag_problem
     >>> plan = pick_exact(layered_dag_problem(200, seed=0))
     >>> plan.status, plan.gap
     ('OPTIMAL', 0.0)

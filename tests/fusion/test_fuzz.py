@@ -2,7 +2,7 @@
 
 The CI fuzz target (:func:`test_mutated_models_through_every_command`): at least 2,000 mutated
 models of a campaign whose seed rotates with the date (``TACOPT_FUZZ_SEED`` fixes it; the seed is
-in every failure message), structure-aware and byte-level (:mod:`tacopt.benchmarks.fuzz_models`),
+in every failure message), structure-aware and byte-level (:mod:`tacopt.benchmarks.fuzz.models`),
 each through the checker and ``tacopt inspect``, and at least 300 of them also through ``fuse``,
 ``partition`` at both granularities with ``--export``, and ``rehydrate``. They run in a worker
 process whose address space is capped with ``RLIMIT_AS`` (2 GiB above its size after imports),
@@ -31,7 +31,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tacopt.benchmarks import fuzz_models
+from tacopt.benchmarks.fuzz import models as fuzz_models
 from tacopt.fusion.ir import validate_graph
 from tacopt.fusion.ir.errors import GraphError, ModelFormatError
 from tacopt.fusion.tflite.reader import read_tflite

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tacopt.benchmarks.fuzz_problems import DOC_EXAMPLE, mutated_problem, mutated_problems
+from tacopt.benchmarks.fuzz.problems import DOC_EXAMPLE, mutated_problem, mutated_problems
 from tacopt.partitioner.cli import main
 from tacopt.partitioner.plan import Plan, validate_plan
 from tacopt.partitioner.problem import load_problem

@@ -1,7 +1,7 @@
 """IOPDDL contest problems: reading, the contest's evaluator, the solver and ``tacopt pick``.
 
-The big contest instances are never run here (benchmarks/bench_iopddl.py does); the contest's
-own example and tiny random problems are.
+The big contest instances are never run here (benchmarks/scripts/bench_iopddl.py does); the
+contest's own example and tiny random problems are.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tacopt.benchmarks.bench_iopddl import run_iopddl_bench
+from tacopt.benchmarks.scripts.bench_iopddl import run_iopddl_bench
 from tacopt.partitioner.cli import main
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.iopddl import (

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tacopt.benchmarks.synthetic import layered_dag_problem, two_choice_problem
 from tacopt.partitioner.errors import PickerError, PlanError, ProblemError
 from tacopt.partitioner.pickers import get_picker, pick, picker_names, register_picker
 from tacopt.partitioner.plan import NoPlanError, Plan, plan_from_choices, validate_plan
@@ -25,6 +24,7 @@ from tacopt.partitioner.problem import (
     index_problem,
     validate_problem,
 )
+from tacopt.partitioner.synthetic import layered_dag_problem, two_choice_problem
 
 BUILTINS = ("brute", "exact", "first-fit", "greedy", "mincut", "tac")
 

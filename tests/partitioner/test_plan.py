@@ -9,7 +9,6 @@ import warnings
 import numpy as np
 import pytest
 
-from tacopt.benchmarks.synthetic import layered_dag_problem
 from tacopt.partitioner.errors import PlanError
 from tacopt.partitioner.pickers import pick, picker_names
 from tacopt.partitioner.plan import Breakdown, Plan, evaluate, unit_label, validate_plan
@@ -23,6 +22,7 @@ from tacopt.partitioner.problem import (
     Unit,
     validate_problem,
 )
+from tacopt.partitioner.synthetic import layered_dag_problem
 
 
 def gpu_cpu_problem(cost_unit: str = "us") -> PickProblem:

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tacopt.benchmarks.synthetic import layered_dag_problem
 from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem import (
@@ -26,6 +25,7 @@ from tacopt.partitioner.problem import (
     type_of_dtype,
     validate_problem,
 )
+from tacopt.partitioner.synthetic import layered_dag_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "pick-problem.md"

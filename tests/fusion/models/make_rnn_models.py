@@ -8,7 +8,7 @@ TensorFlow::
 
     pip install tensorflow-cpu tf-keras                       # in a separate venv is fine
     python tests/fusion/models/make_rnn_models.py --out /tmp/rnn_full
-    python -m tacopt.benchmarks.make_zoo --structure-only /tmp/rnn_full/*.tflite \
+    python -m tacopt.benchmarks make_zoo --structure-only /tmp/rnn_full/*.tflite \
         --out tests/fusion/models
 
 Each model is built and converted in its own process: a converter crash costs one model.

@@ -5,7 +5,7 @@ loaded by other jobs the wall time mostly measures waiting for a core.
 
 Usage::
 
-    python -m tacopt.benchmarks.bench_partition [--runs 7] [MODEL.tflite] [-- extra tacopt args]
+    python -m tacopt.benchmarks bench_partition [--runs 7] [MODEL.tflite] [-- extra tacopt args]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-MODEL = Path(__file__).resolve().parent / "models" / "keras__mobilenet_v2_float32.tflite"
+MODEL = Path(__file__).resolve().parents[1] / "models" / "keras__mobilenet_v2_float32.tflite"
 BUDGET_S = 1.5
 
 

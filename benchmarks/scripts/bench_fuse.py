@@ -1,6 +1,6 @@
 """Time ``fuse`` on the largest zoo model (target: <= 0.5 s); prints the median of several runs.
 
-Run: ``python -m tacopt.benchmarks.bench_fuse [MODEL.tflite] [--runs N]``.
+Run: ``python -m tacopt.benchmarks bench_fuse [MODEL.tflite] [--runs N]``.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import statistics
 import time
 from pathlib import Path
 
-ZOO = Path(__file__).resolve().parents[2] / "shared" / "zoo"
+ZOO = Path(__file__).resolve().parents[3] / "shared" / "zoo"
 DEFAULT_MODEL = ZOO / "keras__text_gru_unrolled_float32.tflite"
 
 

@@ -1,5 +1,5 @@
 """Structure-aware mutations through the schema's object API (``ModelT``, re-packed; slower,
-so only on the small models of :data:`tacopt.benchmarks.fuzz_cases.OBJECT_API_MODELS`):
+so only on the small models of :data:`tacopt.benchmarks.fuzz.cases.OBJECT_API_MODELS`):
 sparsity parameters, new quantization parameters, constant data of another length, a WHILE
 placed inside its own body.
 
@@ -18,7 +18,7 @@ import ai_edge_litert.schema_py_generated as fb
 import flatbuffers
 import numpy as np
 
-from tacopt.benchmarks.fuzz_inplace import SCALE_EDGES
+from tacopt.benchmarks.fuzz.inplace import SCALE_EDGES
 
 
 def _unpack(data: bytes) -> fb.ModelT:

@@ -1,10 +1,10 @@
 """The offline fuzz campaign: mutated models (and pick problems, when available) at scale.
 
-Runs cases ``0 .. --cases - 1`` of campaign ``--seed`` (see :mod:`tacopt.benchmarks.fuzz_models`)
+Runs cases ``0 .. --cases - 1`` of campaign ``--seed`` (see :mod:`tacopt.benchmarks.fuzz.models`)
 through the checker and ``tacopt inspect``, and every ``--pipeline-every``-th case also through
 ``fuse -o``, ``partition --granularity op``, ``partition --export`` and ``rehydrate``, in worker
 processes whose address space is capped (``RLIMIT_AS``). ``--problems N`` also runs the first N
-mutated pick problems of the seed (``benchmarks/fuzz_problems.py``'s ``mutated_problems``, when
+mutated pick problems of the seed (``benchmarks/fuzz/problems.py``'s ``mutated_problems``, when
 that module exists) through ``tacopt pick --compare`` with four pickers (in-process, not resumed).
 
 Resumable: each finished chunk is appended to ``--state`` (JSON lines: the chunk's range, counts
@@ -12,7 +12,7 @@ per command and outcome, and its failures); a second run with the same file and 
 is done. Prints the counts per outcome class and every failure (with the seed and case index that
 rebuild it: ``fuzz_models.mutant(load_sources(), seed, index)``). Not a timing run.
 
-    nice python -m tacopt.benchmarks.fuzz --cases 100000 --seed 1 --state fuzz-1.jsonl
+    nice python -m tacopt.benchmarks fuzz --cases 100000 --seed 1 --state fuzz-1.jsonl
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from tacopt.benchmarks.fuzz_models import (
+from tacopt.benchmarks.fuzz.models import (
     FAILURES,
     OUTCOMES,
     ZOO_DIR,
@@ -79,7 +79,7 @@ PICKERS = "exact,tac,greedy,first-fit"
 def problem_cases(seed: int, n: int) -> Iterator[tuple[str, bytes]]:
     """(description, file bytes) of ``n`` mutated pick problems, if ``fuzz_problems`` exists."""
     try:
-        from tacopt.benchmarks import fuzz_problems
+        from tacopt.benchmarks.fuzz import problems as fuzz_problems
     except ImportError:
         return
     generate = getattr(fuzz_problems, "mutated_problems", None)

@@ -8,7 +8,7 @@ known from the contest and to XLA's.
 
 Run it under the timing lock (the figures are times)::
 
-    flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks.bench_iopddl ../shared/iopddl \\
+    flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks bench_iopddl ../shared/iopddl \\
         --out results/iopddl
 """
 

@@ -1,6 +1,6 @@
 """Cross-check the exact picker's two methods on layered DAGs and their variants.
 
-    python -m tacopt.benchmarks.check_exact [--units 1500] [--seeds 0,1,2,3,4,5]
+    python -m tacopt.benchmarks check_exact [--units 1500] [--seeds 0,1,2,3,4,5]
 
 For every seed, the layered-DAG problem is solved as it is, with per-link prices that depend on
 the source device (the ``extra`` variables), without boundaries, and without conversion costs;
@@ -16,10 +16,10 @@ import dataclasses
 import sys
 import time
 
-from tacopt.benchmarks.synthetic import layered_dag_problem
 from tacopt.partitioner.pickers import pick
 from tacopt.partitioner.plan import validate_plan
 from tacopt.partitioner.problem import Link, PickProblem
+from tacopt.partitioner.synthetic import layered_dag_problem
 
 # Dearer links out of the accelerators than into them: prices depend on the source device.
 LINKS = {

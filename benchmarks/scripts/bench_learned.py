@@ -1,6 +1,6 @@
 """Learned cost model accuracy: fit on ops measured from half of the zoo, evaluate on the other.
 
-    python benchmarks/bench_learned.py [--fresh] [--validate] [--types float32,int8]
+    python benchmarks/scripts/bench_learned.py [--fresh] [--validate] [--types float32,int8]
 
 Split (deterministic, by model, fixed before looking at results): the zoo's model files sorted
 by name; even positions train, odd positions test. Sorted names put the float32 and int8 twins
@@ -41,7 +41,7 @@ from tacopt.cost_models.records import gate_summary, read_records
 from tacopt.cost_models.retype import TYPE_NAMES
 from tacopt.cost_models.timing import MeasureConfig
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT.parent / "shared" / "zoo"
 OUT = ROOT / "benchmarks" / "out"
 

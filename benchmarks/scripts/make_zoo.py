@@ -8,9 +8,9 @@ one model, not the run. Then every model is made structure-only with tacopt's ow
 writer (:func:`tacopt.fusion.tflite.rehydrate.strip_weights`: weight buffers over 64 bytes that are
 not INT32 / INT64 / BOOL keep only their size) and a MANIFEST.json row is written for it.
 
-    python -m tacopt.benchmarks.make_zoo --out /tmp/zoo                     # build, convert, strip
-    python -m tacopt.benchmarks.make_zoo --out /tmp/zoo --only mobilenet_v2
-    python -m tacopt.benchmarks.make_zoo --structure-only a.tflite b.tflite --out /tmp/zoo   # no TF
+    python -m tacopt.benchmarks make_zoo --out /tmp/zoo                     # build, convert, strip
+    python -m tacopt.benchmarks make_zoo --out /tmp/zoo --only mobilenet_v2
+    python -m tacopt.benchmarks make_zoo --structure-only a.tflite b.tflite --out /tmp/zoo   # no TF
 """
 
 from __future__ import annotations

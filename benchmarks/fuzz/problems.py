@@ -1,7 +1,7 @@
 """Seeded mutations of pick problems: hostile input for ``tacopt pick`` and its checker.
 
 Each case starts from a small valid problem (the example of ``docs/pick-problem.md``, or a
-synthetic layered DAG from :func:`tacopt.benchmarks.synthetic.layered_dag_problem` in its JSON
+synthetic layered DAG from :func:`tacopt.partitioner.synthetic.layered_dag_problem` in its JSON
 form) and applies one to three *mutators*: structure-aware ones edit the decoded JSON (drop,
 rename or duplicate a field, a value of the wrong type, NaN / inf / -1 / 1e308 / 10**400,
 dangling unit and tensor references, cycles, huge and deeply nested values, ...) and a final
@@ -12,7 +12,7 @@ scaled), so that the pickers run on odd but legal problems too.
 Everything is a pure function of ``(seed, i)``: case ``i`` of a seed can be rebuilt alone
 (:func:`mutated_problem`), which is what a resumable campaign needs. The suite's test
 (``tests/partitioner/test_fuzz_problems.py``) runs a rotating sample through ``tacopt pick``;
-``benchmarks/fuzz.py`` runs long campaigns.
+``benchmarks/fuzz/campaign.py`` runs long campaigns.
 
 Examples
 --------
@@ -37,8 +37,8 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from tacopt.benchmarks.synthetic import layered_dag_problem, two_choice_problem
 from tacopt.partitioner.problem import Link
+from tacopt.partitioner.synthetic import layered_dag_problem, two_choice_problem
 
 # The example of docs/pick-problem.md (tests/partitioner/test_fuzz_problems.py checks that it
 # still is): installed packages do not ship the docs.

@@ -1,11 +1,11 @@
 """In-place structure-aware mutations of a .tflite model: a field of the flatbuffer is
 overwritten where it lies, so the file stays parseable and the edit reaches the checker and the
-passes (see :mod:`tacopt.benchmarks.fuzz_models` for the families).
+passes (see :mod:`tacopt.benchmarks.fuzz.models` for the families).
 
 Examples
 --------
 >>> import random
->>> from tacopt.benchmarks.fuzz_cases import load_sources
+>>> from tacopt.benchmarks.fuzz.cases import load_sources
 >>> data = load_sources(None)[0].data
 >>> mutated, note = mutate_in_place(data, random.Random(0))
 >>> len(mutated) == len(data), note.startswith("in-place ")

@@ -3,7 +3,7 @@
 Prints the median of several runs (after one warm-up) for MobileNetV2 float (65 ops), NASNetMobile
 int8 (567 ops) and the whole shared zoo (48 models), each from the file path.
 
-    python -m tacopt.benchmarks.bench_parse [--zoo ../shared/zoo] [--runs 15]
+    python -m tacopt.benchmarks bench_parse [--zoo ../shared/zoo] [--runs 15]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tacopt.fusion.tflite.reader import read_tflite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TARGETS_MS = {
     "keras__mobilenet_v2_float32.tflite": 10.0,
     "keras__nasnet_mobile_int8.tflite": 50.0,

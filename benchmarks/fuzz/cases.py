@@ -1,5 +1,5 @@
 """The cases of a fuzzing campaign: the source models, the byte-level mutations, and case
-``index`` of campaign ``seed`` as a pure function of both (:mod:`tacopt.benchmarks.fuzz_models`
+``index`` of campaign ``seed`` as a pure function of both (:mod:`tacopt.benchmarks.fuzz.models`
 describes the families and runs the cases).
 
 Examples
@@ -17,10 +17,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tacopt.benchmarks.fuzz_inplace import mutate_in_place
-from tacopt.benchmarks.fuzz_object import mutate_object
+from tacopt.benchmarks.fuzz.inplace import mutate_in_place
+from tacopt.benchmarks.fuzz.objects import mutate_object
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUNDLED_DIR = ROOT / "benchmarks" / "models"
 ZOO_DIR = ROOT.parent / "shared" / "zoo"
 

@@ -1,6 +1,6 @@
 """Ctrl-C on ``tacopt bench``: how fast it stops, its exit code, its message, its results file.
 
-    python -m tacopt.benchmarks.check_interrupt --trials 10 --jobs 2
+    python -m tacopt.benchmarks check_interrupt --trials 10 --jobs 2
 
 Each trial starts ``tacopt bench`` on layered DAGs: a small first case, then large ones
 (20,000 units by default) that keep every worker solving. It waits until the first record is

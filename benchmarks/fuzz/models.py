@@ -15,8 +15,8 @@ Two families of mutations of real models (the bundled ``benchmarks/models`` and,
   another length, a WHILE placed inside its own body;
 - **byte-level**: bit flips, byte overwrites, zeroed ranges, truncation.
 
-The mutations live in :mod:`~tacopt.benchmarks.fuzz_inplace`,
-:mod:`~tacopt.benchmarks.fuzz_object` and :mod:`~tacopt.benchmarks.fuzz_cases` (byte-level edits
+The mutations live in :mod:`~tacopt.benchmarks.fuzz.inplace`,
+:mod:`~tacopt.benchmarks.fuzz.objects` and :mod:`~tacopt.benchmarks.fuzz.cases` (byte-level edits
 and case selection); this module runs them.
 
 :func:`run_case` runs one mutant in-process through ``tacopt inspect`` (the reader, then the
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from tacopt.benchmarks.fuzz_cases import (
+from tacopt.benchmarks.fuzz.cases import (
     BUNDLED_DIR,
     OBJECT_API_MODELS,
     ZOO_DIR,

@@ -32,7 +32,7 @@ difference (worst |diff| over 2 steps + 2 % of the output range) without failing
 
 Usage::
 
-    python -m tacopt.benchmarks.check_partition [MODEL.tflite ...] [--devices GPU,CPU] \
+    python -m tacopt.benchmarks check_partition [MODEL.tflite ...] [--devices GPU,CPU] \
         [--granularity op]
 """
 
@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-ZOO = Path(__file__).resolve().parents[2] / "shared" / "zoo"
+ZOO = Path(__file__).resolve().parents[3] / "shared" / "zoo"
 DEVICE_SETS = ("GPU,CPU", "NNAPI,CPU", "GPU,NNAPI,CPU")
 GRANULARITIES = ("subgraph", "op")
 

@@ -7,7 +7,7 @@ the tolerance of their dtype (:func:`tacopt.fusion.tflite.litert.output_mismatch
 ops run by their numpy kernels), and every custom fused op must match the region it replaced
 (:func:`tacopt.fusion.tflite.litert.check_fused_regions`).
 
-Run: ``python -m tacopt.benchmarks.check_fusion [--no-numerics]``; exits 1 when a model fails.
+Run: ``python -m tacopt.benchmarks check_fusion [--no-numerics]``; exits 1 when a model fails.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-ZOO = Path(__file__).resolve().parents[2] / "shared" / "zoo"
+ZOO = Path(__file__).resolve().parents[3] / "shared" / "zoo"
 
 
 def check_model(path: Path, numerics: bool) -> tuple[str, str]:

@@ -6,8 +6,8 @@ picker and size, the median ratio of greedy to exact, and writes the results, ``
 the log-log plot ``time_vs_units.png`` into ``--out`` (resumable, like every study; the report
 covers every record in ``--out``, so a second run with other sizes or more repeats adds up)::
 
-    python -m tacopt.benchmarks.scaling                       # 100 ... 50,000 units, 3 seeds
-    python -m tacopt.benchmarks.scaling --sizes 100,1000 --repeats 5 --out /tmp/scaling
+    python -m tacopt.benchmarks scaling                       # 100 ... 50,000 units, 3 seeds
+    python -m tacopt.benchmarks scaling --sizes 100,1000 --repeats 5 --out /tmp/scaling
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from tacopt.benchmarks.harness import Study, read_records, run_study
 from tacopt.benchmarks.report import write_report
 
 SIZES = (100, 300, 1_000, 3_000, 10_000, 30_000, 50_000)
-OUT = Path(__file__).resolve().parent / "results" / "scaling"
+OUT = Path(__file__).resolve().parents[1] / "results" / "scaling"
 
 
 def scaling_studies(
@@ -64,7 +64,7 @@ def median_table(records: Sequence[dict]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tacopt.benchmarks.scaling",
+        prog="python -m tacopt.benchmarks scaling",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -2,13 +2,13 @@
 
 Run::
 
-    python -m tacopt.benchmarks.bench_pickers --sizes 1000,10000 --seeds 0,1,2 --repeats 3
-    python -m tacopt.benchmarks.bench_pickers --sizes 50000 --repeats 1 --time-limit 60
-    python -m tacopt.benchmarks.bench_pickers --sizes 1000 --backends highs,scip,cp-sat
-    python -m tacopt.benchmarks.bench_pickers --sizes 0 --mincut-sizes 100000
+    python -m tacopt.benchmarks bench_pickers --sizes 1000,10000 --seeds 0,1,2 --repeats 3
+    python -m tacopt.benchmarks bench_pickers --sizes 50000 --repeats 1 --time-limit 60
+    python -m tacopt.benchmarks bench_pickers --sizes 1000 --backends highs,scip,cp-sat
+    python -m tacopt.benchmarks bench_pickers --sizes 0 --mincut-sizes 100000
 
 Wall times include building the flat index and the model, and the final ``evaluate``; they
-are the ``seconds`` each plan reports. Problems come from :mod:`tacopt.benchmarks.synthetic`.
+are the ``seconds`` each plan reports. Problems come from :mod:`tacopt.partitioner.synthetic`.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import replace
 
-from tacopt.benchmarks.synthetic import layered_dag_problem, two_choice_problem
 from tacopt.partitioner.pickers import pick
 from tacopt.partitioner.pickers.formulation import build_model
 from tacopt.partitioner.plan import Plan
 from tacopt.partitioner.problem import PickProblem, index_problem
+from tacopt.partitioner.synthetic import layered_dag_problem, two_choice_problem
 
 
 def median_run(problem: PickProblem, picker: str, repeats: int, **options: object) -> Plan:
