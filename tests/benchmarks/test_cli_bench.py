@@ -68,10 +68,11 @@ def test_bad_input_exits_2_with_one_line(
     assert not (tmp_path / "r.jsonl").exists()
 
 
-def test_python_m_benchmarks_is_the_same_command(tmp_path: Path) -> None:
+def test_python_m_benchmarks_bench_is_the_same_command(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--zoo", "layered:10", "--pickers", "greedy",
-         "--jobs", "1", "--no-progress", "--no-report", "--out", str(tmp_path / "r.jsonl")],
+        [sys.executable, "-m", "tacopt.benchmarks", "bench", "--zoo", "layered:10", "--pickers",
+         "greedy", "--jobs", "1", "--no-progress", "--no-report",
+         "--out", str(tmp_path / "r.jsonl")],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr

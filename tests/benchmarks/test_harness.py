@@ -157,7 +157,8 @@ def test_a_corrupt_results_file_is_refused(tmp_path: Path) -> None:
 
 def test_killed_run_resumes_without_redoing_finished_records(tmp_path: Path) -> None:
     out = tmp_path / "r.jsonl"
-    args = [sys.executable, "-m", "benchmarks", "--zoo", "layered:10,20,30,40,50,60",
+    args = [sys.executable, "-m", "tacopt.benchmarks", "bench",
+            "--zoo", "layered:10,20,30,40,50,60",
             "--pickers", "greedy,exact", "--jobs", "1", "--no-report", "--no-progress",
             "--out", str(out)]  # fmt: skip
     proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
