@@ -185,6 +185,8 @@ def register(subparsers: Any) -> None:
         "--title", default=None, help="report heading (default: the replaced report's, or the zoos)"
     )
     r.add_argument("--no-plots", action="store_true", help="Markdown only")
+    r.add_argument("--no-pages", action="store_true",
+                   help="write no plan pages (default: one HTML page per model, in pages/)")
     r.set_defaults(run=run_report)
 
 
@@ -319,7 +321,10 @@ def run_report(args: argparse.Namespace) -> int:
     from tacopt.benchmarks.harness import read_records
     from tacopt.benchmarks.report import report_file, summary_table
 
-    md = report_file(args.results, args.out_dir, title=args.title, plots=not args.no_plots)
+    md = report_file(
+        args.results, args.out_dir, title=args.title, plots=not args.no_plots,
+        pages=not getattr(args, "no_pages", False),
+    )  # fmt: skip
     print(summary_table(read_records(args.results)))
     print(f"report:  {md}")
     return 0

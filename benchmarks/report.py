@@ -41,6 +41,9 @@ from tacopt.benchmarks.tables import (  # noqa: F401  (re-exported: the report's
 from tacopt.benchmarks.zoos import BenchmarkError
 from tacopt.fusion.ir.io import all_or_nothing, check_output_folder
 
+#: The folder of a report's plan pages, beside report.md.
+PAGES = "pages"
+
 
 def write_report(
     records: Sequence[Mapping[str, Any]],
@@ -49,8 +52,12 @@ def write_report(
     title: str = "tacopt benchmark",
     plots: bool = True,
     extra: str = "",
+    pages: bool = False,
 ) -> Path:
     """Write ``report.md`` and the PNG plots into ``out_dir``; return the Markdown path.
+
+    With ``pages``, also a plan page per model in ``out_dir/pages/``
+    (:func:`tacopt.benchmarks.pages.plan_pages`), linked from the report.
 
     Parameters
     ----------
@@ -64,6 +71,8 @@ def write_report(
         Draw the PNGs (needs matplotlib).
     extra : str
         More Markdown, placed after the per-picker table.
+    pages : bool
+        Write and link a plan page per model (rebuilt from its zoo: one case per model).
 
     Raises
     ------
@@ -83,7 +92,19 @@ def write_report(
     out = check_output_folder(out_dir, what="report folder")
     names = ("ratio_to_exact.png", "time_vs_units.png", "breakdown.png") if plots else ()
     out.mkdir(parents=True, exist_ok=True)
-    with all_or_nothing([("report", out / n) for n in ("report.md", *names)]) as staging:
+    made = []
+    if pages:
+        from tacopt.benchmarks.pages import pages_markdown, plan_pages
+
+        made = plan_pages(records)
+        extra += pages_markdown(made, PAGES)
+        (out / PAGES).mkdir(exist_ok=True)
+    files = [("report", out / n) for n in ("report.md", *names)]
+    files += [("plan page", out / PAGES / p.file) for p in made if p.html is not None]
+    with all_or_nothing(files) as staging:
+        for p in made:
+            if p.html is not None:
+                staging.write(out / PAGES / p.file, p.html)
         drawn: list[str] = []
         for name, draw in zip(names, (plot_ratio, plot_time, plot_breakdown)):
             png = io.BytesIO()
@@ -121,8 +142,9 @@ def report_file(
     *,
     title: str | None = None,
     plots: bool = True,
+    pages: bool = True,
 ) -> Path:
-    """:func:`write_report` on the records of a results file.
+    """:func:`write_report` on the records of a results file (plan pages included).
 
     Parameters
     ----------
@@ -135,6 +157,8 @@ def report_file(
         Default: the title of the report being replaced, else :func:`default_title`.
     plots : bool
         Draw the PNGs.
+    pages : bool
+        Write and link a plan page per model (:func:`write_report`).
 
     Raises
     ------
@@ -153,4 +177,4 @@ def report_file(
     check_output_folder(folder, what="-o")
     records = read_records(path)
     title = title or title_of(folder / "report.md") or default_title(records)
-    return write_report(records, folder, title=title, plots=plots)
+    return write_report(records, folder, title=title, plots=plots, pages=pages)
