@@ -34,12 +34,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.accuracy import evaluate
-from tacopt.cost_models.learned import LearnedCostModel, fit
-from tacopt.cost_models.measure import measure_models
-from tacopt.cost_models.records import gate_summary, read_records
-from tacopt.cost_models.retype import TYPE_NAMES
-from tacopt.cost_models.timing import MeasureConfig
+from tacopt.cost_models.learned.accuracy import evaluate
+from tacopt.cost_models.learned.measure import measure_models
+from tacopt.cost_models.learned.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.records import gate_summary, read_records
+from tacopt.cost_models.learned.retype import TYPE_NAMES
+from tacopt.cost_models.learned.timing import MeasureConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT.parent / "shared" / "zoo"

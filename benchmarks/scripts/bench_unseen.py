@@ -28,11 +28,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.accuracy import evaluate
-from tacopt.cost_models.learned import LEARNERS, LearnedCostModel, fit
+from tacopt.cost_models.learned.accuracy import evaluate
+from tacopt.cost_models.learned.model import LEARNERS, LearnedCostModel, fit
+from tacopt.cost_models.learned.records import read_records
+from tacopt.cost_models.learned.speed import run_speed, speed_index
 from tacopt.cost_models.model_file import model_bytes
-from tacopt.cost_models.records import read_records
-from tacopt.cost_models.speed import run_speed, speed_index
 
 FIGURES = (
     "within_10pct",

@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tacopt.cost_models.accuracy import evaluate
 from tacopt.cost_models.base import CostModelError, get_cost_model
-from tacopt.cost_models.learned import LearnedCostModel, fit
-from tacopt.cost_models.records import read_records
-from tacopt.cost_models.singleop import cut_op, fill_constants, op_features, op_key
-from tacopt.cost_models.speed import speed_index
+from tacopt.cost_models.learned.accuracy import evaluate
+from tacopt.cost_models.learned.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.records import read_records
+from tacopt.cost_models.learned.singleop import cut_op, fill_constants, op_features, op_key
+from tacopt.cost_models.learned.speed import speed_index
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
 from tacopt.partitioner.cli import main
 
@@ -121,7 +121,7 @@ def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
     """Samples whose probe reads show the machine slow do not count; an op's latency is the
     median over interpreter instances of each one's lowest quiet sample (no real timing here:
     the samples are set by hand)."""
-    from tacopt.cost_models.timing import Gate, MeasureConfig, _Timer, neg_graph
+    from tacopt.cost_models.learned.timing import Gate, MeasureConfig, _Timer, neg_graph
     from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(probe_reads=1)
@@ -222,7 +222,7 @@ def test_bad_inputs(tmp_path: Path, capsys) -> None:
 
 
 def test_trees_fit_residuals_and_roundtrip_json() -> None:
-    from tacopt.cost_models.trees import TREE_PARAMS, fit_trees, predict_trees
+    from tacopt.cost_models.learned.trees import TREE_PARAMS, fit_trees, predict_trees
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (200, 3))
@@ -249,8 +249,8 @@ def test_version1_model_files_still_load() -> None:
 
 
 def test_retype_op_quantizes_and_dequantizes() -> None:
+    from tacopt.cost_models.learned.retype import RetypeError, retype_op
     from tacopt.cost_models.ops import inference_type
-    from tacopt.cost_models.retype import RetypeError, retype_op
 
     S = fill_constants(cut_op(small_model(8), "fully_connected_1"), seed=0)
     Q = retype_op(S, "QUANTIZED_INT8")

@@ -1,6 +1,6 @@
 """The ``net`` prior of the sweep: single ops drawn where real networks put them.
 
-The generic prior (:mod:`tacopt.cost_models.samplers`) draws resolution and channels
+The generic prior (:mod:`tacopt.cost_models.learned.samplers`) draws resolution and channels
 independently, so the regimes a network lives in are rare in it: channels grow as resolution
 shrinks (stage ``s`` of a CNN has about ``w * 16 * 2**s`` channels at ``R / 2**(s+1)``
 pixels), squeeze-and-excitation blocks run 1x1 convolutions on a 1x1 map (matrix-vector
@@ -29,7 +29,14 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 
-from tacopt.cost_models.samplers import MAX_ELEMENTS, MAX_MACS, SAMPLERS, Rng, _done, activation
+from tacopt.cost_models.learned.samplers import (
+    MAX_ELEMENTS,
+    MAX_MACS,
+    SAMPLERS,
+    Rng,
+    _done,
+    activation,
+)
 from tacopt.fusion.ir.builder import GraphBuilder
 
 #: Input resolutions of typical vision models.

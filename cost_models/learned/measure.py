@@ -16,7 +16,7 @@ Records (JSON lines, appended and flushed one by one, so a run can resume):
   "overhead_us", "probe_us", "speed"}``: ``repeats`` samples counted, ``rejected`` dropped
   as not quiet, ``quiet`` False when no sample was (then every sample counts). Records of
   earlier versions have no ``rejected`` / ``quiet`` (ungated samples) and read the same.
-  ``speed`` (reference model -> latency in us, :mod:`~tacopt.cost_models.speed`) is the
+  ``speed`` (reference model -> latency in us, :mod:`~tacopt.cost_models.learned.speed`) is the
   machine's speed beside the op, and ``probe_us`` the gate's fast-state probe time; records
   without them predate drift tracking.
 - ``{"type": "skip", "key", "model", "op", "kind", "reason", ...}`` for ops that cannot run
@@ -30,9 +30,10 @@ With ``types`` (``tacopt measure --types float32,int8``) every op is also rebuil
 inference types (:func:`retype_op`) and measured; those records carry ``retyped_from`` (the op's
 own type) and are listed under the model's ``variants``, never its ``ops``.
 
-The parts: :mod:`~tacopt.cost_models.singleop` (cutting ops out), :mod:`~tacopt.cost_models.retype`
-(other inference types), :mod:`~tacopt.cost_models.timing` (gated timing) and
-:mod:`~tacopt.cost_models.records` (the records file); this module is the run driver.
+The parts: :mod:`~tacopt.cost_models.learned.singleop` (cutting ops out),
+:mod:`~tacopt.cost_models.learned.retype` (other inference types),
+:mod:`~tacopt.cost_models.learned.timing` (gated timing) and
+:mod:`~tacopt.cost_models.learned.records` (the records file); this module is the run driver.
 """
 
 from __future__ import annotations
@@ -44,10 +45,9 @@ from typing import Any, TextIO
 
 import networkx as nx
 
-from tacopt.cost_models.ops import trip_count
-from tacopt.cost_models.records import read_records, write_record
-from tacopt.cost_models.retype import RetypeError, retype_op
-from tacopt.cost_models.singleop import (
+from tacopt.cost_models.learned.records import read_records, write_record
+from tacopt.cost_models.learned.retype import RetypeError, retype_op
+from tacopt.cost_models.learned.singleop import (
     cut_op,
     fill_constants,
     model_ops,
@@ -55,8 +55,9 @@ from tacopt.cost_models.singleop import (
     op_key,
     unmeasurable,
 )
-from tacopt.cost_models.speed import SpeedTracker, reference_models
-from tacopt.cost_models.timing import Gate, MeasureConfig, Timing, time_model, time_models
+from tacopt.cost_models.learned.speed import SpeedTracker, reference_models
+from tacopt.cost_models.learned.timing import Gate, MeasureConfig, Timing, time_model, time_models
+from tacopt.cost_models.ops import trip_count
 
 
 def measure_models(
@@ -221,7 +222,7 @@ def measure_graphs(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, int]:
     """Measure single-op graphs (``(label, build)``, e.g. from
-    :func:`tacopt.cost_models.sweep.iter_samples`) into the JSONL file ``out``, resuming it:
+    :func:`tacopt.cost_models.learned.sweep.iter_samples`) into the JSONL file ``out``, resuming it:
     labels and configurations already recorded are skipped (a label is recorded as the
     record's ``model``). Stops submitting new ops after ``max_s`` seconds (re-run to go on).
 

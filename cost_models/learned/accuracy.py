@@ -12,9 +12,9 @@ import numpy as np
 from tacopt.cost_models.base import (
     CostModelError,
 )
-from tacopt.cost_models.learned import LearnedCostModel
-from tacopt.cost_models.speed import normalize_records
-from tacopt.cost_models.whole_model import FLOOR_US, net_latency, records_by_key
+from tacopt.cost_models.learned.model import LearnedCostModel
+from tacopt.cost_models.learned.speed import normalize_records
+from tacopt.cost_models.learned.whole_model import FLOOR_US, net_latency, records_by_key
 
 
 def evaluate(
@@ -26,7 +26,7 @@ def evaluate(
     """Accuracy of ``model`` on held-out records.
 
     Records that carry the machine's ``speed`` are first put in the model's units
-    (:func:`tacopt.cost_models.speed.normalize_records`), so a model fitted on one day is
+    (:func:`tacopt.cost_models.learned.speed.normalize_records`), so a model fitted on one day is
     evaluated on measurements of another without the machine's drift.
 
     Returns ``within_10pct`` (share of ops whose predicted single-op latency, overhead included,
