@@ -8,8 +8,14 @@ Examples::
     tacopt pick problem.json --load mypickers.py --picker mine
     tacopt pick asplos-2025-iopddl-B.json.gz --solution B.solution.json
 
-An IOPDDL contest file (``.json`` or ``.json.gz``, recognised by its content) is solved by the
-contest solver instead (:mod:`tacopt.partitioner.cli_contest`): pickers exact, greedy, brute.
+An IOPDDL contest file (``.json`` or ``.json.gz``, recognised by its content) reads into the
+same pick problem (:mod:`tacopt.partitioner.iopddl`) and every picker runs on it; its time limit
+defaults to the contest's (A 60 s, B 60 s, G 120 s, M 180 s, S 240 s; else 60 s), and
+``--solution`` writes the contest's format (each unit's choice index) of the plan (with
+``--compare``, the cheapest one that fits).
+
+The time limit counts from the start of the process: starting Python and reading the problem
+come off each picker's budget.
 
 Every option is checked before a picker starts: the pickers exist (a name registered by
 ``--load`` or ``pkg.mod:Name``, resolved by :func:`tacopt.partitioner.pickers.get_picker`), each
@@ -24,7 +30,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,17 +135,16 @@ def run_pick(options: PickOptions) -> int:
     from tacopt.fusion.ir.io import all_or_nothing
     from tacopt.partitioner.cli import load_module
     from tacopt.partitioner.errors import PickerError
-    from tacopt.partitioner.pickers import get_picker, pick
+    from tacopt.partitioner.iopddl import solution_indices, solution_json
+    from tacopt.partitioner.pickers import get_picker, pick, picker_options
     from tacopt.partitioner.pickers.registry import out_of_scope
     from tacopt.partitioner.plan import NoPlanError
     from tacopt.partitioner.problem import PickProblem, load_problem
 
+    entered = time.monotonic()
     contest, data = _read(options.problem)
-    if contest is not None:
-        from tacopt.partitioner.cli_contest import run_contest
-
-        return run_contest(options, contest)
-    with all_or_nothing([("--plan", options.plan_out)]) as out:
+    outputs = [("--plan", options.plan_out), ("--solution", options.solution_out)]
+    with all_or_nothing(outputs) as out:
         for spec in options.load:
             load_module(spec)
         for name in options.pickers:
@@ -152,16 +160,27 @@ def run_pick(options: PickOptions) -> int:
             if value is not None
         }
         per_picker = _options_per_picker(options, given)
+        if contest is not None and "time_limit_s" not in given:  # the contest's own limit
+            limit = contest_time_limit(options.problem)
+            for name, chosen in per_picker.items():
+                if {"time_limit_s", "*"} & picker_options(name):
+                    chosen["time_limit_s"] = limit
         source = str(options.problem)
-        if data is None:
+        if contest is not None:
+            problem = contest
+        elif data is None:
             problem = load_problem(source)
         else:
             problem = PickProblem.from_dict(data, source=source)
-        if options.solution_out is not None:
-            raise OptionError("--solution: only for IOPDDL contest problems (use --plan)")
+        # The limit counts from the start of the process: what is spent so far comes off it.
+        spent = _STARTUP_S + time.monotonic() - entered
+        for chosen in per_picker.values():
+            if "time_limit_s" in chosen:
+                chosen["time_limit_s"] = max(chosen["time_limit_s"] - spent, 0.1)
 
         records: list[dict[str, Any]] = []
         failed: list[str] = []
+        best: Any = None
         for name in options.pickers:
             # Comparing behaves as `tacopt bench` does: a picker that cannot take the problem
             # (out of its scope, or failing) is an ERROR row saying why; the others run.
@@ -171,7 +190,10 @@ def run_pick(options: PickOptions) -> int:
                 failed.append(f"{name}: {reason}")
                 continue
             try:
-                records.append(pick(problem, name, **per_picker[name]).to_dict())
+                plan = pick(problem, name, **per_picker[name])
+                records.append(plan.to_dict())
+                if plan.fits and (best is None or plan.objective < best.objective):
+                    best = plan
             except NoPlanError as exc:
                 if not options.compare:
                     raise
@@ -196,10 +218,52 @@ def run_pick(options: PickOptions) -> int:
             raise PickerError(f"no picker gave a plan: {failed[0]}{more}; nothing written")
         if options.plan_out is not None:
             out.write(options.plan_out, json.dumps(payload, indent=1) + "\n")
+        if options.solution_out is not None:
+            if best is None:
+                raise PickerError("--solution: no plan within the capacities; nothing written")
+            out.write(options.solution_out,
+                      solution_json(solution_indices(problem, best.assignment)))  # fmt: skip
     if failed:  # as `tacopt bench` warns of failed records
         print(f"tacopt pick: warning: {len(failed)} of {len(records)} pickers gave no plan "
               "(ERROR); the table says why", file=sys.stderr)  # fmt: skip
     return 0
+
+
+#: The contest's time limit per instance (seconds), by the letter ending its name.
+CONTEST_TIME_LIMIT_S = {"A": 60.0, "B": 60.0, "G": 120.0, "M": 180.0, "S": 240.0}
+DEFAULT_TIME_LIMIT_S = 60.0
+
+
+def contest_time_limit(path: Path) -> float:
+    """The contest's time limit of a known instance (by file name), else the default.
+
+    Examples
+    --------
+    >>> contest_time_limit(Path("asplos-2025-iopddl-G.json.gz"))
+    120.0
+    >>> contest_time_limit(Path("mine.json"))
+    60.0
+    """
+    found = re.search(r"iopddl-([A-Z])(?:\.json(?:\.gz)?)?$", path.name)
+    if found and found.group(1) in CONTEST_TIME_LIMIT_S:
+        return CONTEST_TIME_LIMIT_S[found.group(1)]
+    return DEFAULT_TIME_LIMIT_S
+
+
+def seconds_since_start() -> float:
+    """Seconds since this process started (Linux, from ``/proc``; 0 elsewhere)."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return max(uptime - ticks / os.sysconf("SC_CLK_TCK"), 0.0)
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+#: Starting Python and importing tacopt, up to this module (``tacopt pick`` imports it first
+#: thing). Held at 3 s: a process that imported it later (a test run, a notebook) did other
+#: work before, which no pick should pay for.
+_STARTUP_S = min(seconds_since_start(), 3.0)
 
 
 def _read(path: Path) -> tuple[Any, Any]:
@@ -281,6 +345,8 @@ def _assignment(record: dict[str, Any]) -> str:
 
 
 def _num(value: float | None) -> str:
+    if isinstance(value, int):  # an exact integer objective (a contest problem): every digit
+        return f"{value:,}"
     return "-" if value is None else f"{value:.6g}"
 
 

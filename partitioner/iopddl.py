@@ -1,11 +1,19 @@
-"""IOPDDL contest instances (``google/iopddl``) as a compact :class:`PairwiseProblem`.
+"""IOPDDL contest instances (``google/iopddl``) read into a :class:`PickProblem`.
 
 A contest problem picks one strategy per node. Its cost is the sum of the chosen strategies'
 costs plus, for every edge ``(u, v)``, the entry ``s_u * |S_v| + s_v`` of the edge's row-major
 cost matrix; it is invalid if at any time step ``t`` the summed usage of the nodes whose
 half-open interval ``[start, end)`` contains ``t`` exceeds ``usage_limit`` (no limit when the
-field is absent). :func:`evaluate` follows the contest's evaluator (``iopddl.cc``) rule for rule:
-an interval with ``end <= start`` holds nothing, totals are exact integers.
+field is absent).
+
+As a pick problem: node ``i`` is unit ``"i"`` with ``interval = (start, end)``; strategy ``k``
+is its choice ``Choice("mesh", "FLOAT", cost, memory=usage, variant="k")``; edge ``(u, v)`` is
+a :class:`Pairwise` matrix (a self-loop's diagonal is added to the node's costs, which is what
+the contest charges); the usage limit is the capacity of the one device ``mesh``. There are no
+tensors, so :func:`tacopt.partitioner.plan.evaluate` charges exactly the contest's cost, summed
+in exact integers, and the memory check is the contest's rule (an interval with
+``end <= start`` holds nothing). Costs of 10^18 and more are the contest's infinity: the
+problem keeps them (a plan using one is valid, and costs that much); the solver avoids them.
 
 The file is JSON, plain or gzip-compressed (recognised by its magic bytes, not its name)::
 
@@ -15,24 +23,25 @@ The file is JSON, plain or gzip-compressed (recognised by its magic bytes, not i
                  "edges": {"nodes": [[u, v], ...], "costs": [[|S_u| * |S_v| entries], ...]},
                  "usage_limit": L}}
 
-A solution is a JSON list of strategy indices, one per node.
+A solution is a JSON list of strategy indices, one per node (:func:`solution_indices`).
 
 Examples
 --------
+>>> from tacopt.partitioner.plan import evaluate
 >>> p = problem_from_dict({"problem": {"name": "tiny",
 ...     "nodes": {"intervals": [[0, 2], [1, 3]], "costs": [[5, 1], [2]], "usages": [[1, 4], [2]]},
 ...     "edges": {"nodes": [[0, 1]], "costs": [[10, 0]]}, "usage_limit": 5}})
->>> evaluate(p, [1, 0])
-Evaluation(cost=3, peak_usage=6, fits=False)
->>> evaluate(p, [0, 0])
-Evaluation(cost=17, peak_usage=3, fits=True)
+>>> [c.label for c in p.units[0].choices], p.capacity
+(['mesh/FLOAT:0', 'mesh/FLOAT:1'], {'mesh': 5})
+>>> evaluate(p, {"0": p.units[0].choices[0], "1": p.units[1].choices[0]}).total
+17
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Mapping
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -41,112 +50,32 @@ import numpy as np
 
 from tacopt.fusion.ir.errors import TacoptError
 from tacopt.fusion.ir.io import atomic_write, gunzip
+from tacopt.partitioner.problem import (
+    Choice,
+    Link,
+    Pairwise,
+    PickProblem,
+    Unit,
+    validate_problem,
+)
 
 #: Largest value an int64 field of the contest may hold.
 INT64_MAX = 2**63 - 1
+#: The one device of a contest problem; its capacity is the usage limit.
+DEVICE = "mesh"
 
 
 class IopddlError(TacoptError):
     """A contest problem or solution file that cannot be used (the message names the field)."""
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class PairwiseProblem:
-    """One strategy per node, node and pairwise costs, and one usage limit over time steps.
-
-    Strategies are stored flat: node ``i`` owns ``cost[offset[i]:offset[i + 1]]`` (and the same
-    slice of ``usage``). Edge ``e`` joins ``edge_nodes[e] = (u, v)``; its matrix is
-    ``edge_cost[edge_offset[e]:edge_offset[e + 1]]`` reshaped to ``(|S_u|, |S_v|)``.
-    ``interval[i] = (start, end)`` is half-open; ``usage_limit`` is None when there is none.
-    """
-
-    name: str
-    offset: np.ndarray
-    cost: np.ndarray
-    usage: np.ndarray
-    interval: np.ndarray
-    edge_nodes: np.ndarray
-    edge_offset: np.ndarray
-    edge_cost: np.ndarray
-    usage_limit: int | None
-
-    @property
-    def n_nodes(self) -> int:
-        return len(self.offset) - 1
-
-    @property
-    def n_edges(self) -> int:
-        return len(self.edge_nodes)
-
-    @property
-    def n_strategies(self) -> np.ndarray:
-        """Strategies per node (int64 array)."""
-        return np.diff(self.offset)
-
-    @property
-    def n_steps(self) -> int:
-        """Time steps the evaluator looks at: ``max(end)`` (0 without nodes)."""
-        return int(self.interval[:, 1].max(initial=0))
-
-    def matrix(self, e: int) -> np.ndarray:
-        """Edge ``e``'s cost matrix, shape ``(|S_u|, |S_v|)`` (a view)."""
-        u, v = self.edge_nodes[e]
-        k = self.n_strategies
-        return self.edge_cost[self.edge_offset[e] : self.edge_offset[e + 1]].reshape(k[u], k[v])
-
-
-@dataclass(frozen=True, slots=True)
-class Evaluation:
-    """What :func:`evaluate` found: the exact cost, the highest usage at any step, and whether
-    it stays within the limit (the contest scores only solutions that fit)."""
-
-    cost: int
-    peak_usage: int
-    fits: bool
-
-
-def evaluate(problem: PairwiseProblem, solution: Any) -> Evaluation:
-    """Cost, peak usage and validity of ``solution`` exactly as the contest's evaluator does.
-
-    Raises
-    ------
-    IopddlError
-        If the solution does not have one strategy index per node or an index is out of range.
-    """
-    x = check_solution(problem, solution)
-    k = problem.n_strategies
-    chosen = problem.offset[:-1] + x
-    u, v = problem.edge_nodes[:, 0], problem.edge_nodes[:, 1]
-    entries = problem.edge_offset[:-1] + x[u] * k[v] + x[v]
-    # Python integers: the contest sums in 128 bits and 1e18 "forbidden" costs add up.
-    cost = sum(problem.cost[chosen].tolist()) + sum(problem.edge_cost[entries].tolist())
-    peak = int(usage_profile(problem, x).max(initial=0))
-    fits = problem.usage_limit is None or peak <= problem.usage_limit
-    return Evaluation(cost=cost, peak_usage=peak, fits=fits)
-
-
-def usage_profile(problem: PairwiseProblem, x: np.ndarray) -> np.ndarray:
-    """Total usage at every time step ``0 .. n_steps - 1`` for the choice ``x`` (int64; float
-    when it could overflow)."""
-    start, end = problem.interval[:, 0], problem.interval[:, 1]
-    live = start < end
-    used = problem.usage[problem.offset[:-1] + x][live]
-    steps = problem.n_steps
-    wide = used.sum(dtype=np.float64) >= 2.0**62  # never wrap around: fall back to floats
-    delta = np.zeros(steps + 1, dtype=np.float64 if wide else np.int64)
-    np.add.at(delta, start[live], used)
-    np.add.at(delta, end[live], -used)
-    return np.cumsum(delta[:steps])
-
-
-def check_solution(problem: PairwiseProblem, solution: Any) -> np.ndarray:
+def check_solution(problem: PickProblem, solution: Any) -> np.ndarray:
     """``solution`` as an int64 array after the evaluator's checks (size, index range)."""
+    n = len(problem.units)
     if not isinstance(solution, (list, tuple, np.ndarray)):
         raise IopddlError(f"solution: a list of strategy indices, not {type(solution).__name__}")
-    if len(solution) != problem.n_nodes:
-        raise IopddlError(
-            f"solution: {len(solution)} strategy indices for {problem.n_nodes} nodes"
-        )
+    if len(solution) != n:
+        raise IopddlError(f"solution: {len(solution)} strategy indices for {n} nodes")
     if isinstance(solution, np.ndarray):
         x = solution.astype(np.int64, copy=False)
     else:
@@ -154,17 +83,29 @@ def check_solution(problem: PairwiseProblem, solution: Any) -> np.ndarray:
             bad = next(i for i, s in enumerate(solution) if type(s) is not int)
             raise IopddlError(f"solution[{bad}]: {solution[bad]!r} is not an integer index")
         x = np.array(solution, dtype=np.int64).reshape(len(solution))
-    out = (x < 0) | (x >= problem.n_strategies)
+    k = np.array([len(u.choices) for u in problem.units], dtype=np.int64)
+    out = (x < 0) | (x >= k)
     if out.any():
         i = int(np.argmax(out))
         raise IopddlError(
-            f"solution[{i}]: strategy {int(x[i])} out of range (node {i} has "
-            f"{int(problem.n_strategies[i])})"
+            f"solution[{i}]: strategy {int(x[i])} out of range (node {i} has {int(k[i])})"
         )
     return x
 
 
-def read_solution(path: str | os.PathLike[str], problem: PairwiseProblem) -> np.ndarray:
+def solution_indices(problem: PickProblem, assignment: Mapping[str, Choice]) -> list[int]:
+    """The contest's solution of a plan's ``assignment``: each unit's choice index, in the
+    problem's unit order (for any pick problem: the position of the choice in its unit)."""
+    return [u.choices.index(assignment[u.name]) for u in problem.units]
+
+
+def solution_assignment(problem: PickProblem, solution: Any) -> dict[str, Choice]:
+    """The assignment (unit name to choice) of a contest solution, checked first."""
+    x = check_solution(problem, solution).tolist()
+    return {u.name: u.choices[k] for u, k in zip(problem.units, x)}
+
+
+def read_solution(path: str | os.PathLike[str], problem: PickProblem) -> np.ndarray:
     """Read a contest solution file (a JSON list of strategy indices) checked against
     ``problem``."""
     try:
@@ -179,12 +120,12 @@ def read_solution(path: str | os.PathLike[str], problem: PairwiseProblem) -> np.
         raise IopddlError(f"{path}: {exc}") from None
 
 
-def solution_json(solution: np.ndarray) -> str:
+def solution_json(solution: Any) -> str:
     """The contest's solution format: one JSON list of strategy indices."""
     return json.dumps([int(s) for s in solution]) + "\n"
 
 
-def write_solution(path: str | os.PathLike[str], solution: np.ndarray) -> Path:
+def write_solution(path: str | os.PathLike[str], solution: Any) -> Path:
     """Write ``solution`` in the contest's format, atomically."""
     return atomic_write(path, solution_json(solution))
 
@@ -218,7 +159,7 @@ def _gunzip(raw: bytes, source: str, limit: int = MAX_INFLATED_BYTES) -> bytes:
     return gunzip(raw, source, limit, error=IopddlError)
 
 
-def load_iopddl(path: str | os.PathLike[str]) -> PairwiseProblem:
+def load_iopddl(path: str | os.PathLike[str]) -> PickProblem:
     """Read and check a contest problem from a ``.json`` or ``.json.gz`` file.
 
     Raises
@@ -237,13 +178,13 @@ def load_iopddl(path: str | os.PathLike[str]) -> PairwiseProblem:
     return problem_from_dict(data, source=str(path))
 
 
-def problem_from_dict(data: Any, source: str = "problem") -> PairwiseProblem:
-    """Build a checked :class:`PairwiseProblem` from the decoded contest JSON."""
+def problem_from_dict(data: Any, source: str = "problem") -> PickProblem:
+    """Build a checked :class:`PickProblem` from the decoded contest JSON."""
     where = f"{source}: problem"
     p = _field(data, "problem", source, dict)
     nodes = _field(p, "nodes", where, dict)
     edges = _field(p, "edges", where, dict)
-    name = p.get("name", "")
+    name = p.get("name", "")  # the problem's own name; the pick problem is named by its file
     if not isinstance(name, str):
         raise IopddlError(f"{where}.name: a string, not {type(name).__name__}")
 
@@ -275,10 +216,46 @@ def problem_from_dict(data: Any, source: str = "problem") -> PairwiseProblem:
     limit = p.get("usage_limit")
     if limit is not None and (type(limit) is not int or not 0 <= limit <= INT64_MAX):
         raise IopddlError(f"{where}.usage_limit: {limit!r} is not an integer in [0, 2^63)")
+    problem = _pick_problem(lens, costs, usages, interval, edge_nodes, elens, edge_cost, limit)
+    validate_problem(problem, source=source)
+    return problem
+
+
+def _pick_problem(lens, costs, usages, interval, edge_nodes, elens, edge_cost, limit):
+    """The pick problem of the checked contest arrays (a self-loop's diagonal joins the costs)."""
+    n = len(lens)
     offset = np.concatenate(([0], np.cumsum(lens))).astype(np.int64)
-    edge_offset = np.concatenate(([0], np.cumsum(elens))).astype(np.int64)
-    return PairwiseProblem(name, offset, costs, usages, interval, edge_nodes, edge_offset,
-                           edge_cost, limit)  # fmt: skip
+    cost = costs.copy()
+    eoff = np.concatenate(([0], np.cumsum(elens))).astype(np.int64)
+    loops = np.flatnonzero(edge_nodes[:, 0] == edge_nodes[:, 1]) if len(edge_nodes) else []
+    for e in loops:
+        u = int(edge_nodes[e, 0])
+        k = int(lens[u])
+        diagonal = edge_cost[eoff[e] : eoff[e + 1]][:: k + 1]
+        # Held at 2^63 - 1: a strategy whose loops sum beyond it is forbidden many times over.
+        own = cost[offset[u] : offset[u + 1]]
+        own += np.minimum(diagonal, INT64_MAX - own)
+    names = [str(i) for i in range(n)]
+    variants = [str(k) for k in range(int(lens.max(initial=0)))]
+    flat_cost, flat_use = cost.tolist(), usages.tolist()
+    units = []
+    for i, (start, end) in enumerate(interval.tolist()):
+        lo = int(offset[i])
+        choices = tuple(Choice(DEVICE, "FLOAT", flat_cost[lo + k], flat_use[lo + k], variants[k])
+                        for k in range(int(lens[i])))  # fmt: skip
+        units.append(Unit(names[i], choices, 0, (start, end)))
+    flat_edges = edge_cost.tolist()
+    pairs = []
+    for e, (u, v) in enumerate(edge_nodes.tolist()):
+        if u == v:
+            continue
+        lo, width = int(eoff[e]), int(lens[v])
+        rows = tuple(tuple(flat_edges[lo + r * width : lo + (r + 1) * width])
+                     for r in range(int(lens[u])))  # fmt: skip
+        pairs.append(Pairwise(names[u], names[v], rows))
+    return PickProblem(tuple(units), (), Link(0, 0), 0, host=DEVICE, boundaries=False,
+                       capacity={} if limit is None else {DEVICE: limit},
+                       pairwise=tuple(pairs))  # fmt: skip
 
 
 def _field(obj: Any, key: str, where: str, kind: type) -> Any:

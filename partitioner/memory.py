@@ -23,13 +23,14 @@ class Overflow:
 
     device: str
     step: int
-    unit: str
+    unit: str | None  # the unit run at that step (None when steps are the problem's own)
     nbytes: float
     capacity: float
 
     def __str__(self) -> str:
-        return (f"device {self.device} holds {self.nbytes:.0f} bytes at step {self.step} "
-                f"(unit {self.unit!r}), over its capacity of {self.capacity:.0f}")  # fmt: skip
+        at = f" (unit {self.unit!r})" if self.unit is not None else ""
+        return (f"device {self.device} holds {self.nbytes:.0f} bytes at step {self.step}"
+                f"{at}, over its capacity of {self.capacity:.0f}")  # fmt: skip
 
 
 def usage_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
@@ -46,14 +47,22 @@ def usage_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
     [[140.0, 140.0], [40.0, 40.0]]
     """
     chosen = _rows(index, chosen)
-    m, n_dev, n_steps = len(chosen), len(index.devices), max(index.n_units, 1)
+    m, n_dev, n_steps = len(chosen), len(index.devices), max(index.n_steps, index.n_units, 1)
     rows = np.arange(m)
     dev = index.choice_dev[chosen]
     resident = np.zeros((m, n_dev))
-    np.add.at(resident, (np.repeat(rows, index.n_units), dev.ravel()),
-              index.choice_memory[chosen].ravel())  # fmt: skip
-    n_tensors = len(index.src_unit)
     delta = np.zeros((m, n_dev, n_steps + 1))
+    if index.hold_start is None:  # every choice holds its memory for the whole run
+        np.add.at(resident, (np.repeat(rows, index.n_units), dev.ravel()),
+                  index.choice_memory[chosen].ravel())  # fmt: skip
+    else:  # over its unit's interval; an empty one (end <= start) holds nothing
+        held = index.hold_start < index.hold_end
+        unit_rows = np.repeat(rows, int(held.sum()))
+        nbytes = index.choice_memory[chosen[:, held]].ravel()
+        d = dev[:, held].ravel()
+        np.add.at(delta, (unit_rows, d, np.tile(index.hold_start[held], m)), nbytes)
+        np.add.at(delta, (unit_rows, d, np.tile(index.hold_end[held], m)), -nbytes)
+    n_tensors = len(index.src_unit)
     if n_tensors:
         # Where each tensor is: its source, its readers' devices, the host for an output.
         producer = np.where(index.src_unit >= 0, index.src_unit, index.n_units)
@@ -104,5 +113,7 @@ def first_overflow(index: ProblemIndex, chosen: np.ndarray) -> Overflow | None:
     if not over.any():
         return None
     s, d = (int(v) for v in np.argwhere(over.T)[0])
-    unit = index.unit_names[int(index.order[s])] if index.n_units else "-"
+    # A step is a unit's place in the order, unless the problem gives intervals of its own.
+    unit = index.unit_names[int(index.order[s])] if s < index.n_units else None
+    unit = None if index.hold_start is not None else unit
     return Overflow(index.devices[d], s, unit, float(usage[d, s]), float(index.capacity[d]))

@@ -64,8 +64,11 @@ class Breakdown:
 
     @property
     def total(self) -> float:
-        """compute + transfer + quant + pairwise."""
-        return math.fsum((self.compute, self.transfer, self.quant, self.pairwise))
+        """compute + transfer + quant + pairwise (an exact int when all four are ints)."""
+        parts = (self.compute, self.transfer, self.quant, self.pairwise)
+        if all(type(v) is int for v in parts):
+            return sum(parts)  # type: ignore[return-value]
+        return math.fsum(parts)
 
 
 @dataclass(frozen=True, slots=True, repr=False)
@@ -182,7 +185,7 @@ class Plan:
                 gap=None if data["gap"] is None else float(data["gap"]),
                 assignment={
                     name: Choice(str(c["device"]), str(c["type"]), float(c["cost"]),
-                                 float(c.get("memory", 0.0)))
+                                 float(c.get("memory", 0.0)), str(c.get("variant", "")))
                     for name, c in data["assignment"].items()
                 },
                 breakdown=Breakdown(**{k: float(v) for k, v in data["breakdown"].items()}),
@@ -206,7 +209,8 @@ class Plan:
             "gap": self.gap,
             "assignment": {
                 name: {"device": c.device, "type": c.type, "cost": c.cost,
-                       **({"memory": c.memory} if c.memory else {})}
+                       **({"memory": c.memory} if c.memory else {}),
+                       **({"variant": c.variant} if c.variant else {})}
                 for name, c in self.assignment.items()
             },  # fmt: skip
             "breakdown": {
@@ -230,7 +234,8 @@ def evaluate(problem: PickProblem, assignment: Mapping[str, Choice | tuple[str, 
     ----------
     problem : PickProblem
     assignment : Mapping
-        Unit name to a :class:`Choice` or a ``(device, type)`` pair; every unit must appear.
+        Unit name to a :class:`Choice`, or a ``(device, type)`` pair (``(device, type,
+        variant)`` for a choice with a variant); every unit must appear.
 
     Returns
     -------
@@ -255,8 +260,20 @@ def evaluate(problem: PickProblem, assignment: Mapping[str, Choice | tuple[str, 
 
 
 def evaluate_index(index: ProblemIndex, chosen: np.ndarray) -> Breakdown:
-    """:func:`evaluate` on flat arrays: ``chosen[u]`` is the global choice index of unit ``u``."""
-    terms = _objective_terms(index, np.asarray(chosen).reshape(1, -1))
+    """:func:`evaluate` on flat arrays: ``chosen[u]`` is the global choice index of unit ``u``.
+
+    A problem with integer costs and no tensors (an IOPDDL instance) is summed in Python
+    integers, exactly as the contest's evaluator does in 128 bits: its breakdown holds ints.
+    """
+    chosen = np.asarray(chosen, dtype=np.int64).reshape(-1)
+    if index.integral and index.choice_cost_int is not None and index.pair_cost_int is not None:
+        start = index.choice_start
+        i = chosen[index.pair_a] - start[index.pair_a]
+        j = chosen[index.pair_b] - start[index.pair_b]
+        entry = index.pair_offset + i * np.diff(start)[index.pair_b] + j
+        return Breakdown(sum(index.choice_cost_int[chosen].tolist()), 0, 0,  # type: ignore[arg-type]
+                         sum(index.pair_cost_int[entry].tolist()))  # fmt: skip
+    terms = _objective_terms(index, chosen.reshape(1, -1))
     return Breakdown(*(math.fsum(cost.tolist()) for _, cost in terms))
 
 
@@ -325,13 +342,14 @@ def choice_indices(
         if unit.name not in assignment:
             raise PlanError(f"unit {unit.name!r} has no choice in the plan")
         picked = assignment[unit.name]
-        key = (picked.device, picked.type) if isinstance(picked, Choice) else tuple(picked)
+        key = picked.key if isinstance(picked, Choice) else (*picked, "")[:3]
         for k, c in enumerate(unit.choices):
-            if (c.device, c.type) == key:
+            if c.key == key:
                 chosen[u] = index.choice_start[u] + k
                 break
         else:
-            raise PlanError(f"unit {unit.name!r}: {'/'.join(key)} is not one of its choices")
+            label = "/".join(key[:2]) + (f":{key[2]}" if key[2] else "")
+            raise PlanError(f"unit {unit.name!r}: {label} is not one of its choices")
     extra = set(assignment) - set(index.unit_names)
     if extra:
         raise PlanError(f"plan assigns unknown unit {min(extra)!r}")

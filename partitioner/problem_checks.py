@@ -7,6 +7,7 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+import networkx as nx
 import numpy as np
 
 from tacopt.partitioner.errors import ProblemError
@@ -115,9 +116,10 @@ def _check_bytes(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None
 
 
 def _check_pairwise(problem: PickProblem, fail: Callable[[str], NoReturn]) -> float:
-    """Check every pairwise matrix; return the sum of their largest entries."""
+    """Check every pairwise matrix; return the sum of their largest entries (forbidden ones,
+    :data:`MAX_TOTAL`, left out)."""
     sizes = {u.name: len(u.choices) for u in problem.units}
-    total = 0.0
+    lengths = []
     for i, pair in enumerate(problem.pairwise):
         where = f"pairwise[{i}] ({show(pair.a)}, {show(pair.b)})"
         for name in (pair.a, pair.b):
@@ -129,14 +131,22 @@ def _check_pairwise(problem: PickProblem, fail: Callable[[str], NoReturn]) -> fl
         if len(pair.cost) != rows or any(len(row) != cols for row in pair.cost):
             got = f"{len(pair.cost)} x {[len(row) for row in pair.cost][:4]}"
             fail(f"{where}: cost must be {rows} x {cols} (choices of a x choices of b), got {got}")
-        values = _float_array([v for row in pair.cost for v in row])
-        if values is None:
+        lengths.append(rows * cols)
+    # One array for all matrices (an IOPDDL instance holds millions of entries).
+    values = _float_array([v for p in problem.pairwise for row in p.cost for v in row])
+    if values is None:
+        for i, pair in enumerate(problem.pairwise):
+            where = f"pairwise[{i}] ({show(pair.a)}, {show(pair.b)})"
             for r, row in enumerate(pair.cost):
                 for c, value in enumerate(row):
                     _check_price(value, f"{where} cost[{r}][{c}]", fail)
-        else:
-            total += float(values.max(initial=0.0))
-    return total
+        return 0.0  # not reached: some entry failed
+    starts = np.cumsum([0, *lengths[:-1]], dtype=np.int64)
+    kept = np.where(values < MAX_TOTAL, values, 0.0)
+    nonempty = np.array(lengths, dtype=np.int64) > 0
+    if not nonempty.any():
+        return 0.0
+    return float(np.maximum.reduceat(kept, starts[nonempty]).sum())
 
 
 def _check_text(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None:
@@ -146,10 +156,17 @@ def _check_text(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None:
         fail(f"{what} {show(value)} holds a control character or a lone surrogate")
 
 
+#: The largest integer cost (an IOPDDL contest's int64); from :data:`MAX_TOTAL` on a cost is
+#: "forbidden": plans avoid it when they can, and totals leave it out.
+MAX_INT = 2**63 - 1
+
+
 def _check_price(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         fail(f"{what} must be a number, got {show(value)}")
     number: Any = value  # numbers.Real promises no comparison operators to mypy
+    if type(number) is int and MAX_TOTAL < number <= MAX_INT:
+        return  # "forbidden" (an IOPDDL contest's infinity): left out of every total
     if not 0 <= number <= MAX_TOTAL:  # False for NaN; exact for ints of any size
         fail(f"{what} must be finite, >= 0 and <= {MAX_TOTAL:g}, got {show(value)}")
 
@@ -164,6 +181,7 @@ def _check_units(units: Sequence[Unit], fail: Callable[[str], NoReturn]) -> np.n
     flat = [c for u in units for c in u.choices]
     devices = [c.device for c in flat]
     types = [c.type for c in flat]
+    variants = [c.variant for c in flat]
     counts = [len(u.choices) for u in units]
     costs = _float_array([c.cost for c in flat])
     memory = [c.memory for c in flat]
@@ -178,30 +196,44 @@ def _check_units(units: Sequence[Unit], fail: Callable[[str], NoReturn]) -> np.n
         and set(map(type, types)) <= {str}
         and set(types) <= ACTIVATION_FORMAT.keys()
         and "" not in set(devices)
-        and not BAD_TEXT.search("".join(names) + "".join(devices))
+        and set(map(type, variants)) <= {str}
+        and not BAD_TEXT.search("".join(names) + "".join(devices) + "".join(variants))
         and set(map(type, (u.initial for u in units))) <= {int}
         and all(0 <= u.initial < n for u, n in zip(units, counts))
-        and not _any_pair_twice(counts, devices, types)
+        and all(u.interval is None or _is_interval(u.interval) for u in units)
+        and not _any_pair_twice(counts, devices, types, variants)
     )
     if fine and costs is not None:
         if not units:
             return costs
-        return np.maximum.reduceat(costs, np.cumsum([0, *counts[:-1]]))
+        # A cost of MAX_TOTAL is "forbidden" (the contest's infinity): the totals leave it out.
+        return np.maximum.reduceat(np.where(costs < MAX_TOTAL, costs, 0.0),
+                                   np.cumsum([0, *counts[:-1]]))  # fmt: skip
     seen: set[str] = set()
     for unit in units:
         _check_unit(unit, seen, fail)
     fail("invalid units")  # not reached: _check_unit names the first culprit
 
 
-def _any_pair_twice(counts: list[int], devices: list[str], types: list[str]) -> bool:
-    """Whether some unit lists a (device, type) twice; choices are numbered unit by unit."""
+def _any_pair_twice(
+    counts: list[int], devices: list[str], types: list[str], variants: list[str]
+) -> bool:
+    """Whether some unit lists a (device, type, variant) twice; choices are numbered unit by
+    unit."""
     dev_code = {d: i for i, d in enumerate(dict.fromkeys(devices))}
     type_code = {t: i for i, t in enumerate(INFERENCE_TYPES)}
+    var_code = {v: i for i, v in enumerate(dict.fromkeys(variants))}
     owner = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
     dev = np.fromiter(map(dev_code.__getitem__, devices), np.int64, len(devices))
     kind = np.fromiter(map(type_code.__getitem__, types), np.int64, len(types))
-    keys = (owner * len(dev_code) + dev) * len(type_code) + kind
+    var = np.fromiter(map(var_code.__getitem__, variants), np.int64, len(variants))
+    keys = ((owner * len(dev_code) + dev) * len(type_code) + kind) * len(var_code) + var
     return len(np.unique(keys)) < len(keys)
+
+
+def _is_interval(value: Any) -> bool:
+    """A pair of step numbers (integers from 0 to 2**63 - 1)."""
+    return isinstance(value, tuple) and len(value) == 2 and all(map(_is_count, value))
 
 
 def _float_array(values: list[Any]) -> np.ndarray | None:
@@ -212,7 +244,10 @@ def _float_array(values: list[Any]) -> np.ndarray | None:
         array = np.array(values, dtype=np.float64)
     except OverflowError:  # an int beyond float64
         return None
-    return array if np.all((array >= 0) & (array <= MAX_TOTAL)) else None  # NaN fails
+    if not np.all((array >= 0) & (array <= 2.0**63)):  # NaN fails
+        return None
+    above = np.flatnonzero(array > MAX_TOTAL)  # only integers may be "forbidden"
+    return array if all(type(values[i]) is int for i in above.tolist()) else None
 
 
 def _check_unit(unit: Unit, seen: set[str], fail: Callable[[str], NoReturn]) -> None:
@@ -226,7 +261,7 @@ def _check_unit(unit: Unit, seen: set[str], fail: Callable[[str], NoReturn]) -> 
     seen.add(unit.name)
     if not unit.choices:
         fail(f"{where}: no choices")
-    pairs: set[tuple[str, str]] = set()
+    pairs: set[tuple[str, str, str]] = set()
     for k, c in enumerate(unit.choices):
         if not isinstance(c.device, str) or not isinstance(c.type, str):
             fail(f"{where} choices[{k}]: device and type must be strings")
@@ -234,16 +269,21 @@ def _check_unit(unit: Unit, seen: set[str], fail: Callable[[str], NoReturn]) -> 
         if c.type not in ACTIVATION_FORMAT:
             known = ", ".join(INFERENCE_TYPES)
             fail(f"{where} choices[{k}]: unknown inference type {show(c.type)}; known: {known}")
+        if not isinstance(c.variant, str) or BAD_TEXT.search(c.variant):
+            fail(f"{where} choices[{k}]: variant must be a string without control characters")
         label = f"{where} choice {c.label}"
-        if (c.device, c.type) in pairs:
+        if c.key in pairs:
             fail(f"{label}: listed twice")
-        pairs.add((c.device, c.type))
+        pairs.add(c.key)
         _check_price(c.cost, f"{label} cost", fail)
         _check_bytes(c.memory, f"{label} memory", fail)
     if isinstance(unit.initial, bool) or not isinstance(unit.initial, int):
         fail(f"{where}: initial choice must be an index, got {show(unit.initial)}")
     if not 0 <= unit.initial < len(unit.choices):
         fail(f"{where}: initial choice {unit.initial} out of range")
+    if unit.interval is not None and not _is_interval(unit.interval):
+        fail(f"{where}: interval must be [start, end], steps from 0 to 2**63 - 1, got "
+             f"{show(unit.interval)}")  # fmt: skip
 
 
 def _check_tensors(
@@ -349,31 +389,17 @@ def _check_totals(problem: PickProblem, compute: float, fail: Callable[[str], No
 
 
 def topological_order(problem: PickProblem, fail: Callable[[str], NoReturn]) -> list[int]:
-    """Unit indices in an order where producers come first (Kahn's algorithm, LIFO ready list).
+    """Unit indices in an order where producers come first (networkx's topological sort).
 
     Deterministic: the order depends only on the order of units and tensors in the problem.
     """
     pos = {u.name: i for i, u in enumerate(problem.units)}
-    succ: list[list[int]] = [[] for _ in problem.units]
-    indegree = [0] * len(problem.units)
-    for t in problem.tensors:
-        if t.producer is None:
-            continue
-        p = pos[t.producer]
-        for v in dict.fromkeys(t.consumers):
-            succ[p].append(pos[v])
-            indegree[pos[v]] += 1
-    ready = [i for i in range(len(indegree)) if indegree[i] == 0]
-    order: list[int] = []
-    while ready:
-        # LIFO: a chain is followed to its end before a sibling starts; O(1) per step.
-        k = ready.pop()
-        order.append(k)
-        for j in succ[k]:
-            indegree[j] -= 1
-            if indegree[j] == 0:
-                ready.append(j)
-    if len(order) < len(problem.units):
-        stuck = min(i for i in range(len(indegree)) if indegree[i] > 0)
+    G = nx.DiGraph()
+    G.add_nodes_from(range(len(problem.units)))
+    G.add_edges_from((pos[t.producer], pos[v]) for t in problem.tensors
+                     if t.producer is not None for v in t.consumers)  # fmt: skip
+    try:
+        return list(nx.topological_sort(G))
+    except nx.NetworkXUnfeasible:
+        stuck = min(u for u, _ in nx.find_cycle(G))
         fail(f"cycle among units through unit {show(problem.units[stuck].name)}")
-    return order

@@ -65,6 +65,19 @@ class ProblemIndex:
     pair_b: np.ndarray
     pair_offset: np.ndarray
     pair_cost: np.ndarray  # flat
+    # Memory intervals: unit u holds its choice's memory on steps [hold_start[u], hold_end[u]).
+    hold_start: np.ndarray | None = None  # None: every unit holds it for the whole run
+    hold_end: np.ndarray | None = None
+    n_steps: int = 0  # steps memory is counted at: max(n_units, the last interval's end)
+    # Exact integer costs (int64) when every choice cost and pairwise entry is an int and no
+    # tensor can cost anything (IOPDDL instances): evaluate then sums them exactly.
+    choice_cost_int: np.ndarray | None = None
+    pair_cost_int: np.ndarray | None = None
+
+    @property
+    def integral(self) -> bool:
+        """Whether the objective is summed exactly in integers."""
+        return self.choice_cost_int is not None
 
     @property
     def has_memory(self) -> bool:
@@ -159,9 +172,18 @@ def index_problem(problem: PickProblem) -> ProblemIndex:
     pair_b = np.array([pos[p.b] for p in problem.pairwise], np.int64)
     sizes = [len(p.cost) * (len(p.cost[0]) if p.cost else 0) for p in problem.pairwise]
     pair_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    pair_cost = np.array(
-        [v for p in problem.pairwise for row in p.cost for v in row], dtype=np.float64
-    )
+    flat_pairs = [v for p in problem.pairwise for row in p.cost for v in row]
+    pair_cost = np.array(flat_pairs, dtype=np.float64)
+    costs = [c.cost for c in flat]
+    integral = not kept and set(map(type, costs)) <= {int} and set(map(type, flat_pairs)) <= {int}
+    hold_start = hold_end = None
+    n_steps = len(units)
+    if any(u.interval is not None for u in units):
+        whole = (0, -1)  # the end is filled in once the last step is known
+        spans = np.array([u.interval or whole for u in units], dtype=np.int64).reshape(-1, 2)
+        n_steps = max(n_steps, int(spans[:, 1].max(initial=0)))
+        hold_start, hold_end = spans[:, 0].copy(), np.where(spans[:, 1] < 0, n_steps, spans[:, 1])
+        hold_end = np.where(np.array([u.interval is None for u in units]), n_steps, hold_end)
 
     return ProblemIndex(
         unit_names=tuple(u.name for u in units),
@@ -197,6 +219,11 @@ def index_problem(problem: PickProblem) -> ProblemIndex:
         pair_b=pair_b,
         pair_offset=pair_offset,
         pair_cost=pair_cost,
+        hold_start=hold_start,
+        hold_end=hold_end,
+        n_steps=n_steps,
+        choice_cost_int=np.array(costs, dtype=np.int64) if integral else None,
+        pair_cost_int=np.array(flat_pairs, dtype=np.int64) if integral else None,
     )
 
 

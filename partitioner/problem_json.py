@@ -31,8 +31,8 @@ _FIELDS = {
     "transfer": ("per_byte", "fixed"),
     "quant": ("per_element",),
     "link": ("from", "to", "per_byte", "fixed"),
-    "unit": ("name", "initial", "choices"),
-    "choice": ("device", "type", "cost", "memory"),
+    "unit": ("name", "initial", "interval", "choices"),
+    "choice": ("device", "type", "cost", "memory", "variant"),
     "pairwise": ("a", "b", "cost"),
     "tensor": ("name", "producer", "consumers", "shape", "dtype", "output"),
 }  # fmt: skip
@@ -168,25 +168,30 @@ def _unit_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> Unit:
     choices = []
     for k, c in enumerate(raw):
         # The common case in one comparison: an object with exactly the three fields (and
-        # maybe a memory).
+        # maybe a memory and a variant).
         if (
             not isinstance(c, dict)
-            or len(c) - ("memory" in c) != 3
+            or len(c) - ("memory" in c) - ("variant" in c) != 3
             or not _CHOICE_FIELDS.issuperset(c)
         ):
             _object(c, "choice", f"{where} choices[{k}]", fail)
             fail(f"{where} choices[{k}]: needs 'device', 'type' and 'cost'")
-        device, kind = c["device"], c["type"]
-        if type(device) is not str or type(kind) is not str:
-            fail(f"{where} choices[{k}]: 'device' and 'type' must be strings")
-        choices.append(Choice(device, kind, c["cost"], c.get("memory", 0.0)))
+        device, kind, variant = c["device"], c["type"], c.get("variant", "")
+        if type(device) is not str or type(kind) is not str or type(variant) is not str:
+            fail(f"{where} choices[{k}]: 'device', 'type' and 'variant' must be strings")
+        choices.append(Choice(device, kind, c["cost"], c.get("memory", 0.0), variant))
+    interval = item.get("interval")
+    if interval is not None:
+        if not isinstance(interval, list) or len(interval) != 2:
+            fail(f"{where}: 'interval' must be [start, end] (steps), got {show(interval)}")
+        interval = tuple(interval)
     initial = item.get("initial")
     if initial is None:
-        return Unit(name, tuple(choices))
+        return Unit(name, tuple(choices), interval=interval)
     labels = [c.label for c in choices]
     if initial not in labels:
         fail(f"{where}: initial {show(initial)} is not one of its choices {show(labels)}")
-    return Unit(name, tuple(choices), labels.index(initial))
+    return Unit(name, tuple(choices), labels.index(initial), interval)
 
 
 def _tensor_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> TensorEdge:
@@ -248,6 +253,7 @@ def problem_to_dict(problem: PickProblem) -> dict[str, Any]:
         {
             "name": u.name,
             "initial": u.choices[u.initial].label if u.choices else None,
+            **({"interval": list(u.interval)} if u.interval is not None else {}),
             "choices": [_choice_dict(c) for c in u.choices],
         }
         for u in problem.units
@@ -272,4 +278,5 @@ def problem_to_dict(problem: PickProblem) -> dict[str, Any]:
 
 def _choice_dict(c: Choice) -> dict[str, Any]:
     out = {"device": c.device, "type": c.type, "cost": c.cost}
-    return {**out, "memory": c.memory} if c.memory else out
+    out |= {"memory": c.memory} if c.memory else {}
+    return out | ({"variant": c.variant} if c.variant else {})

@@ -56,28 +56,47 @@ class Named:
 class Choice:
     """One way to run a unit: on ``device`` as inference ``type``, at ``cost``.
 
-    ``memory`` is the bytes the choice holds on its device for the whole run (its weights, in
-    the choice's own types); it counts against the device's capacity.
+    ``memory`` is the bytes the choice holds on its device while its unit is resident (the
+    whole run, or the unit's ``interval``); it counts against the device's capacity.
+    ``variant`` tells apart several choices of one unit on the same device and type (an IOPDDL
+    contest node's strategies, a second view of the same subgraph); usually empty.
     """
 
     device: str
     type: str
     cost: float
     memory: float = 0.0
+    variant: str = ""
 
     @property
     def label(self) -> str:
-        """``DEVICE/TYPE``, the name used for ``initial`` in problem files."""
-        return f"{self.device}/{self.type}"
+        """``DEVICE/TYPE`` (``DEVICE/TYPE:VARIANT`` with a variant), as ``initial`` names it.
+
+        >>> Choice("mesh", "FLOAT", 3, variant="2").label
+        'mesh/FLOAT:2'
+        """
+        head = f"{self.device}/{self.type}"
+        return f"{head}:{self.variant}" if self.variant else head
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """``(device, type, variant)``: what tells a unit's choices apart."""
+        return (self.device, self.type, self.variant)
 
 
 @dataclass(frozen=True, slots=True)
 class Unit:
-    """A subgraph to place, with its alternatives; ``initial`` indexes the plan TAC starts from."""
+    """A subgraph to place, with its alternatives; ``initial`` indexes the plan TAC starts from.
+
+    ``interval`` is the half-open range of steps ``(start, end)`` during which the chosen
+    choice's ``memory`` is held (an IOPDDL node's live range; ``end <= start`` holds nothing);
+    None holds it for the whole run.
+    """
 
     name: str
     choices: tuple[Choice, ...]
     initial: int = 0
+    interval: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,11 @@
 """The IOPDDL contest instances: every picker on a folder of ``.json`` / ``.json.gz`` problems.
 
-Each instance runs with the contest's time limit (A 60 s, B 60 s, G 120 s, M 180 s, S 240 s;
-60 s for others) unless one is given; the time to read the file comes off it. Every solution
-is checked by the contest's rules (:func:`tacopt.partitioner.iopddl.evaluate`); the table
-gives the score, the bound, the gap, the status, the time and the ratio to the best score
-known from the contest and to XLA's.
+Each instance reads into the pick problem (:mod:`tacopt.partitioner.iopddl`) and runs every
+picker with the contest's time limit (A 60 s, B 60 s, G 120 s, M 180 s, S 240 s; 60 s for
+others) unless one is given; the time to read the file comes off it. Every plan is checked by
+:func:`tacopt.partitioner.plan.validate_plan` (the contest's rules: exact integer cost, usage
+within the limit at every step); the table gives the score, the bound, the gap, the status,
+the time and the ratio to the best score known from the contest and to XLA's.
 
 Run it under the timing lock (the figures are times)::
 
@@ -25,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.io import atomic_write, check_output_folder
-from tacopt.partitioner.cli_contest import contest_time_limit
-from tacopt.partitioner.iopddl import IopddlError, evaluate, load_iopddl
-from tacopt.partitioner.pickers.pairwise_solver import METHODS, solve_pairwise
+from tacopt.partitioner.cli_pick import contest_time_limit
+from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.iopddl import IopddlError, load_iopddl
+from tacopt.partitioner.pickers import get_picker, pick, picker_options
+from tacopt.partitioner.plan import NoPlanError, validate_plan
 
 #: Lowest valid score of the contest's final results, and XLA's (the contest's XLA row).
 BEST_KNOWN = {"A": 6_548_641_531, "B": 532_843, "G": 217_039, "M": 49_928_460_991,
@@ -64,34 +67,43 @@ def run_iopddl_bench(
     ``time_limit`` (seconds) applies to every instance; None takes the contest's per instance.
     """
     for name in pickers:
-        if name not in METHODS:
-            raise IopddlError(f"unknown picker {name!r} for contest problems; known: "
-                              f"{', '.join(METHODS)}")  # fmt: skip
+        get_picker(name)  # an unknown name fails before any instance is read
     out = check_output_folder(out_dir, what="--out") if out_dir is not None else None
     records: list[dict[str, Any]] = []
     for path in instances(folder):
         t0 = time.monotonic()
         problem = load_iopddl(path)
         load_s = time.monotonic() - t0
-        limit = time_limit or contest_time_limit(problem.name, path)
+        limit = time_limit or contest_time_limit(path)
         for name in pickers:
             # the contest's limit covers the whole run: reading the file comes off it
-            result = solve_pairwise(problem, name, max(limit - load_s, 1.0), seed=seed)
-            if result.solution is not None:  # the contest's rules, once more, independently
-                ev = evaluate(problem, result.solution)
-                if not ev.fits or ev.cost != result.cost:
-                    raise RuntimeError(f"{path.name}: {name}: solver and evaluator disagree")
-            rec = result.to_dict()
-            rec.pop("solution")
-            letter = _letter(problem.name) or _letter(path.name)
+            options: dict[str, Any] = {}
+            if {"time_limit_s", "*"} & picker_options(name):
+                options["time_limit_s"] = max(limit - load_s, 1.0)
+            if {"seed", "*"} & picker_options(name):
+                options["seed"] = seed
+            started = time.monotonic()
+            try:
+                plan = pick(problem, name, **options)
+                validate_plan(problem, plan)  # the contest's rules, once more, independently
+                rec: dict[str, Any] = {"picker": name, "status": plan.status,
+                                       "objective": plan.objective, "bound": plan.bound,
+                                       "gap": plan.gap, "seconds": round(plan.seconds, 3),
+                                       "params": dict(plan.params)}  # fmt: skip
+            except (NoPlanError, PickerError) as exc:
+                rec = {"picker": name, "status": getattr(exc, "status", "ERROR"),
+                       "objective": None, "bound": None, "gap": None,
+                       "seconds": round(time.monotonic() - started, 3), "reason": str(exc)}
+            letter = _letter(path.name)
             best, xla = BEST_KNOWN.get(letter or ""), XLA.get(letter or "")
+            cost = rec["objective"]
             rec.update(
-                instance=problem.name or path.name, file=path.name, nodes=problem.n_nodes,
-                edges=problem.n_edges, load_s=round(load_s, 3), time_limit_s=limit,
-                total_s=round(load_s + result.seconds, 3),
+                instance=path.name.removesuffix(".gz").removesuffix(".json"), file=path.name,
+                nodes=len(problem.units), edges=len(problem.pairwise), load_s=round(load_s, 3),
+                time_limit_s=limit, total_s=round(load_s + rec["seconds"], 3),
                 best_known=best, xla=xla,
-                ratio_best=None if best is None or result.cost is None else result.cost / best,
-                ratio_xla=None if xla is None or result.cost is None else result.cost / xla,
+                ratio_best=None if best is None or cost is None else cost / best,
+                ratio_xla=None if xla is None or cost is None else cost / xla,
                 peak_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
                 loadavg=os.getloadavg()[0],
             )  # fmt: skip
@@ -144,7 +156,7 @@ def report(records: Sequence[dict[str, Any]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", help="folder of contest problems (.json, .json.gz)")
-    parser.add_argument("--pickers", default="exact", help="comma-separated: exact,greedy")
+    parser.add_argument("--pickers", default="exact", help="comma-separated: exact,greedy,...")
     parser.add_argument("--time-limit", type=float, help="seconds per instance (default: contest)")
     parser.add_argument("--out", help="write results.jsonl and report.md here")
     parser.add_argument("--seed", type=int, default=0)
@@ -152,7 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         run_iopddl_bench(args.folder, tuple(args.pickers.split(",")), args.time_limit, args.out,
                          seed=args.seed)  # fmt: skip
-    except IopddlError as exc:
+    except (IopddlError, PickerError) as exc:
         print(f"bench_iopddl: error: {exc}", file=sys.stderr)
         return 2
     return 0

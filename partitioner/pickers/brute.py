@@ -10,7 +10,13 @@ import numpy as np
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.pickers.registry import register_picker
-from tacopt.partitioner.plan import NoPlanError, Plan, evaluate_batch, plan_from_choices
+from tacopt.partitioner.plan import (
+    NoPlanError,
+    Plan,
+    evaluate_batch,
+    evaluate_index,
+    plan_from_choices,
+)
 from tacopt.partitioner.problem import PickProblem, index_problem
 
 MAX_UNITS = 12
@@ -51,13 +57,20 @@ def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Pla
     total = math.prod(radix)
     index = index_problem(problem)
     best_value, best_row = math.inf, index.initial
+    best_exact: float | None = None
     for begin in range(0, total, _CHUNK):
         chosen = _assignments(index.choice_start, radix, begin, min(total, begin + _CHUNK))
         values = evaluate_batch(index, chosen)
         if index.has_memory:
             values[~fits_batch(index, chosen)] = math.inf
         i = int(np.argmin(values))
-        if values[i] < best_value:
+        if index.integral and np.isfinite(values[i]):  # floats tie where integers differ
+            ties = np.flatnonzero(values <= values[i] * (1 + 1e-12)).tolist()
+            exact = [evaluate_index(index, chosen[t]).total for t in ties]
+            i = ties[int(np.argmin(exact))]
+            if best_exact is None or min(exact) < best_exact:
+                best_exact, best_value, best_row = min(exact), float(values[i]), chosen[i]
+        elif values[i] < best_value:
             best_value, best_row = float(values[i]), chosen[i]
     if best_value == math.inf and total:
         raise NoPlanError("brute picker: no assignment fits the capacities", "INFEASIBLE")

@@ -21,6 +21,7 @@ import numpy as np
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.pickers.decompose import certify
+from tacopt.partitioner.pickers.engine import solve_pairwise
 from tacopt.partitioner.pickers.formulation import build_model
 from tacopt.partitioner.pickers.greedy import greedy_choices
 from tacopt.partitioner.pickers.mip import (
@@ -32,6 +33,7 @@ from tacopt.partitioner.pickers.mip import (
     solver_parameters,
     warm_start,
 )
+from tacopt.partitioner.pickers.reduce import FORBIDDEN, pairwise_scope
 from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import NoPlanError, Plan, evaluate_index, plan_from_choices
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
@@ -143,6 +145,10 @@ def pick_exact(
             problem, index, np.zeros(0, np.int64), picker="exact", status="OPTIMAL",
             started=started, params=params,
         )  # fmt: skip
+    if backend is None and method == "decompose" and pairwise_scope(index) is None:
+        # Choice costs and pairwise matrices only (an IOPDDL instance): the staged engine.
+        params.update(backend="highs", method="engine")
+        return _pick_pairwise(problem, index, started, time_limit_s, seed, params)
     model = build_model(index)
 
     # HiGHS first tries to prove the LP's plan region by region (decompose.py); only if
@@ -229,6 +235,42 @@ def pick_exact(
         started=started,
         params=params,
     )
+
+
+def _pick_pairwise(
+    problem: PickProblem,
+    index: ProblemIndex,
+    started: float,
+    time_limit_s: float,
+    seed: int,
+    params: dict[str, Any],
+) -> Plan:
+    """The engine (:mod:`.engine`) on a problem in pairwise form, as a checked plan."""
+    # Room to check the plan and return it within the limit.
+    left = time_limit_s - (time.perf_counter() - started)
+    deadline = time.monotonic() + left - max(0.3, 0.03 * time_limit_s)
+    result = solve_pairwise(index, deadline=deadline, seed=seed)
+    params.update(result.info)
+    if result.chosen is None:
+        if result.infeasible:
+            raise NoPlanError(f"exact picker: no plan fits the capacities: {result.reason}",
+                              "INFEASIBLE")  # fmt: skip
+        raise NoPlanError(f"exact picker: {result.reason} ({time_limit_s:g} s)")
+    if not fits_batch(index, result.chosen)[0]:  # the search keeps the limit: never returned
+        raise PickerError("exact picker: internal error, a plan over a capacity")
+    objective = evaluate_index(index, result.chosen).total
+    bound = result.bound
+    proven = result.proven and objective < FORBIDDEN
+    # Integer costs: a bound within 1 of the objective proves it (compared as integers).
+    closed = (index.integral and bound is not None and math.isfinite(bound)
+              and objective - math.ceil(bound - 1e-6) < 1)  # fmt: skip
+    optimal = proven or closed
+    return plan_from_choices(
+        problem, index, result.chosen, picker="exact",
+        status="OPTIMAL" if optimal else "FEASIBLE",
+        bound=None if optimal or bound is None else max(min(bound, objective), 0.0),
+        started=started, params=params,
+    )  # fmt: skip
 
 
 def _total(index: ProblemIndex, chosen: np.ndarray | None) -> float:

@@ -160,16 +160,17 @@ class _Memory:
     def __init__(self, index: ProblemIndex, inputs: list[list[int]], outputs: list[list[int]]):
         self.index = index
         self.inputs, self.outputs = inputs, outputs
-        self.n_dev = len(index.devices)
-        self.usage = np.zeros((self.n_dev, max(index.n_units, 1)))
+        self.n_steps = max(index.n_steps, index.n_units, 1)
+        self.usage = np.zeros((len(index.devices), self.n_steps))
         self.on: set[tuple[int, int]] = set()  # (tensor, device) pairs already counted
         for t in np.flatnonzero(index.src_unit < 0).tolist():  # graph inputs: on the host
-            self._add(t, index.host_dev, self.usage)
+            for d, lo, hi, nbytes in self._tensor(t, index.host_dev):
+                self.usage[d, lo:hi] += nbytes
             self.on.add((t, index.host_dev))
 
-    def _add(self, t: int, d: int, usage: np.ndarray) -> None:
+    def _tensor(self, t: int, d: int) -> list[tuple[int, int, int, float]]:
         ix = self.index
-        usage[d, ix.live_start[t] : ix.live_end[t] + 1] += ix.nbytes[t]
+        return [(d, int(ix.live_start[t]), int(ix.live_end[t]) + 1, float(ix.nbytes[t]))]
 
     def _footprint(self, u: int, k: int) -> list[tuple[int, int]]:
         """The (tensor, device) pairs choice ``k`` of ``u`` adds."""
@@ -180,20 +181,36 @@ class _Memory:
         new += [(t, ix.host_dev) for t in self.outputs[u] if ix.to_host[t] and d != ix.host_dev]
         return list(dict.fromkeys(new))
 
-    def fits(self, u: int, k: int) -> bool:
+    def _spans(self, u: int, k: int) -> list[tuple[int, int, int, float]]:
+        """(device, first step, end step, bytes) of everything choice ``k`` of ``u`` adds."""
         ix = self.index
-        trial = self.usage.copy()
-        trial[ix.choice_dev[k]] += ix.choice_memory[k]
+        if ix.hold_start is not None and ix.hold_end is not None:
+            lo, hi = int(ix.hold_start[u]), int(ix.hold_end[u])
+        else:
+            lo, hi = 0, self.n_steps
+        spans = [(int(ix.choice_dev[k]), lo, hi, float(ix.choice_memory[k]))] if lo < hi else []
         for t, d in self._footprint(u, k):
-            self._add(t, d, trial)
-        return bool(np.all(trial.max(axis=1) <= ix.capacity))
+            spans += self._tensor(t, d)
+        return spans
+
+    def fits(self, u: int, k: int) -> bool:
+        by_device: dict[int, list[tuple[int, int, int, float]]] = {}
+        for span in self._spans(u, k):
+            if np.isfinite(self.index.capacity[span[0]]) and span[3]:
+                by_device.setdefault(span[0], []).append(span)
+        for d, spans in by_device.items():  # only the steps the choice touches
+            lo, hi = min(s[1] for s in spans), max(s[2] for s in spans)
+            trial = self.usage[d, lo:hi].copy()
+            for _, a, b, nbytes in spans:
+                trial[a - lo : b - lo] += nbytes
+            if trial.max(initial=0.0) > self.index.capacity[d]:
+                return False
+        return True
 
     def place(self, u: int, k: int) -> None:
-        ix = self.index
-        self.usage[ix.choice_dev[k]] += ix.choice_memory[k]
-        for t, d in self._footprint(u, k):
-            self._add(t, d, self.usage)
-            self.on.add((t, d))
+        for d, lo, hi, nbytes in self._spans(u, k):
+            self.usage[d, lo:hi] += nbytes
+        self.on.update(self._footprint(u, k))
 
 
 def _group(keys: np.ndarray, values: np.ndarray, n: int) -> list[list[int]]:

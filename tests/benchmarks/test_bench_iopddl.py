@@ -37,7 +37,7 @@ def test_bench_runs_the_pickers_on_contest_problems(contest_dir: Path, tmp_path:
     ("extra", "message"),
     [
         (["bundled"], "run on their own"),
-        (["--pickers", "tac"], "unknown picker 'tac' for contest problems"),
+        (["--pickers", "nosuch"], "unknown picker 'nosuch'"),
         (["--time-limit", "0"], "--time-limit must be"),
     ],
 )

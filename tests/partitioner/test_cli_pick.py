@@ -51,7 +51,8 @@ def test_options_reach_the_exact_picker(problem_file: Path, capsys) -> None:
     argv = ["pick", str(problem_file), "--backend", "scip", "--time-limit", "5", "--json"]
     assert main(argv) == 0
     params = json.loads(capsys.readouterr().out)["params"]
-    assert params["backend"] == "scip" and params["time_limit_s"] == 5.0
+    # the limit counts from the process's start: at most 3 s of startup come off it
+    assert params["backend"] == "scip" and 1.5 <= params["time_limit_s"] <= 5.0
 
 
 def test_the_method_reaches_the_exact_picker(problem_file: Path, capsys) -> None:

@@ -1,4 +1,5 @@
-"""IOPDDL contest problems: reading, the contest's evaluator, the solver and ``tacopt pick``.
+"""IOPDDL contest problems read into the pick problem: reading, ``evaluate`` against the
+contest's evaluator, every picker on them and ``tacopt pick``.
 
 The big contest instances are never run here (benchmarks/scripts/bench_iopddl.py does); the
 contest's own example and tiny random problems are.
@@ -20,12 +21,34 @@ from tacopt.partitioner.cli import main
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.iopddl import (
     IopddlError,
-    evaluate,
     load_iopddl,
     problem_from_dict,
     read_solution,
+    solution_assignment,
+    solution_indices,
 )
-from tacopt.partitioner.pickers.pairwise_solver import solve_pairwise
+from tacopt.partitioner.memory import fits_batch
+from tacopt.partitioner.pickers import pick
+from tacopt.partitioner.plan import NoPlanError, evaluate, validate_plan
+from tacopt.partitioner.problem import index_problem
+
+
+def contest_cost(problem, solution: list[int]) -> tuple[int, bool]:
+    """``evaluate``'s exact cost of a contest solution, and whether it fits the limit."""
+    assignment = solution_assignment(problem, solution)
+    index = index_problem(problem)
+    chosen = index.choice_start[:-1] + np.array(solution, dtype=np.int64)
+    return evaluate(problem, assignment).total, bool(fits_batch(index, chosen)[0])
+
+
+def solve(problem, picker: str, **options):
+    """``pick`` and the plan checked; None when the picker says no plan fits."""
+    try:
+        plan = pick(problem, picker, **options)
+    except NoPlanError as exc:
+        return exc.status
+    validate_plan(problem, plan)
+    return plan
 
 #: The contest's example (google/iopddl example.json): optimum 445 with [0, 0, 2, 1, 0].
 EXAMPLE = {"problem": {
@@ -91,12 +114,12 @@ def tiny_problems(draw: st.DrawFn) -> dict:
 
 def test_the_contest_example_is_solved_to_445() -> None:
     problem = problem_from_dict(EXAMPLE)
-    for method in ("exact", "brute"):
-        result = solve_pairwise(problem, method, time_limit_s=20)
-        assert (result.status, result.cost) == ("OPTIMAL", 445)
-        assert result.solution.tolist() == [0, 0, 2, 1, 0]
-    assert evaluate(problem, [0, 0, 2, 1, 0]).fits
-    assert not evaluate(problem, [0, 1, 1, 0, 0]).fits  # 10 + 25 + 20 = 55 > 50 at step 50
+    for picker in ("exact", "brute"):
+        plan = solve(problem, picker, **({"time_limit_s": 20} if picker == "exact" else {}))
+        assert (plan.status, plan.objective) == ("OPTIMAL", 445)
+        assert solution_indices(problem, plan.assignment) == [0, 0, 2, 1, 0]
+    assert contest_cost(problem, [0, 0, 2, 1, 0]) == (445, True)
+    assert not contest_cost(problem, [0, 1, 1, 0, 0])[1]  # 10 + 25 + 20 = 55 > 50 at step 50
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -105,12 +128,13 @@ def test_evaluate_agrees_with_the_contest_evaluator(data: dict, seed: int) -> No
     problem = problem_from_dict(data)
     rng = np.random.default_rng(seed)
     for _ in range(5):
-        x = [int(rng.integers(s)) for s in problem.n_strategies]
+        x = [int(rng.integers(len(u.choices))) for u in problem.units]
         expected = contest_evaluate(data, x)
-        got = evaluate(problem, x)
-        assert got.fits == (expected is not None)
+        cost, fits = contest_cost(problem, x)
+        assert fits == (expected is not None)
+        assert type(cost) is int  # summed exactly, as the contest does
         if expected is not None:
-            assert got.cost == expected
+            assert cost == expected
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -121,24 +145,29 @@ def test_evaluate_agrees_with_the_contest_evaluator(data: dict, seed: int) -> No
     "edges": {"nodes": [[0, 1]], "costs": [[10**18, 0, 10**18]]}}})  # fmt: skip
 def test_exact_equals_brute_on_tiny_problems(data: dict) -> None:
     problem = problem_from_dict(data)
-    brute = solve_pairwise(problem, "brute")
-    exact = solve_pairwise(problem, "exact", time_limit_s=20)
-    greedy = solve_pairwise(problem, "greedy", time_limit_s=5)
-    if brute.status == "INFEASIBLE":
-        assert exact.status == "INFEASIBLE" and exact.solution is None
+    brute = solve(problem, "brute")
+    exact = solve(problem, "exact", time_limit_s=20)
+    if brute == "INFEASIBLE":
+        assert exact == "INFEASIBLE"
         return
-    # at 10^18 or more (a forbidden entry) the solver may not prove optimality
-    assert exact.status == "OPTIMAL" or exact.cost >= 10**18
-    assert exact.cost == brute.cost == contest_evaluate(data, exact.solution.tolist())
-    if greedy.solution is not None:  # greedy may find none; it never returns one that breaks
-        assert contest_evaluate(data, greedy.solution.tolist()) == greedy.cost >= exact.cost
+    solution = solution_indices(problem, exact.assignment)
+    assert exact.objective == contest_evaluate(data, solution) >= brute.objective
+    if brute.objective < 10**18:
+        assert exact.status == "OPTIMAL" and exact.objective == brute.objective
+    # else every plan holds a forbidden entry (10^18, the contest's infinity): exact finds one
+    # with the fewest, and says FEASIBLE unless it proves more
+    for other in ("greedy", "first-fit", "tac"):  # may find none; never one that breaks
+        plan = solve(problem, other)
+        if not isinstance(plan, str):
+            assert contest_evaluate(data, solution_indices(problem, plan.assignment)) \
+                == plan.objective >= exact.objective  # fmt: skip
 
 
 def test_brute_refuses_a_big_problem() -> None:
     nodes = {"intervals": [[0, 1]] * 20, "costs": [[1, 2, 3]] * 20, "usages": [[1, 1, 1]] * 20}
     data = {"problem": {"nodes": nodes, "edges": {"nodes": [], "costs": []}}}
-    with pytest.raises(PickerError, match="out of scope"):
-        solve_pairwise(problem_from_dict(data), "brute")
+    with pytest.raises(PickerError, match="at most 12 units"):
+        pick(problem_from_dict(data), "brute")
 
 
 def test_gzip_files_load_and_solutions_round_trip(tmp_path: Path, capsys) -> None:
@@ -148,7 +177,7 @@ def test_gzip_files_load_and_solutions_round_trip(tmp_path: Path, capsys) -> Non
     assert main(["pick", str(gz), "--solution", str(out), "--time-limit", "20", "--json"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert (record["status"], record["objective"], record["bound"]) == ("OPTIMAL", 445, 445)
-    assert record["solution"] == [0, 0, 2, 1, 0] and record["gap"] == 0
+    assert record["gap"] == 0
     assert json.loads(out.read_text()) == [0, 0, 2, 1, 0]
     assert read_solution(out, load_iopddl(gz)).tolist() == [0, 0, 2, 1, 0]
 
@@ -209,13 +238,11 @@ def test_nan_is_refused(tmp_path: Path, capsys) -> None:
     assert "usages[2][1]: nan is not an integer" in capsys.readouterr().err
 
 
-def test_misuse_of_the_options_exits_2(tmp_path: Path, capsys) -> None:
+def test_out_of_scope_pickers_say_why(tmp_path: Path, capsys) -> None:
     f = tmp_path / "example.json"
     f.write_text(json.dumps(EXAMPLE))
-    assert main(["pick", str(f), "--picker", "tac"]) == 2
-    assert "does not solve contest problems" in capsys.readouterr().err
-    assert main(["pick", str(f), "--backend", "scip"]) == 2
-    assert "--backend: not used for contest problems" in capsys.readouterr().err
+    assert main(["pick", str(f), "--picker", "mincut"]) == 2
+    assert "mincut picker does not handle capacities" in capsys.readouterr().err
 
 
 def test_infeasible_problems_say_why_and_write_nothing(tmp_path: Path, capsys) -> None:
@@ -223,8 +250,12 @@ def test_infeasible_problems_say_why_and_write_nothing(tmp_path: Path, capsys) -
     f.write_text(json.dumps(_broken(EXAMPLE, "problem.usage_limit", 30)))
     out = tmp_path / "solution.json"
     assert main(["pick", str(f), "--solution", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no plan fits the capacities" in err and "limit 30" in err
+    assert not out.exists()
+    assert main(["pick", str(f), "--compare", "exact,brute", "--solution", str(out)]) == 2
     captured = capsys.readouterr()
-    assert "INFEASIBLE" in captured.out and "limit 30" in captured.err
+    assert captured.out.count("INFEASIBLE") == 2 and "nothing written" in captured.err
     assert not out.exists()
 
 

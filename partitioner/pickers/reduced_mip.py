@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from tacopt.partitioner.pickers.pairwise_reduce import Compact
+from tacopt.partitioner.pickers.reduce import Compact
 
 
 @dataclass(frozen=True, slots=True)

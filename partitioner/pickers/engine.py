@@ -1,144 +1,111 @@
-"""Solving a :class:`~tacopt.partitioner.iopddl.PairwiseProblem` (an IOPDDL contest problem).
+"""The exact picker's engine for problems in pairwise form, as named stages.
 
-``exact`` runs, within one time limit:
+A problem is in pairwise form when its objective is choice costs plus pairwise matrices and at
+most one device has a capacity (:func:`~tacopt.partitioner.pickers.reduce.pairwise_scope`):
+every IOPDDL contest instance, and any pick problem without tensors. Within one deadline:
 
-1. the reductions (:mod:`.pairwise_reduce`); a problem they prove infeasible stops here;
-2. a primal heuristic: greedy placement, then Lagrangian best responses with repair and
-   limit-keeping sweeps (:mod:`.pairwise_search`), for a valid solution early;
-3. the integer program with lazy memory rows (:mod:`.pairwise_mip`) on the whole reduced
-   problem, for a share of the time; it proves optimality on the contest's B, G and A;
-4. large-neighbourhood search with the rest: a window of time steps or a ball of the graph is
-   freed, the rest fixed, and the sub-problem solved exactly; a better solution is kept.
+1. reductions (:mod:`.reduce`); a problem they prove infeasible stops here;
+2. primal search (:mod:`.search`): greedy placement, then Lagrangian best responses with
+   repair and limit-keeping sweeps, for a plan within the capacity early;
+3. proof (:mod:`.reduced_mip`): the integer program with lazy memory rows on the whole
+   reduced problem, for a share of the time; it proves optimality on the contest's B, G, A;
+4. large-neighbourhood search with the rest: a window of steps or a ball of the graph is
+   freed, the rest fixed, and the sub-problem solved exactly; a better plan is kept.
 
 The bound is HiGHS's dual bound of the whole program (or of its relaxation without the memory
-rows not yet added), else a bound that splits node costs over incident edges. Every solution
-returned is checked by :func:`~tacopt.partitioner.iopddl.evaluate` and fits the limit.
-``greedy`` is steps 1-2 only; ``brute`` enumerates every combination of a tiny problem.
+rows not yet added), else :func:`edge_split_bound`. The caller (the ``exact`` picker) turns
+the result into a :class:`~tacopt.partitioner.plan.Plan`, whose objective is
+:func:`~tacopt.partitioner.plan.evaluate`'s, and checks it fits.
 
 Examples
 --------
 >>> from tacopt.partitioner.iopddl import problem_from_dict
+>>> from tacopt.partitioner.problem import index_problem
 >>> p = problem_from_dict({"problem": {"name": "t",
 ...     "nodes": {"intervals": [[0, 2], [1, 3]], "costs": [[5, 1], [2, 9]],
 ...               "usages": [[1, 4], [2, 1]]},
 ...     "edges": {"nodes": [[0, 1]], "costs": [[0, 3, 3, 0]]}, "usage_limit": 5}})
->>> r = solve_pairwise(p, "exact", time_limit_s=10)
->>> r.status, r.cost, r.solution.tolist()
-('OPTIMAL', 7, [0, 0])
+>>> r = solve_pairwise(index_problem(p), deadline=time.monotonic() + 10)
+>>> r.proven, r.chosen.tolist()
+(True, [0, 2])
 """
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
-from itertools import product
 from typing import Any
 
 import numpy as np
 
-from tacopt.partitioner.errors import PickerError
-from tacopt.partitioner.iopddl import PairwiseProblem, evaluate
-from tacopt.partitioner.pickers import pairwise_search as search
-from tacopt.partitioner.pickers.pairwise_mip import solve_mip
-from tacopt.partitioner.pickers.pairwise_reduce import (
+from tacopt.partitioner.pickers import search
+from tacopt.partitioner.pickers.reduce import (
     FORBIDDEN,
     Compact,
     Infeasible,
     reduce_problem,
 )
+from tacopt.partitioner.pickers.reduced_mip import solve_mip
+from tacopt.partitioner.problem import ProblemIndex
 
-METHODS = ("exact", "greedy", "brute")
 #: Reduced problems with at most this many pairwise entries get the whole program first.
 SMALL_ENTRIES = 300_000
 #: Nodes freed per neighbourhood at first and at most.
 LNS_NODES = (25, 25)
-#: Largest number of combinations ``brute`` enumerates.
-BRUTE_LIMIT = 200_000
 
 
 @dataclass(frozen=True, slots=True)
-class PairwiseResult:
-    """A solve: the strategy per node (None if no valid one was found), its exact cost, a
-    lower bound, the relative gap, the status (OPTIMAL, FEASIBLE, INFEASIBLE or NO_SOLUTION),
-    why (for INFEASIBLE / NO_SOLUTION), the seconds taken and the knobs and sizes used."""
+class EngineResult:
+    """What the engine found: global choice indices per unit (None: no plan within the
+    capacity), a lower bound (None when none), whether optimality is proven, why there is no
+    plan (``infeasible``: proven so), and the stages' figures."""
 
-    method: str
-    status: str
-    solution: np.ndarray | None
-    cost: int | None
+    chosen: np.ndarray | None
     bound: float | None
-    seconds: float
+    proven: bool
     reason: str = ""
+    infeasible: bool = False
     info: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def gap(self) -> float | None:
-        if self.cost is None or self.bound is None or not math.isfinite(self.bound):
-            return None
-        return max(0.0, (self.cost - self.bound) / max(abs(self.cost), 1))
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready record (``solution`` as a list of strategy indices)."""
-        return {
-            "picker": self.method,
-            "status": self.status,
-            "objective": self.cost,
-            "bound": self.bound,
-            "gap": self.gap,
-            "seconds": round(self.seconds, 3),
-            "reason": self.reason,
-            "solution": None if self.solution is None else [int(s) for s in self.solution],
-            **self.info,
-        }
 
 
 def solve_pairwise(
-    problem: PairwiseProblem,
-    method: str = "exact",
-    time_limit_s: float = 60.0,
-    seed: int = 0,
-) -> PairwiseResult:
-    """Solve ``problem`` with ``method`` (exact, greedy or brute) within ``time_limit_s``.
+    index: ProblemIndex, *, deadline: float, seed: int = 0, prove: bool = True
+) -> EngineResult:
+    """Run the stages on a problem in pairwise form until ``deadline`` (``time.monotonic()``).
 
-    Raises
-    ------
-    PickerError
-        For an unknown method, or ``brute`` on a problem with too many combinations.
+    ``prove=False`` stops after the primal search (reductions and heuristics only).
     """
-    if method not in METHODS:
-        raise PickerError(f"unknown method {method!r} for a contest problem; known: "
-                          f"{', '.join(METHODS)}")  # fmt: skip
     t0 = time.monotonic()
-    if method == "brute":
-        return _brute(problem, t0)
-    deadline = t0 + time_limit_s - max(0.3, 0.03 * time_limit_s)  # room to check and return
-    info: dict[str, Any] = {"time_limit_s": time_limit_s, "seed": seed}
-    reduced = reduce_problem(problem)
-    if isinstance(reduced, Infeasible) and _has_forbidden(problem):
-        reduced = reduce_problem(problem, forbid=False)  # costs of 10^18 as large costs
+    info: dict[str, Any] = {}
+    reduced = reduce_problem(index)
+    if isinstance(reduced, Infeasible) and _has_forbidden(index):
+        reduced = reduce_problem(index, forbid=False)  # costs of 10^18 as large costs
     info["reduce_s"] = round(time.monotonic() - t0, 3)
     if isinstance(reduced, Infeasible):
-        return PairwiseResult(method, "INFEASIBLE", None, None, None, time.monotonic() - t0,
-                              reduced.reason, info)  # fmt: skip
-    best, bound, proven = _run(reduced, method, deadline, seed, info)
-    if best is None and _has_forbidden(problem):
-        # none found avoiding the forbidden costs: look among all solutions
-        again = reduce_problem(problem, forbid=False)
+        return EngineResult(None, None, False, reduced.reason, True, info)
+    best, bound, proven = _run(reduced, prove, deadline, seed, info)
+    if best is None and _has_forbidden(index):
+        # none found avoiding the forbidden costs: look among all plans
+        again = reduce_problem(index, forbid=False)
         if isinstance(again, Infeasible):
-            return PairwiseResult(method, "INFEASIBLE", None, None, None,
-                                  time.monotonic() - t0, again.reason, info)  # fmt: skip
+            return EngineResult(None, None, False, again.reason, True, info)
         reduced = again
-        best, bound, proven = _run(reduced, method, max(deadline, time.monotonic() + 1.0),
+        best, bound, proven = _run(reduced, prove, max(deadline, time.monotonic() + 1.0),
                                    seed, info)  # fmt: skip
-    return _finish(problem, reduced, method, best, bound, proven, t0, info)
+    if best is None:
+        return EngineResult(None, bound, False, "no plan within the capacity found in time",
+                            False, info)  # fmt: skip
+    chosen = index.choice_start[:-1] + reduced.original(best)
+    # The reductions drop forbidden pairs: their bound holds for plans below FORBIDDEN.
+    bound = None if bound is None else min(bound, float(FORBIDDEN))
+    return EngineResult(chosen, bound, proven, "", False, info)
 
 
-def _has_forbidden(problem: PairwiseProblem) -> bool:
-    return bool((problem.cost >= FORBIDDEN).any() or (problem.edge_cost >= FORBIDDEN).any())
+def _has_forbidden(index: ProblemIndex) -> bool:
+    return bool((index.choice_cost >= FORBIDDEN).any() or (index.pair_cost >= FORBIDDEN).any())
 
 
-def _run(c: Compact, method: str, deadline: float, seed: int, info: dict):
+def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
     """The heuristic, then (exact) the program and the neighbourhood search."""
     t0 = time.monotonic()
     info.update(reduced_nodes=int((c.k > 1).sum()), reduced_edges=len(c.edge_nodes))
@@ -151,7 +118,7 @@ def _run(c: Compact, method: str, deadline: float, seed: int, info: dict):
     proven = False
     if best is not None and not np.isfinite(search.objective(c, best)):
         best = None  # a forbidden pair left: not a solution of the reduced problem
-    if method == "exact":
+    if prove:
         best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info)
     if best is not None and not np.isfinite(search.objective(c, best)):
         best, proven = None, False
@@ -285,44 +252,3 @@ def edge_split_bound(c: Compact) -> float:
             + (c.cost[off[v] : off[v + 1]] / deg[v])[None, :]  # fmt: skip
         total += float(share.min())
     return total
-
-
-def _finish(problem, c, method, best, bound, proven, t0, info) -> PairwiseResult:
-    seconds = time.monotonic() - t0
-    if best is None:
-        return PairwiseResult(method, "NO_SOLUTION", None, None, bound, seconds,
-                              "no solution within the usage limit found in time", info)  # fmt: skip
-    solution = c.original(best)
-    ev = evaluate(problem, solution)
-    if not ev.fits:  # the search keeps the limit; this would be a bug, never a returned plan
-        raise PickerError(f"{method}: internal error, solution over the usage limit")
-    # The reductions drop forbidden pairs: their bound holds for solutions below FORBIDDEN.
-    bound = None if bound is None else min(bound, float(FORBIDDEN))
-    proven = proven and ev.cost < FORBIDDEN
-    # integer costs: a bound within 1 of the cost proves it (compared as integers, not floats)
-    closed = bound is not None and math.isfinite(bound) and ev.cost - math.ceil(bound - 1e-6) < 1
-    status = "OPTIMAL" if proven or closed else "FEASIBLE"
-    if status == "OPTIMAL":
-        bound = float(ev.cost)
-    info["peak_usage"] = ev.peak_usage
-    return PairwiseResult(method, status, solution, ev.cost, bound, seconds, "", info)
-
-
-def _brute(problem: PairwiseProblem, t0: float) -> PairwiseResult:
-    """Every combination of a tiny problem, checked by :func:`evaluate` (the oracle)."""
-    k = problem.n_strategies.tolist()
-    combos = math.prod(k) if k else 1
-    if combos > BRUTE_LIMIT:
-        raise PickerError(f"brute: {combos:.3g} combinations is out of scope (at most "
-                          f"{BRUTE_LIMIT:,}); use --picker exact")  # fmt: skip
-    best: tuple[int, tuple[int, ...]] | None = None
-    for combo in product(*(range(n) for n in k)):
-        ev = evaluate(problem, list(combo))
-        if ev.fits and (best is None or ev.cost < best[0]):
-            best = (ev.cost, combo)
-    seconds = time.monotonic() - t0
-    if best is None:
-        return PairwiseResult("brute", "INFEASIBLE", None, None, None, seconds,
-                              "no combination fits the usage limit")  # fmt: skip
-    return PairwiseResult("brute", "OPTIMAL", np.array(best[1], dtype=np.int64), best[0],
-                          float(best[0]), seconds)  # fmt: skip

@@ -1,4 +1,8 @@
-"""Reductions of a :class:`~tacopt.partitioner.iopddl.PairwiseProblem` before solving.
+"""The engine's first stage: reductions of a pick problem in pairwise form before solving.
+
+A problem is in pairwise form when its objective is choice costs plus pairwise matrices (no
+tensor costs anything) and at most one device has a capacity (:func:`pairwise_scope`): every
+IOPDDL instance, and zoo problems without tensors.
 
 Each rule keeps at least one optimal solution (given that some solution avoids the
 "forbidden" costs of 10^18 and more, which the contest uses as infinity):
@@ -25,10 +29,66 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tacopt.partitioner.iopddl import PairwiseProblem
+from tacopt.partitioner.problem import MAX_TOTAL, ProblemIndex
 
-#: Costs at or above this are the contest's "infinity".
-FORBIDDEN = 10**18
+#: Costs at or above this are the contest's "infinity" (the pick problem's largest cost).
+FORBIDDEN = int(MAX_TOTAL)
+
+
+def pairwise_scope(index: ProblemIndex) -> str | None:
+    """Why ``index`` is not in pairwise form (None when it is)."""
+    if len(index.src_unit):
+        return "its tensors cost transfers and conversions (not pairwise)"
+    if int(np.isfinite(index.capacity).sum()) > 1:
+        return "more than one device has a capacity"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Flat:
+    """A problem in pairwise form as flat arrays: node ``i`` owns ``cost[offset[i]:offset[i +
+    1]]`` (and ``usage``), edge ``e`` joins ``edge_nodes[e]`` with a row-major matrix from
+    ``edge_offset[e]``, and node ``i`` holds its usage on steps ``interval[i]``."""
+
+    offset: np.ndarray
+    cost: np.ndarray
+    usage: np.ndarray
+    interval: np.ndarray
+    edge_nodes: np.ndarray
+    edge_offset: np.ndarray
+    edge_cost: np.ndarray
+    usage_limit: float | None
+
+    @property
+    def n_strategies(self) -> np.ndarray:
+        return np.diff(self.offset)
+
+    @property
+    def n_steps(self) -> int:
+        return int(self.interval[:, 1].max(initial=0))
+
+
+def _flat(index: ProblemIndex) -> _Flat:
+    capped = np.flatnonzero(np.isfinite(index.capacity))
+    n = index.n_units
+    if len(capped):
+        usage = np.where(index.choice_dev == capped[0], index.choice_memory, 0.0)
+        limit: float | None = float(index.capacity[capped[0]])
+    else:
+        usage, limit = np.zeros(len(index.choice_cost)), None
+    if index.hold_start is not None and index.hold_end is not None:
+        interval = np.stack([index.hold_start, index.hold_end], axis=1)
+    else:  # memory held for the whole run: every node live at one and the same step
+        interval = np.tile(np.array([[0, 1]], dtype=np.int64), (n, 1))
+    k = np.diff(index.choice_start)
+    sizes = k[index.pair_a] * k[index.pair_b]
+    # Exact integers where the problem has them: beyond 10^18 floats cannot tell 1 apart.
+    cost = index.choice_cost if index.choice_cost_int is None else index.choice_cost_int
+    pair = index.pair_cost if index.pair_cost_int is None else index.pair_cost_int
+    return _Flat(index.choice_start, cost, usage, interval.reshape(n, 2),
+                 np.stack([index.pair_a, index.pair_b], axis=1).reshape(-1, 2),
+                 np.concatenate(([0], np.cumsum(sizes))).astype(np.int64), pair,
+                 limit)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -108,14 +168,14 @@ class _State:
 
 
 def reduce_problem(
-    problem: PairwiseProblem, rounds: int = 4, forbid: bool = True
+    index: ProblemIndex, rounds: int = 4, forbid: bool = True
 ) -> Compact | Infeasible:
     """Apply the reductions until nothing changes (at most ``rounds`` rounds each).
 
     With ``forbid=False`` costs of 10^18 and more are kept as large finite costs (above any
     solution without them) instead of ruling their strategies and pairs out.
     """
-    st = _initial_state(problem, forbid)
+    st = _initial_state(_flat(index), forbid)
     for i, a in enumerate(st.alive):
         if len(a) == 0:
             return Infeasible(f"node {i}: every strategy has a forbidden cost", forbidden=True)
@@ -147,8 +207,8 @@ def reduce_problem(
     return _compact(st, tight)
 
 
-def _initial_state(problem: PairwiseProblem, forbid: bool) -> _State:
-    n = problem.n_nodes
+def _initial_state(problem: _Flat, forbid: bool) -> _State:
+    n = len(problem.offset) - 1
     split = problem.offset[1:-1]
     big = np.inf
     if not forbid:  # above the total of any solution without forbidden costs

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tacopt.partitioner.pickers.pairwise_reduce import Compact
+from tacopt.partitioner.pickers.reduce import Compact
 
 
 def _ranges(size: np.ndarray) -> np.ndarray:
