@@ -44,7 +44,7 @@ import numpy as np
 
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
 from tacopt.fusion.ir.errors import TacoptError
-from tacopt.fusion.ir.registry import Registry
+from tacopt.fusion.ir.registry import Registry, resolve_spec
 
 #: Folder of the models bundled with the project.
 BUNDLED_DIR = Path(__file__).resolve().parent / "models"
@@ -199,20 +199,12 @@ def _generator(item: ZooItem, known: dict[str, Callable[..., Any]]) -> Callable[
     register in their own module also load in worker processes, which start afresh)."""
     if item.source in known:
         return known[item.source]
-    module, _, attr = item.source.partition(":")
-    if not attr:
+    if ":" not in item.source:
         raise BenchmarkError(
             f"zoo item {item.name!r}: unknown generator {item.source!r}; known: "
             f"{', '.join(sorted(known))} (or give pkg.mod:function)"
         )
-    import importlib
-
-    try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as exc:
-        raise BenchmarkError(
-            f"zoo item {item.name!r}: cannot import {item.source!r}: {exc}"
-        ) from None
+    return resolve_spec(item.source, f"zoo item {item.name!r}", BenchmarkError)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,7 +42,7 @@ from tacopt.cost_models.protocol import (
     priced,
     view_cost,
 )
-from tacopt.fusion.ir.registry import Registry
+from tacopt.fusion.ir.registry import Registry, resolve_spec
 
 __all__ = [
     "INFERENCE_TYPES",
@@ -188,15 +188,8 @@ def load_model_file(path: str | Path) -> CostModel:
 
 
 def _import_factory(spec: str) -> CostModel:
-    mod_name, _, attr = spec.partition(":")
-    try:
-        mod = importlib.import_module(mod_name)
-    except ImportError as exc:
-        raise CostModelError(f"cost model '{spec}': cannot import '{mod_name}': {exc}") from None
-    try:
-        obj = getattr(mod, attr)
-    except AttributeError:
-        raise CostModelError(f"cost model '{spec}': '{mod_name}' has no '{attr}'") from None
+    obj = resolve_spec(spec, f"cost model '{spec}'", CostModelError)
+    attr = spec.partition(":")[2]
     if _looks_like_model(obj) and not isinstance(obj, type):
         model = obj
     elif callable(obj):

@@ -3,14 +3,17 @@
 A :class:`Registry` maps names to objects of one kind (kernels, fusions, cost models, pickers,
 targets, zoos). It refuses duplicates and lists the known names when asked for an unknown one,
 raising the owning package's own error class so callers see the same exception types everywhere.
-Package-specific behaviour (``replace=True`` hints, case-insensitive names, spec strings such as
-``pkg.mod:Name``) stays in the package, which delegates the plain part here.
+Package-specific behaviour (``replace=True`` hints, case-insensitive names) stays in the package,
+which delegates the plain part here. A user's own object named by a ``pkg.mod:Name`` spec is
+imported by :func:`resolve_spec`, the one place that reads such specs.
 """
 
 from __future__ import annotations
 
+import pkgutil
+import sys
 from collections.abc import Iterator
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -90,3 +93,31 @@ class Registry(Generic[T]):
 
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {len(self)} entries)"
+
+
+def resolve_spec(spec: str, what: str, error: type[Exception]) -> Any:
+    """The object a ``pkg.mod:Name`` spec names (:func:`pkgutil.resolve_name`), or one line of
+    ``error`` saying why not: ``what`` names the spec for the message (``"picker 'm:P'"``).
+
+    Examples
+    --------
+    >>> resolve_spec("json:dumps", "codec 'json:dumps'", ValueError).__name__
+    'dumps'
+    >>> resolve_spec("json:nope", "codec 'json:nope'", ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: codec 'json:nope': module 'json' has no 'nope'
+    >>> resolve_spec("no_such_mod:f", "codec", ValueError)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: codec: cannot import 'no_such_mod': ModuleNotFoundError: No module named ...
+    """
+    module, sep, attr = spec.partition(":")
+    if not sep or not module or not attr:
+        raise error(f"{what}: a spec is pkg.mod:Name")
+    try:
+        return pkgutil.resolve_name(spec)
+    except Exception as exc:  # the user's module failing on import, reported on one line
+        if isinstance(exc, AttributeError) and module in sys.modules:  # imported: no such name
+            raise error(f"{what}: module {module!r} has no {attr!r}") from None
+        raise error(f"{what}: cannot import {module!r}: {type(exc).__name__}: {exc}") from None

@@ -7,11 +7,10 @@ re-exports these names; picker modules import this module, never the package.
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any, Protocol
 
-from tacopt.fusion.ir.registry import Registry
+from tacopt.fusion.ir.registry import Registry, resolve_spec
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.plan import Plan
 from tacopt.partitioner.problem import PickProblem
@@ -87,18 +86,8 @@ def get_picker(name: str) -> Picker:
 
 
 def _import_picker(spec: str) -> Picker:
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise PickerError(f"picker {spec!r}: a spec is pkg.mod:Name")
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module failing on import, reported on one line
-        raise PickerError(
-            f"picker {spec!r}: cannot import {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from None
-    obj = getattr(module, attr, None)
-    if obj is None:
-        raise PickerError(f"picker {spec!r}: module {module_name!r} has no {attr!r}")
+    obj = resolve_spec(spec, f"picker {spec!r}", PickerError)
+    attr = spec.partition(":")[2]
     if isinstance(obj, type):
         try:
             obj = obj()
