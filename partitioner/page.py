@@ -92,8 +92,7 @@ def layout_units(G: nx.MultiDiGraph, units: Sequence[tuple[str, Sequence[str]]])
     # Inside each unit: its ops' layers, ordered, and the unit's size in slots.
     inner: dict[str, list[list[str]]] = {}
     for name, ops in units:
-        S = nx.DiGraph(G.subgraph(ops))
-        inner[name] = _ordered_layers(S)
+        inner[name] = [list(ops)] if len(ops) == 1 else _ordered_layers(nx.DiGraph(G.subgraph(ops)))
     size = {
         name: (
             max(len(layer) for layer in layers) * (NODE_W + GAP_X) - GAP_X + 2 * UNIT_PAD,

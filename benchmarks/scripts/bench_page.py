@@ -9,10 +9,10 @@ wall time is Playwright's goto until the page says it is ready. Medians with min
 
 Needs Playwright and the system's Chromium (``apt-get install chromium``). Usage::
 
-    python -m tacopt.benchmarks.bench_page [--runs 5] [--synthetic 2000] [MODEL.tflite ...]
+    python -m tacopt.benchmarks bench_page [--runs 5] [--synthetic 2000] [MODEL.tflite ...]
 
 Default models: the zoo's NASNetMobile int8 (567 ops) and unrolled GRU (1,085 ops), per op on
-GPU,NNAPI,CPU, if ../shared/zoo is there; ``--synthetic N`` adds a random layered N-op model.
+GPU,NNAPI,CPU, if the shared zoo is there; ``--synthetic N`` adds a random layered N-op model.
 """
 
 from __future__ import annotations
@@ -27,7 +27,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ZOO = Path(__file__).resolve().parents[1].parent / "shared" / "zoo"
 DEFAULT_MODELS = ("keras__nasnet_mobile_int8.tflite", "keras__text_gru_unrolled_float32.tflite")
 BUDGET_S = 2.0
 
@@ -115,11 +114,17 @@ def main() -> int:
     executable = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
     if executable is None:
         parser.error("chromium is not installed (apt-get install chromium)")
+    from tacopt.benchmarks.zoos import BenchmarkError, resolve_zoo
     from tacopt.fusion.tflite.reader import read_tflite
 
     graphs = [(m.name, read_tflite(m)) for m in args.models]
     if not args.models:
-        graphs = [(m, read_tflite(ZOO / m)) for m in DEFAULT_MODELS if (ZOO / m).is_file()]
+        try:
+            zoo = {Path(i.source).name: i.source for i in resolve_zoo("shared")}
+        except BenchmarkError as exc:  # the shared zoo is not on this machine
+            print(f"no default models: {exc}")
+            zoo = {}
+        graphs = [(m, read_tflite(zoo[m])) for m in DEFAULT_MODELS if m in zoo]
     if args.synthetic:
         graphs.append((f"synthetic ({args.synthetic} ops)", synthetic_graph(args.synthetic)))
     print(f"CPU: {_cpu()}; load average before: {os.getloadavg()}")
