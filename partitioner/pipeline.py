@@ -61,7 +61,15 @@ class PartitionResult:
 
     def summary(self) -> dict[str, Any]:
         """The plan as JSON-ready data with the pipeline's knobs and stage timings."""
+        from tacopt.partitioner.memory import graph_peak_memory
+
         out = self.plan.to_dict()
+        # One memory model: the partitioned graph's, each op a step (the same for the same plan
+        # at either granularity); the pick problem's count, which the picker constrained, beside.
+        out["unit_peak_memory"] = out["peak_memory"]
+        peaks = graph_peak_memory(self.graph)
+        out["peak_memory"] = {d: peaks.get(d, 0.0) for d in sorted({*self.devices, *peaks})}
+        out["fits"] = all(out["peak_memory"].get(d, 0.0) <= c for d, c in out["capacity"].items())
         out["units"] = {
             s.name: {
                 "ops": list(s.ops),
@@ -255,11 +263,16 @@ def build_pick_problem(
 
 
 def _with_memory(problem: Any, views: dict[str, tuple[Any, ...]]) -> Any:
-    """``problem`` with each choice holding its view's weight bytes."""
+    """``problem`` with each choice holding its view's weight bytes and, for a unit of several
+    ops, the peak of its internal activations (:mod:`tacopt.partitioner.memory`)."""
+    from tacopt.partitioner.memory import internal_activation_peak
     from tacopt.partitioner.views import view_weight_bytes
 
+    def held(v: Any) -> float:
+        return float(view_weight_bytes(v)) + internal_activation_peak(v.graph)
+
     units = tuple(
-        replace(u, choices=tuple(replace(c, memory=float(view_weight_bytes(v)))
+        replace(u, choices=tuple(replace(c, memory=held(v))
                                  for c, v in zip(u.choices, views[u.name])))
         for u in problem.units
     )  # fmt: skip
