@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from tacopt.cost_models.tac import GPU_OPS
 from tacopt.fusion.ir import FLOAT_DTYPES, Op
 from tacopt.fusion.ir.errors import TacoptError
 from tacopt.fusion.ir.registry import Registry
@@ -324,18 +325,16 @@ _NEVER_OFFLOADED = frozenset(
 # built-in tables
 # --------------------------------------------------------------------------------------------
 
-#: TAC gpu_hardware.cc (float only); SLICE / CONCATENATION on 4-D tensors only, so the
-#: PadSlice / PadConcat lowerings apply to lower ranks as in TAC's GPU transformations.
+#: TAC gpu_hardware.cc (float only): the kinds TAC registers on the GPU, one list in
+#: :data:`tacopt.cost_models.tac.GPU_OPS`, less CUSTOM (tacopt's custom ops run on the CPU by
+#: their numpy kernels). SLICE / CONCATENATION on 4-D tensors only, so the PadSlice / PadConcat
+#: lowerings apply to lower ranks as in TAC's GPU transformations.
 GPU_TABLE = _support_table(
     FLOAT,
-    ["ABS", "ADD", "AVERAGE_POOL_2D", "CONV_2D", "COS", "DEPTHWISE_CONV_2D", "DIV", "EXP",
-     "FULLY_CONNECTED", "HARD_SWISH", "LOG", "LOGISTIC", "MAX_POOL_2D", "MAXIMUM", "MEAN",
-     "MINIMUM", "MIRROR_PAD", "MUL", "PAD", "POW", "PRELU", "RELU", "RELU6", "RESHAPE", "RSQRT",
-     "SIN", "SOFTMAX", "SPACE_TO_DEPTH", "SQRT", "SQUARE", "SQUARED_DIFFERENCE", "STRIDED_SLICE",
-     "TANH", "TRANSPOSE", "TRANSPOSE_CONV"],
+    sorted(set(GPU_OPS) - {"CUSTOM"}),
     SLICE=OpSupport(FLOAT, rank_is(4)),
     CONCATENATION=OpSupport(FLOAT, rank_is(4)),
-)  # fmt: skip
+)
 
 #: The NNAPI delegate's common ops in float, int8 and uint8 (TAC nnapi_hardware.cc adds PACK and
 #: SQUARED_DIFFERENCE); MEAN is left out: TAC lowers it to AVERAGE_POOL_2D for NNAPI.
