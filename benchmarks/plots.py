@@ -2,8 +2,11 @@
 
 - ``ratio_to_exact.png``: per model, each picker's geometric-mean ratio to exact;
 - ``time_vs_units.png``: solve time against problem size, log-log, one line per picker;
-- ``breakdown.png``: each picker's cost split into compute, transfer and conversion, relative
-  to the exact optimum (so models with different cost units can be averaged).
+- ``breakdown.png``: each picker's geometric-mean cost relative to the exact optimum (the
+  summary table's number, so models with different cost units can be averaged), split into
+  compute, transfer and conversion by their mean shares of the picker's cost.
+
+Each ``plot_*`` writes its PNG; the ``*_figure`` functions build the figure (tests read them).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from tacopt.benchmarks.tables import (
     geomean,
     is_ok,
     pickers_of,
+    pipeline_records,
 )
 from tacopt.benchmarks.zoos import BenchmarkError
 
@@ -58,6 +62,20 @@ def _colors(pickers: Sequence[str]) -> dict[str, Any]:
 
 def plot_ratio(records: Sequence[Mapping[str, Any]], path: PlotTarget) -> PlotTarget | None:
     """Per model, each non-exact picker's geometric-mean ratio to exact (horizontal bars)."""
+    return _save(ratio_figure(records), path)
+
+
+def _save(fig: Any, path: PlotTarget) -> PlotTarget | None:
+    if fig is None:
+        return None
+    fig.savefig(path, format="png")
+    pyplot().close(fig)
+    return path
+
+
+def ratio_figure(records: Sequence[Mapping[str, Any]]) -> Any:
+    """The figure of :func:`plot_ratio` (None without ratios): a bar from 1 to each ratio, and a
+    marker at its end, so that a ratio of exactly 1.0 (a tie with exact) shows too."""
     pickers = [p for p in pickers_of(records) if p != "exact"]
     ratios: dict[str, dict[str, list[float]]] = {}
     for r in records:
@@ -75,6 +93,9 @@ def plot_ratio(records: Sequence[Mapping[str, Any]], path: PlotTarget) -> PlotTa
         ys = [i + (k - (len(pickers) - 1) / 2) * height for i in range(len(models))]
         xs = [geomean(ratios[m][p]) if p in ratios[m] else math.nan for m in models]
         ax.barh(ys, [x - 1 for x in xs], left=1, height=height, color=colors[p], label=p)
+        # a bar of length 0 draws nothing: the marker shows where every ratio is, 1.0 included
+        ax.scatter(xs, ys, marker="|", s=(72 * 0.26 * height) ** 2, color=colors[p],
+                   linewidths=2.5, zorder=3, clip_on=False)  # fmt: skip
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_yticks(range(len(models)), models, fontsize=8)
     ax.invert_yaxis()
@@ -84,19 +105,23 @@ def plot_ratio(records: Sequence[Mapping[str, Any]], path: PlotTarget) -> PlotTa
         ticks = [t for t in (1, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100) if t <= top * 1.05]
         ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
         ax.minorticks_off()
-    ax.set_xlim(1.0, top * 1.05)
+    ax.set_xlim(1.0 - 0.002 * max(top - 1, 0.05), max(top * 1.05, 1.01))
     ax.margins(y=0.01)
     ax.set_xlabel("objective / exact optimum (geometric mean over device sets and granularities)")
     ax.set_title("Cost of each picker's plan relative to the exact optimum (1 = optimal)")
     ax.legend(loc="lower right", frameon=True, framealpha=0.9, edgecolor="none")
     ax.grid(axis="x", alpha=0.3)
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return path
+    return fig
 
 
 def plot_time(records: Sequence[Mapping[str, Any]], path: PlotTarget) -> PlotTarget | None:
     """Solve time against units, log-log: points per case, a line through per-size medians."""
+    return _save(time_figure(records), path)
+
+
+def time_figure(records: Sequence[Mapping[str, Any]]) -> Any:
+    """The figure of :func:`plot_time` (None without timed records); the legend sits outside
+    the axes, right of them, so that it covers no line."""
     rows = [r for r in records if is_ok(r) and r.get("seconds") and r.get("units")]
     if not rows:
         return None
@@ -133,46 +158,69 @@ def plot_time(records: Sequence[Mapping[str, Any]], path: PlotTarget) -> PlotTar
     ax.set_ylabel("picker wall time (s)")
     ax.set_title("Solve time against problem size (median per size)")
     ax.grid(which="major", alpha=0.3)
-    ax.legend(frameon=False)
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return path
+    ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return fig
 
 
 def plot_breakdown(records: Sequence[Mapping[str, Any]], path: PlotTarget) -> PlotTarget | None:
-    """Mean compute / transfer / conversion cost per picker, each case scaled by its optimum."""
-    exact_of = {
-        c: by["exact"]["objective"]
-        for c, by in cases_of(records).items()
-        if "exact" in by and is_ok(by["exact"]) and by["exact"]["objective"] > 0
-    }
-    pickers = pickers_of(records)
-    shares: dict[str, list[list[float]]] = {p: [] for p in pickers}
-    for case, by in cases_of(records).items():
-        if case not in exact_of:
+    """Each picker's geometric-mean cost / exact optimum, split by component (see the module)."""
+    return _save(breakdown_figure(records), path)
+
+
+def breakdown_bars(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per picker: its bar's height per component; the heights sum to the geometric mean of
+    its cost / exact optimum over the cases where both have a plan (the summary table's
+    ``geomean ratio to exact``), split by the component's mean share of the picker's cost.
+
+    Examples
+    --------
+    >>> recs = [{"key": k, "model": k, "picker": p, "status": "OPTIMAL", "objective": obj,
+    ...          "ratio_to_exact": obj / e, "breakdown": {"compute": obj, "transfer": 0.0,
+    ...          "quant": 0.0}} for k, e in (("a", 1.0), ("b", 4.0))
+    ...         for p, obj in (("exact", e), ("greedy", 2 * e if k == "a" else e))]
+    >>> {p: round(sum(b.values()), 4) for p, b in breakdown_bars(recs).items()}
+    {'exact': 1.0, 'greedy': 1.4142}
+    """
+    ratios: dict[str, list[float]] = {}
+    shares: dict[str, list[list[float]]] = {}
+    for r in pipeline_records(records):  # the records and ratios picker_summary uses
+        x, b = r.get("ratio_to_exact"), r.get("breakdown")
+        if not (is_ok(r) and x is not None and math.isfinite(x) and x > 0):
             continue
-        for p, r in by.items():
-            if is_ok(r) and r.get("breakdown"):
-                shares[p].append([r["breakdown"][c] / exact_of[case] for c in COMPONENTS])
-    pickers = [p for p in pickers if shares[p]]
-    if not pickers:
+        ratios.setdefault(r["picker"], []).append(x)
+        total = math.fsum(b[c] for c in COMPONENTS) if b else 0.0
+        if total > 0:
+            shares.setdefault(r["picker"], []).append([b[c] / total for c in COMPONENTS])
+    bars = {}
+    for p in pickers_of(records):
+        if p in ratios and p in shares:
+            height = geomean(ratios[p])
+            mean_share = [statistics.fmean(s[i] for s in shares[p]) for i in range(len(COMPONENTS))]
+            bars[p] = {c: height * mean_share[i] for i, c in enumerate(COMPONENTS)}
+    return bars
+
+
+def breakdown_figure(records: Sequence[Mapping[str, Any]]) -> Any:
+    """The figure of :func:`plot_breakdown` (None without a case that exact solved)."""
+    bars = breakdown_bars(records)
+    if not bars:
         return None
+    pickers = list(bars)
+    n_cases = len(cases_of(pipeline_records(records)))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
     bottom = [0.0] * len(pickers)
     for c, color in zip(COMPONENTS, ("#4c72b0", "#dd8452", "#55a868")):
-        means = [statistics.fmean(s[COMPONENTS.index(c)] for s in shares[p]) for p in pickers]
-        ax.bar(pickers, means, bottom=bottom, color=color, label=COMPONENT_LABELS[c], width=0.6)
-        bottom = [b + m for b, m in zip(bottom, means)]
+        heights = [bars[p][c] for p in pickers]
+        ax.bar(pickers, heights, bottom=bottom, color=color, label=COMPONENT_LABELS[c], width=0.6)
+        bottom = [b + h for b, h in zip(bottom, heights)]
     for i, total in enumerate(bottom):
-        ax.annotate(f"{total:.3f}", (i, total), ha="center", va="bottom", fontsize=9,
+        ax.annotate(f"{total:.4f}", (i, total), ha="center", va="bottom", fontsize=9,
                     xytext=(0, 2), textcoords="offset points")  # fmt: skip
     ax.axhline(1.0, color="black", lw=0.8, ls="--")
     ax.set_ylim(0, max(bottom) * 1.12)
-    ax.set_ylabel("mean cost / exact optimum")
-    ax.set_title(f"Cost breakdown per picker ({len(exact_of)} problems)")
+    ax.set_ylabel("geometric-mean cost / exact optimum")
+    ax.set_title(f"Cost per picker, split by component ({n_cases} problems)")
     ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
-    fig.savefig(path, format="png")
-    plt.close(fig)
-    return path
+    return fig
