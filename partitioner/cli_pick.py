@@ -9,8 +9,8 @@ Examples::
     tacopt pick asplos-2025-iopddl-B.json.gz --solution B.solution.json
 
 An IOPDDL contest file (``.json`` or ``.json.gz``, recognised by its content) reads into the
-same pick problem (:mod:`tacopt.partitioner.iopddl`) and every picker runs on it; its time limit
-defaults to the contest's (A 60 s, B 60 s, G 120 s, M 180 s, S 240 s; else 60 s), and
+same pick problem (:mod:`tacopt.partitioner.problem.contest`) and every picker runs on it; its
+time limit defaults to the contest's (A 60 s, B 60 s, G 120 s, M 180 s, S 240 s; else 60 s), and
 ``--solution`` writes the contest's format (each unit's choice index) of the plan (with
 ``--compare``, the cheapest one that fits).
 
@@ -135,11 +135,11 @@ def run_pick(options: PickOptions) -> int:
     from tacopt.fusion.ir.io import all_or_nothing
     from tacopt.partitioner.cli import load_module
     from tacopt.partitioner.errors import PickerError
-    from tacopt.partitioner.iopddl import solution_indices, solution_json
     from tacopt.partitioner.pickers import get_picker, pick, picker_options
     from tacopt.partitioner.pickers.registry import out_of_scope
     from tacopt.partitioner.plan import NoPlanError
     from tacopt.partitioner.problem import PickProblem, load_problem
+    from tacopt.partitioner.problem.contest import solution_indices, solution_json
 
     entered = time.monotonic()
     contest, data = _read(options.problem)
@@ -270,8 +270,13 @@ def _read(path: Path) -> tuple[Any, Any]:
     """Read ``path`` once: ``(contest problem, None)`` when it holds an IOPDDL problem (gzip, or
     JSON with ``problem.nodes``), ``(None, decoded JSON)`` for any other JSON, ``(None, None)``
     when it does not decode (:func:`load_problem` then reads it and names what is wrong)."""
-    from tacopt.partitioner.iopddl import IopddlError, decode_file, is_iopddl, problem_from_dict
-    from tacopt.partitioner.problem_json import decode_json
+    from tacopt.partitioner.problem.contest import (
+        IopddlError,
+        decode_file,
+        is_iopddl,
+        problem_from_dict,
+    )
+    from tacopt.partitioner.problem.json_form import decode_json
 
     try:
         raw = path.read_bytes()

@@ -1,6 +1,6 @@
 """The IOPDDL contest instances: every picker on a folder of ``.json`` / ``.json.gz`` problems.
 
-Each instance reads into the pick problem (:mod:`tacopt.partitioner.iopddl`) and runs every
+Each instance reads into the pick problem (:mod:`tacopt.partitioner.problem.contest`) and runs every
 picker with the contest's time limit (A 60 s, B 60 s, G 120 s, M 180 s, S 240 s; 60 s for
 others) unless one is given; the time to read the file comes off it. Every plan is checked by
 :func:`tacopt.partitioner.plan.validate_plan` (the contest's rules: exact integer cost, usage
@@ -28,9 +28,9 @@ from typing import Any
 from tacopt.fusion.ir.io import atomic_write, check_output_folder
 from tacopt.partitioner.cli_pick import contest_time_limit
 from tacopt.partitioner.errors import PickerError
-from tacopt.partitioner.iopddl import IopddlError, load_iopddl
 from tacopt.partitioner.pickers import get_picker, pick, picker_options
 from tacopt.partitioner.plan import NoPlanError, validate_plan
+from tacopt.partitioner.problem.contest import IopddlError, load_iopddl
 
 #: Lowest valid score of the contest's final results, and XLA's (the contest's XLA row).
 BEST_KNOWN = {"A": 6_548_641_531, "B": 532_843, "G": 217_039, "M": 49_928_460_991,

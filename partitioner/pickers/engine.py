@@ -19,7 +19,7 @@ the result into a :class:`~tacopt.partitioner.plan.Plan`, whose objective is
 
 Examples
 --------
->>> from tacopt.partitioner.iopddl import problem_from_dict
+>>> from tacopt.partitioner.problem.contest import problem_from_dict
 >>> from tacopt.partitioner.problem import index_problem
 >>> p = problem_from_dict({"problem": {"name": "t",
 ...     "nodes": {"intervals": [[0, 2], [1, 3]], "costs": [[5, 1], [2, 9]],

@@ -19,7 +19,11 @@ from hypothesis import strategies as st
 from tacopt.benchmarks.scripts.bench_iopddl import run_iopddl_bench
 from tacopt.partitioner.cli import main
 from tacopt.partitioner.errors import PickerError
-from tacopt.partitioner.iopddl import (
+from tacopt.partitioner.memory import fits_batch
+from tacopt.partitioner.pickers import pick
+from tacopt.partitioner.plan import NoPlanError, evaluate, validate_plan
+from tacopt.partitioner.problem import index_problem
+from tacopt.partitioner.problem.contest import (
     IopddlError,
     load_iopddl,
     problem_from_dict,
@@ -27,10 +31,6 @@ from tacopt.partitioner.iopddl import (
     solution_assignment,
     solution_indices,
 )
-from tacopt.partitioner.memory import fits_batch
-from tacopt.partitioner.pickers import pick
-from tacopt.partitioner.plan import NoPlanError, evaluate, validate_plan
-from tacopt.partitioner.problem import index_problem
 
 
 def contest_cost(problem, solution: list[int]) -> tuple[int, bool]:

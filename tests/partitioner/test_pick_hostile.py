@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tacopt.partitioner.cli import main
-from tacopt.partitioner.iopddl import IopddlError, decode_file
+from tacopt.partitioner.problem.contest import IopddlError, decode_file
 
 
 def test_deeply_nested_json_is_one_line(tmp_path: Path, capsys) -> None:

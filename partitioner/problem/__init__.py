@@ -8,10 +8,10 @@ Devices may have a capacity in bytes, and :class:`Pairwise` costs price pairs of
 objective a plan is charged is defined once, in :func:`tacopt.partitioner.plan.evaluate`; the
 file format is described in ``docs/pick-problem.md``.
 
-The pieces live along their ideas: the records in :mod:`~tacopt.partitioner.problem_types`, the
-JSON form in :mod:`~tacopt.partitioner.problem_json`, the checks in
-:mod:`~tacopt.partitioner.problem_checks` and the flat arrays (:func:`index_problem`) in
-:mod:`~tacopt.partitioner.problem_index`; this module re-exports their public names.
+The pieces live along their ideas: the records in :mod:`~tacopt.partitioner.problem.records`, the
+JSON form in :mod:`~tacopt.partitioner.problem.json_form`, the checks in
+:mod:`~tacopt.partitioner.problem.checks` and the flat arrays (:func:`index_problem`) in
+:mod:`~tacopt.partitioner.problem.index`; this module re-exports their public names.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from typing import Any
 
 from tacopt.fusion.ir.io import atomic_write
 from tacopt.partitioner.errors import ProblemError
-from tacopt.partitioner.problem_checks import validate_problem
-from tacopt.partitioner.problem_index import ProblemIndex, index_problem
-from tacopt.partitioner.problem_json import decode_json, problem_fields, problem_to_dict
-from tacopt.partitioner.problem_types import (
+from tacopt.partitioner.problem.checks import validate_problem
+from tacopt.partitioner.problem.index import ProblemIndex, index_problem
+from tacopt.partitioner.problem.json_form import decode_json, problem_fields, problem_to_dict
+from tacopt.partitioner.problem.records import (
     DTYPE_NBYTES,
     INFERENCE_TYPES,
     MAX_NBYTES,

@@ -1,13 +1,15 @@
-"""The records of a pick problem: choices, units, tensors, links, pairwise costs, and the
-dtype and inference-type tables they use (:mod:`tacopt.partitioner.problem` gathers them)."""
+"""The records of a pick problem: choices, units, tensors, links, pairwise costs, the dtype and
+inference-type tables they use, and :class:`ProblemData`, what the checks, the JSON writer and
+the index read of a problem (:class:`tacopt.partitioner.problem.PickProblem` has it all)."""
 
 from __future__ import annotations
 
 import math
 import re
 import reprlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from tacopt.fusion.ir.vocabulary import ACTIVATION_FORMAT, INFERENCE_TYPES, PRICED_DTYPE_NBYTES
 from tacopt.partitioner.errors import ProblemError
@@ -192,3 +194,31 @@ def activation_format(inference_type: str) -> str:
     except KeyError:
         known = ", ".join(INFERENCE_TYPES)
         raise ProblemError(f"unknown inference type {inference_type!r}; known: {known}") from None
+
+
+class ProblemData(Protocol):
+    """The fields of a pick problem that :mod:`.checks`, :mod:`.json_form` and :mod:`.index`
+    read (so that they need not import :class:`~tacopt.partitioner.problem.PickProblem`, which
+    is built from them)."""
+
+    @property
+    def units(self) -> tuple[Unit, ...]: ...
+    @property
+    def tensors(self) -> tuple[TensorEdge, ...]: ...
+    @property
+    def transfer(self) -> Link: ...
+    @property
+    def quant_per_element(self) -> float: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def boundaries(self) -> bool: ...
+    @property
+    def links(self) -> Mapping[tuple[str, str], Link]: ...
+    @property
+    def cost_unit(self) -> str: ...
+    @property
+    def capacity(self) -> Mapping[str, float]: ...
+    @property
+    def pairwise(self) -> tuple[Pairwise, ...]: ...
+    def link(self, src: str, dst: str) -> Link: ...

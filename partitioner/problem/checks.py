@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 import networkx as nx
 import numpy as np
 
 from tacopt.partitioner.errors import ProblemError
-from tacopt.partitioner.problem_types import (
+from tacopt.partitioner.problem.records import (
     ACTIVATION_FORMAT,
     BAD_TEXT,
     DTYPE_NBYTES,
@@ -19,6 +19,7 @@ from tacopt.partitioner.problem_types import (
     MAX_NBYTES,
     MAX_TOTAL,
     Named,
+    ProblemData,
     TensorEdge,
     Unit,
     activation_format,
@@ -26,10 +27,8 @@ from tacopt.partitioner.problem_types import (
     type_of_dtype,
 )
 
-if TYPE_CHECKING:
-    from tacopt.partitioner.problem import PickProblem
 
-def validate_problem(problem: PickProblem, *, source: str = "<problem>") -> None:
+def validate_problem(problem: ProblemData, *, source: str = "<problem>") -> None:
     """Check a problem; raise a one-line :class:`ProblemError` naming what is wrong.
 
     Checks: names are strings without control characters, unique unit and tensor names, at
@@ -87,7 +86,7 @@ def validate_problem(problem: PickProblem, *, source: str = "<problem>") -> None
 
 
 def _check_capacity(
-    problem: PickProblem, devices: set[str], fail: Callable[[str], NoReturn]
+    problem: ProblemData, devices: set[str], fail: Callable[[str], NoReturn]
 ) -> None:
     """Capacities are byte counts of known devices; with any, units come in execution order."""
     if not problem.capacity:
@@ -115,7 +114,7 @@ def _check_bytes(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None
         fail(f"{what} must be bytes from 0 to 2**63, got {show(value)}")
 
 
-def _check_pairwise(problem: PickProblem, fail: Callable[[str], NoReturn]) -> float:
+def _check_pairwise(problem: ProblemData, fail: Callable[[str], NoReturn]) -> float:
     """Check every pairwise matrix; return the sum of their largest entries (forbidden ones,
     :data:`MAX_TOTAL`, left out)."""
     sizes = {u.name: len(u.choices) for u in problem.units}
@@ -331,7 +330,7 @@ def _is_count(value: Any) -> bool:
     return bool(0 <= number < MAX_NBYTES)
 
 
-def _check_totals(problem: PickProblem, compute: float, fail: Callable[[str], NoReturn]) -> None:
+def _check_totals(problem: ProblemData, compute: float, fail: Callable[[str], NoReturn]) -> None:
     """Refuse a problem where some plan could cost more than :data:`MAX_TOTAL`.
 
     The bound adds each unit's dearest choice, and for each tensor the dearest transfer and
@@ -388,7 +387,7 @@ def _check_totals(problem: PickProblem, compute: float, fail: Callable[[str], No
              f"any total may reach; scale down {max(parts, key=parts.__getitem__)}")  # fmt: skip
 
 
-def topological_order(problem: PickProblem, fail: Callable[[str], NoReturn]) -> list[int]:
+def topological_order(problem: ProblemData, fail: Callable[[str], NoReturn]) -> list[int]:
     """Unit indices in an order where producers come first (networkx's topological sort).
 
     Deterministic: the order depends only on the order of units and tensors in the problem.

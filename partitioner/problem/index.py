@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn
 
 import numpy as np
 
 from tacopt.partitioner.errors import ProblemError
-from tacopt.partitioner.problem_checks import topological_order
-from tacopt.partitioner.problem_types import DTYPE_NBYTES, activation_format, type_of_dtype
-
-if TYPE_CHECKING:
-    from tacopt.partitioner.problem import PickProblem
+from tacopt.partitioner.problem.checks import topological_order
+from tacopt.partitioner.problem.records import (
+    DTYPE_NBYTES,
+    ProblemData,
+    activation_format,
+    type_of_dtype,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +109,7 @@ class ProblemIndex:
         return np.where(src == dst, 0.0, self.quant_per_element * self.elements[tensor])
 
 
-def index_problem(problem: PickProblem) -> ProblemIndex:
+def index_problem(problem: ProblemData) -> ProblemIndex:
     """Flatten a validated problem into a :class:`ProblemIndex`.
 
     Examples
@@ -227,7 +229,7 @@ def index_problem(problem: PickProblem) -> ProblemIndex:
     )
 
 
-def _unit_order(problem: PickProblem, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
+def _unit_order(problem: ProblemData, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
     """A topological order of units: the listed one when it is, else Kahn's."""
     produced = tail >= 0
     if np.all(tail[produced] < head[produced]):

@@ -1,5 +1,5 @@
 """The JSON form of a pick problem: decoding a file's bytes, reading the structure and types of
-each object (their meaning is checked by :mod:`tacopt.partitioner.problem_checks`), and writing
+each object (their meaning is checked by :mod:`tacopt.partitioner.problem.checks`), and writing
 a problem back (``docs/pick-problem.md`` describes the format)."""
 
 from __future__ import annotations
@@ -7,22 +7,20 @@ from __future__ import annotations
 import codecs
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from tacopt.partitioner.errors import ProblemError
-from tacopt.partitioner.problem_types import (
+from tacopt.partitioner.problem.records import (
     BAD_TEXT,
     Choice,
     Link,
     Named,
     Pairwise,
+    ProblemData,
     TensorEdge,
     Unit,
     show,
 )
-
-if TYPE_CHECKING:
-    from tacopt.partitioner.problem import PickProblem
 
 # The fields of each object of the JSON form; anything else is a misspelling.
 _FIELDS = {
@@ -233,7 +231,7 @@ def _pairwise_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> Pairwi
     return Pairwise(a, b, tuple(tuple(row) for row in cost))
 
 
-def problem_to_dict(problem: PickProblem) -> dict[str, Any]:
+def problem_to_dict(problem: ProblemData) -> dict[str, Any]:
     """The JSON form of ``problem`` (``capacity``, ``memory`` and ``pairwise`` only when set)."""
     out: dict[str, Any] = {
         "cost_unit": problem.cost_unit,
