@@ -166,17 +166,10 @@ def op_nbytes(G: nx.MultiDiGraph, node: str) -> int:
 
     The least any device running it must hold (:mod:`tacopt.partitioner.memory`'s model).
     """
-    from tacopt.partitioner.problem import DTYPE_NBYTES
-
     tensors = G.graph["tensors"]
     op = G.nodes[node]["op"]
     names = dict.fromkeys(t for t in (*op.inputs, *op.outputs) if t is not None)
-    return sum(
-        tensors[n].num_elements * DTYPE_NBYTES[tensors[n].dtype]
-        if tensors[n].dtype in DTYPE_NBYTES
-        else tensors[n].nbytes
-        for n in names
-    )
+    return sum(tensors[n].priced_nbytes for n in names)
 
 
 def op_costs(

@@ -63,8 +63,6 @@ def graph_peak_memory(H: Any, host: str = "CPU") -> dict[str, float]:
     >>> graph_peak_memory(H)  # CPU: x (host), y (read by b), z; GPU: x, y
     {'CPU': 96.0, 'GPU': 64.0}
     """
-    from tacopt.partitioner.problem import DTYPE_NBYTES
-
     tensors = H.graph["tensors"]
     ops = [(H.nodes[n]["op"], H.nodes[n]["device"]) for n in H]
     n_steps = max(len(ops), 1)
@@ -72,9 +70,7 @@ def graph_peak_memory(H: Any, host: str = "CPU") -> dict[str, float]:
     dev_of = {d: i for i, d in enumerate(devices)}
 
     def nbytes(name: str) -> float:
-        t = tensors[name]
-        size = t.num_elements * DTYPE_NBYTES[t.dtype] if t.dtype in DTYPE_NBYTES else t.nbytes
-        return float(size)
+        return float(tensors[name].priced_nbytes)
 
     resident = np.zeros(len(devices))
     weights: set[tuple[str, int]] = set()
@@ -121,8 +117,6 @@ def internal_activation_peak(S: Any) -> float:
     >>> internal_activation_peak(S)  # y, 32 bytes, between a and b
     32.0
     """
-    from tacopt.partitioner.problem import DTYPE_NBYTES
-
     tensors = S.graph["tensors"]
     outputs = set(S.graph["outputs"])
     start: dict[str, int] = {}
@@ -138,8 +132,7 @@ def internal_activation_peak(S: Any) -> float:
     n_steps = max(S.number_of_nodes(), 1)
     delta = np.zeros(n_steps + 1)
     for name, first in start.items():
-        t = tensors[name]
-        size = t.num_elements * DTYPE_NBYTES[t.dtype] if t.dtype in DTYPE_NBYTES else t.nbytes
+        size = tensors[name].priced_nbytes
         delta[first] += size
         delta[end[name] + 1] -= size
     return float(np.cumsum(delta)[:n_steps].max()) if start else 0.0

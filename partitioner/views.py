@@ -171,17 +171,11 @@ def view_weight_bytes(view: View) -> int:
     >>> view_weight_bytes(View("u", "GPU", "FLOAT", G))
     64
     """
-    from tacopt.partitioner.problem import DTYPE_NBYTES
-
     H = view.graph
     tensors = H.graph["tensors"]
     names = {i for _, data in H.nodes(data=True) for i in data["op"].inputs if i is not None}
     constants = [tensors[n] for n in sorted(names) if n in tensors and tensors[n].is_constant]
-    # A dtype without a per-element size (packed int4, strings) counts its stored bytes.
-    return sum(
-        t.num_elements * DTYPE_NBYTES[t.dtype] if t.dtype in DTYPE_NBYTES else t.nbytes
-        for t in constants
-    )
+    return sum(t.priced_nbytes for t in constants)
 
 
 def enumerate_views(

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from tacopt.fusion.ir.errors import GraphError
-from tacopt.fusion.ir.vocabulary import DTYPE_NBYTES
+from tacopt.fusion.ir.vocabulary import DTYPE_NBYTES, PRICED_DTYPE_NBYTES
 
 #: TFLite ``TensorType`` enum value -> tacopt dtype name (numpy spelling where numpy has one).
 TFLITE_DTYPES: dict[int, str] = {
@@ -178,6 +178,18 @@ class Tensor:
         if self.buffer is not None and self.buffer.nbytes:
             return self.buffer.nbytes
         return math.ceil(self.num_elements * DTYPE_NBYTES.get(self.dtype, 0))
+
+    @property
+    def priced_nbytes(self) -> int:
+        """Bytes as the cost and memory models count them: elements x the whole bytes of
+        :data:`~tacopt.fusion.ir.vocabulary.PRICED_DTYPE_NBYTES`; a dtype without a per-element
+        size there (packed int4, strings) counts its stored bytes (:attr:`nbytes`).
+
+        >>> Tensor("x", (2, 3), "float32").priced_nbytes, Tensor("q", (3,), "int4").priced_nbytes
+        (24, 2)
+        """
+        size = PRICED_DTYPE_NBYTES.get(self.dtype)
+        return self.num_elements * size if size is not None else self.nbytes
 
     @property
     def is_quantized(self) -> bool:
