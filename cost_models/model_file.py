@@ -13,11 +13,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 from tacopt.cost_models.protocol import CostModelError
-from tacopt.fusion.ir.io import gunzip
+from tacopt.fusion.ir.io import read_json
 
 #: The most bytes a gzipped model file may inflate to (the shipped model: ~10 MB).
 MAX_MODEL_BYTES = 256 << 20
@@ -31,19 +30,7 @@ def read_model_doc(path: str | os.PathLike[str]) -> Any:
     CostModelError
         If the file is missing or unreadable, broken gzip, or not JSON (one line naming it).
     """
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise CostModelError(f"cost model file '{p}' does not exist") from None
-    except OSError as exc:
-        raise CostModelError(f"cost model file '{p}' cannot be read: {exc}") from None
-    if raw[:2] == b"\x1f\x8b":
-        raw = gunzip(raw, f"cost model file '{p}'", MAX_MODEL_BYTES, error=CostModelError)
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
-        raise CostModelError(f"cost model file '{p}' is not valid JSON: {exc}") from None
+    return read_json(path, "cost model file", MAX_MODEL_BYTES, error=CostModelError)
 
 
 def model_bytes(doc: Any, path: str | os.PathLike[str]) -> bytes:

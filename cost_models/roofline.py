@@ -33,7 +33,6 @@ Examples
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,8 +52,11 @@ from tacopt.cost_models.base import (
 )
 from tacopt.cost_models.ops import inference_type as op_inference_type
 from tacopt.cost_models.ops import op_counts
+from tacopt.fusion.ir.io import read_json
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
+#: The most bytes a gzipped profile may inflate to (a profile is a few kB of JSON).
+MAX_PROFILE_BYTES = 1 << 20
 DEFAULT_PROFILES = ("mobile_cpu", "mobile_gpu", "mobile_npu", "desktop_gpu")
 #: Fields of a profile file; device capability (``supported_ops``, ``inference_types``) is not
 #: one of them: it is declared once, on the device's record.
@@ -108,10 +110,7 @@ def load_profile(source: str | Path | Mapping[str, Any]) -> DeviceProfile:
     if isinstance(source, Mapping):
         doc = dict(source)
     else:
-        try:
-            doc = json.loads(Path(source).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise CostModelError(f"device profile '{where}': {exc}") from None
+        doc = read_json(source, "device profile", MAX_PROFILE_BYTES, error=CostModelError)
     if not isinstance(doc, dict):
         raise CostModelError(f"device profile '{where}': not a JSON object")
     capability = sorted(_CAPABILITY & doc.keys())

@@ -1,7 +1,9 @@
 """Small file helpers shared by every package: outputs are checked first and written atomically.
 
 A command with several outputs checks every path before it starts work
-(:func:`check_output_path`), then writes them all or none (:func:`all_or_nothing`).
+(:func:`check_output_path`), then writes them all or none (:func:`all_or_nothing`). Inputs in
+JSON, plain or gzipped, are read by :func:`read_json` / :func:`decode_json` (bounded inflation,
+one line naming the file when they are broken); JSON lines by :func:`read_json_lines`.
 """
 
 from __future__ import annotations
@@ -289,3 +291,51 @@ def gunzip(
     if not inflate.eof:
         raise error(f"{source}: broken gzip data: truncated")
     return out
+
+
+def decode_json(
+    raw: bytes, source: str, limit: int, *, error: Callable[[str], TacoptError] = TacoptError
+) -> Any:
+    """The JSON value of a file's bytes, gunzipped first when they start with gzip's magic (at
+    most ``limit`` bytes inflated, :func:`gunzip`); broken data is one line of ``error`` naming
+    ``source``.
+
+    >>> import gzip
+    >>> decode_json(gzip.compress(b'{"a": 1}'), "m.json.gz", 100)
+    {'a': 1}
+    >>> decode_json(b'{"a": ', "m.json", 100)
+    Traceback (most recent call last):
+    tacopt.fusion.ir.errors.TacoptError: m.json: not valid JSON: Expecting value: ...
+    """
+    if raw[:2] == b"\x1f\x8b":
+        raw = gunzip(raw, source, limit, error=error)
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise error(f"{source}: not valid JSON: nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise error(f"{source}: not valid JSON: {' '.join(str(exc).split())}") from None
+
+
+def read_json(
+    path: str | os.PathLike[str],
+    what: str,
+    limit: int,
+    *,
+    error: Callable[[str], TacoptError] = TacoptError,
+) -> Any:
+    """The JSON value of the file at ``path`` (plain or gzipped, :func:`decode_json`); a missing,
+    unreadable or broken file is one line of ``error`` naming it as ``what 'path'``.
+
+    >>> read_json("/no/such.json", "cost model file", 100)
+    Traceback (most recent call last):
+    tacopt.fusion.ir.errors.TacoptError: cost model file '/no/such.json' does not exist
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise error(f"{what} '{p}' does not exist") from None
+    except OSError as exc:
+        raise error(f"{what} '{p}' cannot be read: {exc.strerror or exc}") from None
+    return decode_json(raw, f"{what} '{p}'", limit, error=error)

@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from tacopt.fusion.ir.errors import TacoptError
-from tacopt.fusion.ir.io import atomic_write, gunzip
+from tacopt.fusion.ir.io import atomic_write, decode_json
 from tacopt.partitioner.problem import (
     Choice,
     Link,
@@ -109,11 +109,10 @@ def read_solution(path: str | os.PathLike[str], problem: PickProblem) -> np.ndar
     """Read a contest solution file (a JSON list of strategy indices) checked against
     ``problem``."""
     try:
-        data = json.loads(Path(path).read_bytes())
+        raw = Path(path).read_bytes()
     except OSError as exc:
         raise IopddlError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise IopddlError(f"{path}: not valid JSON: {' '.join(str(exc).split())}") from None
+    data = decode_json(raw, str(path), MAX_INFLATED_BYTES, error=IopddlError)
     try:
         return check_solution(problem, data)
     except IopddlError as exc:
@@ -139,24 +138,13 @@ def is_iopddl(data: Any) -> bool:
 def decode_file(raw: bytes, source: str, *, limit: int | None = None) -> Any:
     """The JSON value of a file's bytes, gunzipped first when they start with gzip's magic (at
     most ``limit`` bytes inflated, default :data:`MAX_INFLATED_BYTES`)."""
-    if raw[:2] == b"\x1f\x8b":
-        raw = _gunzip(raw, source, MAX_INFLATED_BYTES if limit is None else limit)
-    try:
-        return json.loads(raw)
-    except RecursionError:
-        raise IopddlError(f"{source}: not valid JSON: nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
-        raise IopddlError(f"{source}: not valid JSON: {' '.join(str(exc).split())}") from None
+    limit = MAX_INFLATED_BYTES if limit is None else limit
+    return decode_json(raw, source, limit, error=IopddlError)
 
 
 #: The most bytes a gzip file may inflate to: 1 GiB, ten times the largest instance here
 #: (A: 93 MB), so that a small hostile file cannot drive memory without bound.
 MAX_INFLATED_BYTES = 1 << 30
-
-
-def _gunzip(raw: bytes, source: str, limit: int = MAX_INFLATED_BYTES) -> bytes:
-    """``raw`` inflated, refusing (one line) data that would inflate beyond ``limit`` bytes."""
-    return gunzip(raw, source, limit, error=IopddlError)
 
 
 def load_iopddl(path: str | os.PathLike[str]) -> PickProblem:
