@@ -17,6 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from tacopt.benchmarks import scripts
+from tacopt.fusion.ir.errors import print_error
 
 #: Runnable modules of the study that are not under ``scripts/``.
 STUDY = {
@@ -64,9 +65,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return tacopt_main(["bench", *rest])
     if name not in table:
-        print(f"python -m tacopt.benchmarks: error: no script {name!r} (run without NAME to list "
-              "them)", file=sys.stderr)  # fmt: skip
-        return 2
+        return print_error("python -m tacopt.benchmarks",
+                           f"no script {name!r} (run without NAME to list them)")
     sys.argv = [f"python -m tacopt.benchmarks {name}", *rest]
     runpy.run_module(table[name], run_name="__main__", alter_sys=False)
     return 0

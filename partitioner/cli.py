@@ -33,9 +33,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tacopt.fusion.ir.errors import TacoptError, one_line
+from tacopt.fusion.ir.errors import EXIT_BAD_INPUT, TacoptError, print_error
 
-EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 
 #: What ``--help`` can list, in this order (see :class:`TacoptParser`).
@@ -64,8 +63,7 @@ class TacoptParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """A bad command line: one line on stderr (not the usage block), exit 2."""
-        line = one_line(f"{self.prog}: error: {message} (see '{self.prog} --help')")
-        self.exit(EXIT_BAD_INPUT, line + "\n")
+        self.exit(print_error(self.prog, f"{message} (see '{self.prog} --help')"))
 
 
 def registered_names(lists: Sequence[str] = REGISTRIES) -> str:
@@ -232,8 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args) or 0)
     except TacoptError as exc:
-        print(f"tacopt {args.command}: error: {one_line(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return print_error(f"tacopt {args.command}", exc)
     except KeyboardInterrupt:
         print(f"tacopt {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

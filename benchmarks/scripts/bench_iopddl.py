@@ -19,12 +19,12 @@ import argparse
 import json
 import os
 import resource
-import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from tacopt.fusion.ir.errors import print_error
 from tacopt.fusion.ir.io import atomic_write, check_output_folder
 from tacopt.partitioner.cli_pick import contest_time_limit
 from tacopt.partitioner.errors import PickerError
@@ -165,8 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_iopddl_bench(args.folder, tuple(args.pickers.split(",")), args.time_limit, args.out,
                          seed=args.seed)  # fmt: skip
     except (IopddlError, PickerError) as exc:
-        print(f"bench_iopddl: error: {exc}", file=sys.stderr)
-        return 2
+        return print_error("bench_iopddl", exc)
     return 0
 
 

@@ -2,12 +2,17 @@
 
 Every error a user can cause (a broken file, an unknown device, a malformed problem, NaN costs)
 is a :class:`TacoptError` whose message is one line naming what went wrong and where. The CLI
-prints that line and exits with code 2; anything else is a bug in tacopt.
+prints that line (:func:`print_error`, the one place that does) and exits with code 2
+(:data:`EXIT_BAD_INPUT`); anything else is a bug in tacopt.
 """
 
 from __future__ import annotations
 
 import re
+import sys
+
+#: The exit code of every bad input: a :class:`TacoptError`, or a command line that is refused.
+EXIT_BAD_INPUT = 2
 
 #: Characters that would break the one line: control characters and Unicode line separators.
 _BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
@@ -23,6 +28,20 @@ def one_line(message: object) -> str:
     """
     text = _BREAKS.sub(lambda m: repr(m.group())[1:-1], str(message))
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def print_error(prog: str, message: object) -> int:
+    """Report bad input the way every tacopt command does: ``PROG: error: MESSAGE`` as one line
+    on stderr; returns :data:`EXIT_BAD_INPUT` for the caller to exit with.
+
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stderr(io.StringIO()) as err:
+    ...     code = print_error("tacopt pick", "bad file")
+    >>> code, err.getvalue().strip()
+    (2, 'tacopt pick: error: bad file')
+    """
+    print(one_line(f"{prog}: error: {message}"), file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 class TacoptError(Exception):
