@@ -103,7 +103,8 @@ def _page(zoo: str, model: str, case: Sequence[Mapping[str, Any]]) -> str:
         fuse=first.get("fusion") != "plain",
         capacity=dict(first.get("capacity") or {}),
     )
-    return render_page(page_data(compare_plans(result, pickers), title=model))
+    results, failed = compare_plans(result, pickers)
+    return render_page(page_data(results, title=model, failed=failed))
 
 
 def pages_markdown(pages: Sequence[PlanPage], folder: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -280,9 +281,11 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
         from tacopt.partitioner.page import compare_plans, page_data, render_page
 
         pickers = opts.compare if opts.picker in opts.compare else (opts.picker, *opts.compare)
-        results = compare_plans(result, pickers,
-                                time_limit_s=opts.time_limit_s)  # fmt: skip
-        data = page_data(results, title=opts.model.stem, cost_model=cost_model, targets=targets)
+        results, failed = compare_plans(result, pickers, time_limit_s=opts.time_limit_s)
+        for name, why in failed.items():
+            print(f"tacopt partition: warning: --compare {name}: no plan: {why}", file=sys.stderr)
+        data = page_data(results, title=opts.model.stem, cost_model=cost_model, targets=targets,
+                         failed=failed)  # fmt: skip
         out.write(opts.html, render_page(data))
     return summary, _human(result, summary) + explained
 

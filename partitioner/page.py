@@ -149,12 +149,26 @@ def _ordered_layers(D: nx.DiGraph) -> list[list[str]]:
 # --------------------------------------------------------------------------------------------
 
 
-def compare_plans(result: Any, pickers: Sequence[str], *, time_limit_s: float | None = None):
-    """``result`` re-planned by each of ``pickers`` on the same pick problem (one result each).
+def compare_plans(
+    result: Any, pickers: Sequence[str], *, time_limit_s: float | None = None
+) -> tuple[list[Any], dict[str, str]]:
+    """``result`` re-planned by each of ``pickers`` on the same pick problem.
 
     ``result`` is a :class:`~tacopt.partitioner.pipeline.PartitionResult`; the problem, units and
     views are shared, so plans differ only by their picker. A result whose picker is in
-    ``pickers`` is reused rather than re-solved.
+    ``pickers`` is reused rather than re-solved. A picker that gives no plan (it does not take
+    the problem, or finds none within the capacities) does not stop the others, as in
+    ``tacopt pick --compare``: it is returned with its one-line reason.
+
+    Returns
+    -------
+    (list, dict)
+        A result per picker that gave a plan, in ``pickers``' order; picker -> why it gave none.
+
+    Raises
+    ------
+    TacoptError
+        For an unknown picker (before any solve).
 
     Examples
     --------
@@ -162,29 +176,35 @@ def compare_plans(result: Any, pickers: Sequence[str], *, time_limit_s: float | 
     >>> from tacopt.partitioner.pipeline import partition
     >>> G = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xy"],
     ...     [Op("relu_0", "RELU", ("x",), ("y",))], ["x"], ["y"])
-    >>> [r.plan.picker for r in compare_plans(partition(G, "GPU,CPU"), ["tac", "exact"])]
-    ['tac', 'exact']
+    >>> results, failed = compare_plans(partition(G, "GPU,CPU"), ["tac", "exact"])
+    >>> [r.plan.picker for r in results], failed
+    (['tac', 'exact'], {})
     """
+    from tacopt.fusion.ir.errors import TacoptError, one_line
     from tacopt.partitioner.apply import apply_plan
     from tacopt.partitioner.pickers import pick, picker_options
 
-    out = []
+    accepted = {name: picker_options(name) for name in pickers}  # unknown names fail here
+    out, failed = [], {}
     for name in pickers:
         if name == result.plan.picker:
             out.append(result)
             continue
-        accepted = picker_options(name)
         options: dict[str, Any] = {}
         if time_limit_s is not None:
-            key = next((k for k in ("time_limit_s", "time_limit") if k in accepted), None)
-            if key or "*" in accepted:
+            key = next((k for k in ("time_limit_s", "time_limit") if k in accepted[name]), None)
+            if key or "*" in accepted[name]:
                 options[key or "time_limit_s"] = time_limit_s
         clock = time.perf_counter()
-        plan = pick(result.problem, name, **options)
+        try:
+            plan = pick(result.problem, name, **options)
+        except TacoptError as exc:
+            failed[name] = one_line(exc)
+            continue
         seconds = dict(result.seconds, pick=time.perf_counter() - clock)
         H = apply_plan(result.source, result.partition, result.views, plan.assignment)
         out.append(replace(result, plan=plan, graph=H, seconds=seconds))
-    return out
+    return out, failed
 
 
 def device_colors(devices: Sequence[str]) -> dict[str, str]:
@@ -199,6 +219,7 @@ def page_data(
     title: str | None = None,
     cost_model: Any = None,
     targets: Sequence[Target] | None = None,
+    failed: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The page's data for plans of one pick problem (one per picker).
 
@@ -219,6 +240,8 @@ def page_data(
         The model the plans were costed with, for each op's own cost per device.
     targets : sequence of Target, optional
         The devices' records (default: the registered devices of the results' names).
+    failed : mapping, optional
+        Pickers that gave no plan -> why (:func:`compare_plans`), listed on the page.
 
     Returns
     -------
@@ -335,6 +358,7 @@ def page_data(
         "edges": edges,
         "units": units,
         "plans": plans,
+        "failed": dict(failed or {}),
     }
 
 

@@ -63,8 +63,8 @@ def build_page(G, devices: str, granularity: str) -> tuple[str, float, int]:
     start = time.perf_counter()
     model = get_cost_model("tac")
     result = partition(G, devices, granularity=granularity, cost_model=model)
-    results = compare_plans(result, ["exact", "tac"])
-    data = page_data(results, cost_model=model)
+    results, failed = compare_plans(result, ["exact", "tac"])
+    data = page_data(results, cost_model=model, failed=failed)
     html = render_page(data)
     return html, time.perf_counter() - start, len(data["ops"])
 

@@ -87,7 +87,7 @@
       b.classList.toggle("on", i === p);
       b.setAttribute("aria-selected", String(i === p));
     });
-    document.querySelectorAll("#plans-table tbody tr").forEach((tr, i) => tr.classList.toggle("current", i === p));
+    document.querySelectorAll("#plans-table tbody tr:not(.failed)").forEach((tr, i) => tr.classList.toggle("current", i === p));
     const count = Object.fromEntries(devices.map((d) => [d, 0]));
     devs.forEach((d) => { count[d] += 1; });
     $("device-ops").innerHTML = devices.map((d) =>
@@ -129,8 +129,10 @@
         `<td class="num">${fmt(b.compute)} / ${fmt(b.transfer)} / ${fmt(b.quant)}</td>` +
         `<td class="num differ">${p === 0 ? "-" : differ}</td></tr>`;
     });
+    const failedRows = Object.entries(D.failed || {}).map(([name, why]) =>
+      `<tr class="failed" data-picker="${esc(name)}"><td>${esc(name)}</td><td>ERROR</td><td colspan="4" class="why">no plan: ${esc(why)}</td></tr>`);
     $("plans-table").innerHTML = `<thead><tr><th>picker</th><th>status</th><th class="num">objective (${esc(D.cost_unit)})</th>` +
-      `<th class="num">vs ${esc(ref.picker)}</th><th class="num">compute / transfer / quant</th><th class="num">ops moved</th></tr></thead><tbody>${rows.join("")}</tbody>`;
+      `<th class="num">vs ${esc(ref.picker)}</th><th class="num">compute / transfer / quant</th><th class="num">ops moved</th></tr></thead><tbody>${rows.join("")}${failedRows.join("")}</tbody>`;
     $("legend").innerHTML = devices.map((d) =>
       `<span class="legend-item"><span class="swatch" style="background:${D.colors[d]}"></span>${esc(d)}</span>`).join("") +
       `<span class="legend-item"><svg width="26" height="10"><line x1="0" y1="5" x2="26" y2="5" stroke="#e8590c" stroke-width="3"></line></svg> transfer</span>` +
@@ -186,7 +188,7 @@
       `<tr><th>unit</th><td class="mono">${esc(unit.name)}${unitNote}</td></tr>` +
       `<tr><th>annotated</th><td>${esc(op.initial || "-")}${op.pinned ? " (pinned)" : ""}</td></tr>` +
       `<tr><th>chosen view</th><td id="op-chosen">${esc(chosen.device)}/${esc(chosen.type)}${chosen.lowerings.length ? " (lowered: " + chosen.lowerings.map(esc).join(", ") + ")" : ""} by ${esc(plan.picker)}</td></tr></table>` +
-      `<h3>Devices</h3><table id="op-costs"><thead><tr><th>device</th><th>type</th><th class="num">${own ? "unit's view" : "view"} cost (${esc(D.cost_unit)})</th>${own ? `<th class="num">op alone</th>` : ""}<th>why</th></tr></thead><tbody>${devRows.join("")}</tbody></table>` +
+      `<h3>Devices</h3><table id="op-costs"><thead><tr><th>device</th><th>type</th><th class="num">${own ? "unit's view" : "view"} cost (${esc(D.cost_unit)})</th>${own ? `<th class="num">op alone (cheapest)</th>` : ""}<th>why</th></tr></thead><tbody>${devRows.join("")}</tbody></table>` +
       `<h3>Tensors</h3><table id="op-tensors">${tensorRows(op.inputs, "in")}${tensorRows(op.outputs, "out")}</table>` +
       (D.plans.length > 1 ? `<p>Device per plan: ${D.plans.map((pl, p) => `${esc(pl.picker)} <b>${esc(opDevice[p][i])}</b>`).join(", ")}</p>` : "");
     drawMemory();

@@ -74,7 +74,8 @@ def test_page_data_counts_match_the_plan(bundled_models):
     from tacopt.fusion.tflite.reader import read_tflite
 
     result = partition(read_tflite(bundled_models[RESNET]), "GPU,NNAPI,CPU", granularity="op")
-    results = compare_plans(result, ["exact", "tac"])
+    results, failed = compare_plans(result, ["exact", "tac"])
+    assert failed == {}
     data = page_data(results)
     summary = result.summary()
     assert len(data["ops"]) == sum(len(u["ops"]) for u in summary["units"].values())
@@ -163,3 +164,16 @@ def test_cli_compare_needs_html_and_known_pickers(bundled_models, tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert "nosuch" in err and len(err.splitlines()) == 1
     assert not page.exists()
+
+
+def test_a_compared_picker_without_a_plan_is_a_row_that_says_why(bundled_models, tmp_path, capsys):
+    page = tmp_path / "p.html"
+    code = main(["partition", str(bundled_models["keras__mobilenet_v2_int8.tflite"]),
+                 "--devices", "NNAPI,CPU", "--granularity", "op", "--memory", "NNAPI=2MiB",
+                 "--html", str(page), "--compare", "exact,tac,greedy"])  # fmt: skip
+    assert code == 0  # tac's plan does not fit in 2 MiB: the others are still shown
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--compare tac: no plan" in err[0] and "capacity" in err[0]
+    data = json.loads(page.read_text().split('id="plan-data">', 1)[1].split("</script>", 1)[0])
+    assert [p["picker"] for p in data["plans"]] == ["exact", "greedy"]
+    assert list(data["failed"]) == ["tac"] and "capacity" in data["failed"]["tac"]
