@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import chain
 from typing import Any, NoReturn
 
 import networkx as nx
@@ -19,6 +21,7 @@ from tacopt.partitioner.problem.records import (
     MAX_NBYTES,
     MAX_TOTAL,
     Named,
+    Pairwise,
     ProblemData,
     TensorEdge,
     Unit,
@@ -120,7 +123,7 @@ def _check_pairwise(problem: ProblemData, fail: Callable[[str], NoReturn]) -> fl
     sizes = {u.name: len(u.choices) for u in problem.units}
     lengths = []
     for i, pair in enumerate(problem.pairwise):
-        where = f"pairwise[{i}] ({show(pair.a)}, {show(pair.b)})"
+        where = Pair(i, pair.a, pair.b)  # formatted only when a message is
         for name in (pair.a, pair.b):
             if not isinstance(name, str) or name not in sizes:
                 fail(f"{where}: unknown unit {show(name)}")
@@ -132,7 +135,7 @@ def _check_pairwise(problem: ProblemData, fail: Callable[[str], NoReturn]) -> fl
             fail(f"{where}: cost must be {rows} x {cols} (choices of a x choices of b), got {got}")
         lengths.append(rows * cols)
     # One array for all matrices (an IOPDDL instance holds millions of entries).
-    values = _float_array([v for p in problem.pairwise for row in p.cost for v in row])
+    values = _float_array(pairwise_entries(problem.pairwise))
     if values is None:
         for i, pair in enumerate(problem.pairwise):
             where = f"pairwise[{i}] ({show(pair.a)}, {show(pair.b)})"
@@ -146,6 +149,23 @@ def _check_pairwise(problem: ProblemData, fail: Callable[[str], NoReturn]) -> fl
     if not nonempty.any():
         return 0.0
     return float(np.maximum.reduceat(kept, starts[nonempty]).sum())
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """``pairwise[i] ('a', 'b')`` in an error message, formatted only when the message is."""
+
+    i: int
+    a: Any
+    b: Any
+
+    def __str__(self) -> str:
+        return f"pairwise[{self.i}] ({show(self.a)}, {show(self.b)})"
+
+
+def pairwise_entries(pairwise: Sequence[Pairwise]) -> list[Any]:
+    """Every entry of every matrix, matrix by matrix, row by row (one flat list)."""
+    return list(chain.from_iterable(chain.from_iterable(p.cost for p in pairwise)))
 
 
 def _check_text(value: Any, what: str, fail: Callable[[str], NoReturn]) -> None:

@@ -224,22 +224,26 @@ def _pick_problem(lens, costs, usages, interval, edge_nodes, elens, edge_cost, l
         own = cost[offset[u] : offset[u + 1]]
         own += np.minimum(diagonal, INT64_MAX - own)
     names = [str(i) for i in range(n)]
-    variants = [str(k) for k in range(int(lens.max(initial=0)))]
+    widest = int(lens.max(initial=0))
+    variants = [str(k) for k in range(widest)]
+    devices, types = [DEVICE] * widest, ["FLOAT"] * widest
     flat_cost, flat_use = cost.tolist(), usages.tolist()
     units = []
-    for i, (start, end) in enumerate(interval.tolist()):
-        lo = int(offset[i])
-        choices = tuple(Choice(DEVICE, "FLOAT", flat_cost[lo + k], flat_use[lo + k], variants[k])
-                        for k in range(int(lens[i])))  # fmt: skip
-        units.append(Unit(names[i], choices, 0, (start, end)))
+    for i, (lo, hi, span) in enumerate(zip(offset[:-1].tolist(), offset[1:].tolist(),
+                                           interval.tolist())):  # fmt: skip
+        k = hi - lo
+        choices = tuple(map(Choice, devices[:k], types[:k], flat_cost[lo:hi], flat_use[lo:hi],
+                            variants[:k]))  # fmt: skip
+        units.append(Unit(names[i], choices, 0, tuple(span)))
     flat_edges = edge_cost.tolist()
     pairs = []
+    widths = lens.tolist()
     for e, (u, v) in enumerate(edge_nodes.tolist()):
         if u == v:
             continue
-        lo, width = int(eoff[e]), int(lens[v])
-        rows = tuple(tuple(flat_edges[lo + r * width : lo + (r + 1) * width])
-                     for r in range(int(lens[u])))  # fmt: skip
+        lo, width = int(eoff[e]), widths[v]
+        rows = tuple(map(tuple, (flat_edges[a : a + width]
+                                 for a in range(lo, lo + widths[u] * width, width))))  # fmt: skip
         pairs.append(Pairwise(names[u], names[v], rows))
     return PickProblem(tuple(units), (), Link(0, 0), 0, host=DEVICE, boundaries=False,
                        capacity={} if limit is None else {DEVICE: limit},
@@ -276,6 +280,13 @@ def _pairs(rows: list[Any], where: str) -> np.ndarray:
 
 def _integers(flat: list[Any], locate: Any) -> np.ndarray:
     """``flat`` as int64 values in [0, 2^63); the first bad one is reported via ``locate(j)``."""
+    if set(map(type, flat)) <= {int}:  # the common case at C speed; bools are not ints here
+        try:
+            values = np.array(flat, dtype=np.int64) if flat else np.zeros(0, dtype=np.int64)
+        except OverflowError:
+            values = None
+        if values is not None and not (values < 0).any():
+            return values
     for j, v in enumerate(flat):  # a plain scan: bools and strings would slip into an array
         if type(v) is not int or v < 0 or v > INT64_MAX:
             if isinstance(v, float) and v.is_integer() and 0 <= v <= INT64_MAX:

@@ -9,7 +9,7 @@ from typing import NoReturn
 import numpy as np
 
 from tacopt.partitioner.errors import ProblemError
-from tacopt.partitioner.problem.checks import topological_order
+from tacopt.partitioner.problem.checks import pairwise_entries, topological_order
 from tacopt.partitioner.problem.records import (
     DTYPE_NBYTES,
     ProblemData,
@@ -174,7 +174,7 @@ def index_problem(problem: ProblemData) -> ProblemIndex:
     pair_b = np.array([pos[p.b] for p in problem.pairwise], np.int64)
     sizes = [len(p.cost) * (len(p.cost[0]) if p.cost else 0) for p in problem.pairwise]
     pair_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    flat_pairs = [v for p in problem.pairwise for row in p.cost for v in row]
+    flat_pairs = pairwise_entries(problem.pairwise)
     pair_cost = np.array(flat_pairs, dtype=np.float64)
     costs = [c.cost for c in flat]
     integral = not kept and set(map(type, costs)) <= {int} and set(map(type, flat_pairs)) <= {int}
