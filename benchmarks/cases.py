@@ -63,7 +63,20 @@ def _proposal(G: Any, case: Case, cost_model: Any) -> Any:
     return build_pick_problem(
         G, list(case.devices), cost_model=cost_model, granularity=case.granularity,
         fuse=case.fusion == "fused", capacity=dict(case.memory),
+        pins=_pins_matching(G, case) if case.pins else (),
     )  # fmt: skip
+
+
+def _pins_matching(G: Any, case: Case) -> tuple[tuple[str, str], ...]:
+    """The pins of ``case`` that match an op of the graph the pipeline partitions (``G`` fused,
+    unless the case is plain): a study's pins span a zoo, and a kind one model lacks is no
+    error there."""
+    from tacopt.fusion.fuse import fuse
+    from tacopt.partitioner.annotate import pinned_ops
+
+    H = fuse(G).graph if case.fusion == "fused" else G
+    hit = set(pinned_ops(H, case.pins).values())
+    return tuple(pin for i, pin in enumerate(case.pins) if i in hit)
 
 
 def count_moves(problem: Any, assignment: Mapping[str, Any]) -> tuple[int, int]:
@@ -219,6 +232,7 @@ def _base_record(case: Case) -> dict:
         "transfers": None,
         "conversions": None,
         "capacity": dict(case.memory),
+        "pins": [f"{pattern}={device}" for pattern, device in case.pins],
         "peak_memory": None,
         "fits": None,
         "seed": case.seed,

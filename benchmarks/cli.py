@@ -143,6 +143,15 @@ def register(subparsers: Any) -> None:
     from tacopt.partitioner.cli_partition import add_memory_option
 
     add_memory_option(p)
+    p.add_argument(
+        "--pin",
+        action="append",
+        default=[],
+        metavar="PATTERN=DEVICE",
+        help="pin ops in every model case whose device set holds DEVICE, as tacopt partition "
+        "--pin (name / output tensor globs, or kind:GLOB); a pin matching no op of a model is "
+        "ignored there; every picker keeps the pins (repeatable)",
+    )
     p.add_argument("--backend", default=None, help="exact picker backend (default: its own)")
     p.add_argument("--seed", type=int, default=0, help="seed of generators and pickers")
     p.add_argument(
@@ -213,6 +222,7 @@ def _run_bench(args: argparse.Namespace) -> int:
     )
     from tacopt.benchmarks.report import default_title, write_report
     from tacopt.benchmarks.zoos import BenchmarkError
+    from tacopt.partitioner.annotate import parse_pin
     from tacopt.partitioner.cli import load_module
     from tacopt.partitioner.pipeline import parse_memory
 
@@ -236,6 +246,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         backend=args.backend,
         seed=args.seed,
         memory=tuple(parse_memory(args.memory).items()),
+        pins=tuple(parse_pin(text) for text in args.pin),
     )
     records = run_study(
         study,

@@ -20,8 +20,8 @@ A record (one JSON object per line)::
     fusion ("fused" or "plain"), fusions {rule: n}, unfused {kind: n}, cost_unit, picker,
     status, objective, breakdown {compute, transfer, quant, pairwise}, bound, gap,
     exact_objective, ratio_to_exact, gap_to_exact, seconds, build_seconds, transfers,
-    conversions, capacity {device: bytes}, peak_memory {device: bytes}, fits, seed, params
-    {time_limit_s, backend, ...}, versions {...}, error
+    conversions, capacity {device: bytes}, pins [PATTERN=DEVICE], peak_memory {device: bytes},
+    fits, seed, params {time_limit_s, backend, ...}, versions {...}, error
 
 ``gap`` is the picker's own proven relative gap (exact only); ``gap_to_exact`` is
 ``objective / exact_objective - 1`` on the same problem. ``status`` is the plan's status

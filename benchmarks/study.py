@@ -45,6 +45,9 @@ class Study:
     fusion: tuple[str, ...] = ("fused",)
     #: Device capacities in bytes, applied to every case whose device set holds the device.
     memory: tuple[tuple[str, float], ...] = ()
+    #: Pins (pattern, DEVICE) as ``tacopt partition --pin``, applied to every model case whose
+    #: device set holds the device; a pin that matches no op of a model is ignored there.
+    pins: tuple[tuple[str, str], ...] = ()
 
 
 #: The values of :attr:`Study.fusion`.
@@ -69,17 +72,20 @@ class Case:
     seed: int = 0
     fusion: str = "fused"
     memory: tuple[tuple[str, float], ...] = ()
+    pins: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
         """Stable identity of the case: zoo, model, devices, granularity, cost model, seed,
-        ``|plain`` for a case partitioned without fusing, and ``|memory=...`` with capacities."""
+        ``|plain`` for a case partitioned without fusing, ``|memory=...`` with capacities and
+        ``|pins=...`` with pins."""
         devices = ",".join(self.devices) or "-"
         memory = ",".join(f"{d}={v:.0f}" for d, v in self.memory)
+        pins = ",".join(f"{pattern}={d}" for pattern, d in self.pins)
         return (
             f"{self.item.zoo}/{self.item.name}|{devices}|{self.granularity}|{self.cost_model}"
             f"|seed={self.seed}" + ("|plain" if self.fusion == "plain" else "")
-            + (f"|memory={memory}" if memory else "")
+            + (f"|memory={memory}" if memory else "") + (f"|pins={pins}" if pins else "")
         )  # fmt: skip
 
     def record_key(self, picker: str) -> str:
@@ -127,10 +133,14 @@ def expand_cases(study: Study) -> list[Case]:
                     for cost_model in study.cost_models:
                         for fusion in study.fusion:
                             memory = tuple((d, v) for d, v in study.memory if d in devices)
+                            pins = tuple(
+                                (pattern, d) for pattern, d in study.pins
+                                if d in devices or d == "CPU"
+                            )
                             cases.append(
                                 Case(
                                     item, tuple(devices), granularity, cost_model, **common,
-                                    fusion=fusion, memory=memory,
+                                    fusion=fusion, memory=memory, pins=pins,
                                 )
                             )  # fmt: skip
     keys = [c.key for c in cases]
@@ -203,6 +213,10 @@ def check_study(study: Study) -> None:
                                  f"({', '.join(sorted(in_sets))})")  # fmt: skip
         if not (math.isfinite(nbytes) and nbytes >= 0):
             raise BenchmarkError(f"memory: capacity of {device} must be bytes >= 0, got {nbytes}")
+    for pattern, device in study.pins:
+        if device != "CPU" and device not in in_sets:
+            raise BenchmarkError(f"pin '{pattern}={device}': device {device} is in no device set "
+                                 f"({', '.join(sorted(in_sets))})")  # fmt: skip
     for spec in study.cost_models:
         get_cost_model(spec)  # a CostModelError names the spec
     for picker in study.pickers:

@@ -30,7 +30,7 @@ FIELDS = {
     "granularity", "cost_model", "fusion", "fusions", "unfused", "cost_unit", "picker", "status",
     "objective", "breakdown",
     "bound", "gap", "exact_objective", "ratio_to_exact", "gap_to_exact", "seconds",
-    "build_seconds", "transfers", "conversions", "capacity", "peak_memory", "fits", "seed",
+    "build_seconds", "transfers", "conversions", "capacity", "pins", "peak_memory", "fits", "seed",
     "params", "versions", "error",
 }  # fmt: skip
 
