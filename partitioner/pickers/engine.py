@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.partitioner.pickers import search
+from tacopt.partitioner.pickers import primal, search
 from tacopt.partitioner.pickers.reduce import (
     FORBIDDEN,
     Compact,
@@ -110,6 +110,10 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
     t0 = time.monotonic()
     info.update(reduced_nodes=int((c.k > 1).sum()), reduced_edges=len(c.edge_nodes))
     nb = search.neighbourhood(c)
+    if prove and len(c.edge_cost) > SMALL_ENTRIES:  # too large for the whole program
+        best = primal.search(c, deadline, seed=seed, threads=2)
+        info["primal_s"] = round(time.monotonic() - t0, 3)
+        return best, edge_split_bound(c), False
     x = search.greedy_start(c, nb)
     heuristic_end = min(deadline, t0 + max(1.0, 0.1 * (deadline - t0)))
     best = search.price_search(c, nb, x, heuristic_end)

@@ -52,7 +52,7 @@ def solve_mip(
     again; a solution that fits is then optimal for the full model, and every round's dual
     bound is a bound of the full model (it has fewer rows).
     """
-    from scipy.optimize import LinearConstraint, milp
+    from scipy.optimize import Bounds, LinearConstraint, milp
 
     deadline = time.monotonic() + time_limit_s
     free = free & (c.k > 1)  # a node with one strategy is fixed already
@@ -74,10 +74,13 @@ def solve_mip(
         integrality = np.zeros(len(cost))
         if not relax:
             integrality[:n_x] = 1
+        # a strategy forbidden next to a fixed neighbour's choice (an infinite cost) is out
+        barred = ~np.isfinite(cost)
+        cost = np.where(barred, 0.0, cost)
         res = milp(
             cost,
             integrality=integrality,
-            bounds=(0, 1),
+            bounds=Bounds(0, np.where(barred, 0.0, 1.0)),
             constraints=LinearConstraint(A, lb, ub),
             options={"time_limit": left, "disp": False, "mip_rel_gap": 1e-9},
         )

@@ -1,0 +1,578 @@
+"""Primal search on a reduced pick problem (:class:`Compact`): good solutions within the limit.
+
+Memory is kept as a *soft* constraint while searching (the approach of the IOPDDL contest's
+winners): every tight usage item ``t`` carries a weight ``w[t]``, and a strategy ``s`` of its
+node pays ``w[t] * (usage_t(s) - min usage_t)`` on top of its cost. For fixed weights the
+problem is an unconstrained pairwise (min-sum) problem, solved by:
+
+- *forest dynamic programming*: a random induced forest of the graph is freed (all other nodes
+  fixed, their edges folded into node costs) and solved exactly by min-sum DP, repeated; each
+  step is an exact large-neighbourhood move, so the penalised cost never rises;
+- batched best responses (:func:`~.search.sweep`) between.
+
+Weights adapt: those of items live at steps over the limit grow, all others decay, over many
+rounds (so each node's weight settles where its memory matters). Each round's choice is
+repaired to fit the limit (moves with the best cost per usage saved, on the steps over it)
+and polished by forest moves that keep the limit. The cheapest fitting choice is returned.
+With ``threads > 1`` as many processes search from different seeds; the best result wins.
+
+Examples
+--------
+>>> from tacopt.partitioner.contest_like import contest_like
+>>> from tacopt.partitioner.problem import index_problem
+>>> from tacopt.partitioner.problem.contest import problem_from_dict
+>>> from tacopt.partitioner.pickers.reduce import reduce_problem
+>>> import time
+>>> p = problem_from_dict(contest_like(300, seed=2, tightness=0.2))
+>>> c = reduce_problem(index_problem(p))
+>>> x = search(c, time.monotonic() + 2.0, seed=1)
+>>> bool((c.profile(x) <= c.limit).all())
+True
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from tacopt.partitioner.pickers import search as ls
+from tacopt.partitioner.pickers.reduce import Compact
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Graph:
+    """Index arrays of a :class:`Compact` for the search: the neighbourhood of
+    :mod:`.search`, per node its incident edges and neighbours (CSR), per item the
+    usage above its lowest, and the block of every edge with forbidden pairs made finite."""
+
+    nb: ls.Neighbourhood
+    adj_ptr: np.ndarray
+    adj_nbr: np.ndarray
+    adj_edge: np.ndarray
+    item_extra: np.ndarray  # per (item, strategy): usage minus the item's lowest usage
+    movable: np.ndarray
+
+
+def prepare(c: Compact) -> Graph:
+    """The index arrays :func:`search` works with (built once per problem)."""
+    nb = ls.neighbourhood(c)
+    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+    ends = np.concatenate((u, v))
+    others = np.concatenate((v, u))
+    eids = np.concatenate((np.arange(len(u)), np.arange(len(u))))
+    order = np.argsort(ends, kind="stable")
+    ptr = np.searchsorted(ends[order], np.arange(c.n_nodes + 1))
+    ik = c.k[c.item_node]
+    lows = np.minimum.reduceat(c.item_usage, c.item_offset[:-1]) if len(ik) else np.zeros(0)
+    extra = c.item_usage - np.repeat(lows, ik)
+    return Graph(nb, ptr, others[order], eids[order], extra, np.flatnonzero(c.k > 1))
+
+
+def search(
+    c: Compact,
+    deadline: float,
+    *,
+    seed: int = 0,
+    start: np.ndarray | None = None,
+    threads: int = 1,
+    graph: Graph | None = None,
+) -> np.ndarray | None:
+    """The cheapest choice within the limit found by ``deadline`` (``time.monotonic()``).
+
+    Parameters
+    ----------
+    c
+        The reduced problem.
+    deadline
+        When to return (monotonic seconds); the search stops a little before.
+    seed
+        Seed of the random choices (each extra thread takes the next seed).
+    start
+        A choice to start from (kept if nothing better within the limit is found).
+    threads
+        Searches run at once (processes, one per core).
+    graph
+        :func:`prepare`'s arrays, if already built.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        One strategy per reduced node, within the limit; None if none was found in time.
+    """
+    g = graph if graph is not None else prepare(c)
+    if threads > 1 and time.monotonic() < deadline - 2.0:
+        return _parallel(c, g, deadline, seed, start, threads)
+    return _Search(c, g, np.random.default_rng(seed), deadline).run(start)
+
+
+def _parallel(c, g, deadline, seed, start, threads) -> np.ndarray | None:
+    """This process searches with ``seed``, ``threads - 1`` forked ones with the next seeds;
+    the cheapest result wins (a child late past the deadline is stopped and ignored)."""
+    ctx = mp.get_context("fork")
+    kids = []
+    for i in range(1, threads):
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_child, args=(_one, (c, g, deadline, seed + i, start), send))
+        proc.start()
+        send.close()
+        kids.append((proc, recv))
+    found = [search(c, deadline, seed=seed, start=start, graph=g)]
+    for proc, recv in kids:
+        try:
+            if recv.poll(max(0.0, deadline - time.monotonic()) + 0.2):
+                found.append(recv.recv())
+        except (EOFError, OSError):
+            pass
+        finally:
+            if proc.is_alive():
+                proc.kill()
+            proc.join()
+            recv.close()
+    found = [x for x in found if x is not None]
+    if not found:
+        return None
+    return min(found, key=lambda x: ls.objective(c, x))
+
+
+def _one(c, g, deadline, seed, start):
+    return (search(c, deadline, seed=seed, start=start, graph=g),)
+
+
+def has_toulbar2() -> bool:
+    """Whether ``pytoulbar2`` can be imported (without it only forest moves are used)."""
+    try:
+        import pytoulbar2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def penalties(c: Compact, g: Graph, weight: np.ndarray) -> np.ndarray:
+    """Per strategy: its items' usage above their lowest, times their weights."""
+    per = np.repeat(weight, c.k[c.item_node]) * g.item_extra
+    return np.bincount(g.nb.item_g, weights=per, minlength=len(c.cost))
+
+
+def induced_forest(
+    c: Compact, g: Graph, rng: np.random.Generator, priority: np.ndarray | None = None
+) -> np.ndarray:
+    """A random set of movable nodes whose induced subgraph is a forest (no cycle), grown
+    greedily in random order (``priority`` biases the order: higher first, on average)."""
+    nodes = g.movable
+    key = rng.random(len(nodes))
+    if priority is not None:
+        key = key * (1.0 + priority[nodes])
+    order = nodes[np.argsort(-key)].tolist()
+    parent = list(range(c.n_nodes))
+    inside = [False] * c.n_nodes
+    ptr, nbr = g.adj_ptr.tolist(), g.adj_nbr.tolist()
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    chosen = []
+    for v in order:
+        roots = [find(j) for j in nbr[ptr[v] : ptr[v + 1]] if inside[j]]
+        if len(roots) != len(set(roots)):
+            continue  # two edges into one tree: a cycle
+        inside[v] = True
+        for r in roots:
+            parent[r] = v
+        chosen.append(v)
+    mask = np.zeros(c.n_nodes, dtype=bool)
+    mask[chosen] = True
+    return mask
+
+
+def forest_dp(c: Compact, g: Graph, x: np.ndarray, pen: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """The exact optimum of the penalised cost over the ``free`` nodes (an induced forest),
+    the others fixed at ``x`` (returns a new choice; never worse than ``x``)."""
+    nb = g.nb
+    ent = ~free[nb.nbr]  # edge entries toward fixed neighbours fold into node costs
+    w = nb.w[nb.base[ent] + nb.stride[ent] * x[nb.nbr[ent]]]
+    local = c.cost + pen + np.bincount(nb.g[ent], weights=w, minlength=len(c.cost))
+    off = c.offset.tolist()
+    k = c.k.tolist()
+    ptr, nbr, eid = g.adj_ptr.tolist(), g.adj_nbr.tolist(), g.adj_edge.tolist()
+    eoff = c.edge_offset.tolist()
+    eu = c.edge_nodes[:, 0].tolist()
+    unary = {}
+    order: list[int] = []
+    par: dict[int, tuple[int, int]] = {}
+    seen = set()
+    for r in np.flatnonzero(free).tolist():
+        if r in seen:
+            continue
+        seen.add(r)
+        stack = [r]
+        par[r] = (-1, -1)
+        while stack:
+            a = stack.pop()
+            order.append(a)
+            unary[a] = local[off[a] : off[a + 1]].copy()
+            for j, e in zip(nbr[ptr[a] : ptr[a + 1]], eid[ptr[a] : ptr[a + 1]]):
+                if free[j] and j not in seen:
+                    seen.add(j)
+                    par[j] = (a, e)
+                    stack.append(j)
+    arg: dict[int, np.ndarray] = {}
+    wts = nb.w
+    for a in reversed(order):
+        p, e = par[a]
+        if p < 0:
+            continue
+        m = wts[eoff[e] : eoff[e + 1]]
+        m = m.reshape(k[a], k[p]) if eu[e] == a else m.reshape(k[p], k[a]).T
+        tot = unary[a][:, None] + m
+        best = tot.argmin(axis=0)
+        arg[a] = best
+        unary[p] += tot[best, np.arange(k[p])]
+    y = x.copy()
+    for a in order:
+        p, _ = par[a]
+        if p < 0:
+            y[a] = int(np.argmin(unary[a]))
+        else:
+            y[a] = int(arg[a][y[p]])
+    return y
+
+
+def penalised(c: Compact, g: Graph, x: np.ndarray, pen: np.ndarray) -> float:
+    """The cost of ``x`` plus its penalties (forbidden pairs at their large finite cost)."""
+    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+    pair = g.nb.w[c.edge_offset[:-1] + x[u] * c.k[v] + x[v]].sum()
+    return float((c.cost + pen)[c.offset[:-1] + x].sum() + pair)
+
+
+_DEBUG = False  # print each round (tuning only)
+
+
+class _Search:
+    """One search thread (state of the adaptive weights and the best choice)."""
+
+    def __init__(self, c: Compact, g: Graph, rng: np.random.Generator, deadline: float):
+        self.c, self.g, self.rng, self.deadline = c, g, rng, deadline
+        self.best: np.ndarray | None = None
+        self.best_val = np.inf
+        self.low = ls.lowest_usage(c, g.nb)
+        self.hard = np.isfinite(c.limit)
+        self.build_s = 0.0
+        self.whole_every = 8  # rounds without a better choice before a whole solve
+        self.toulbar2 = has_toulbar2()
+
+    def left(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def offer(self, x: np.ndarray) -> None:
+        if self.hard and not (self.c.profile(x) <= self.c.limit).all():
+            return
+        val = ls.objective(self.c, x)
+        if val < self.best_val:
+            self.best, self.best_val = x.copy(), val
+
+    def descend(self, x: np.ndarray, pen: np.ndarray, stall: int = 3, most: int = 40):
+        """Forest moves on the penalised cost until ``stall`` moves in a row gain nothing."""
+        val = penalised(self.c, self.g, x, pen)
+        quiet = 0
+        for _ in range(most):
+            if quiet >= stall or self.left() <= 0:
+                break
+            y = forest_dp(self.c, self.g, x, pen, induced_forest(self.c, self.g, self.rng))
+            new = penalised(self.c, self.g, y, pen)
+            quiet = quiet + 1 if new >= val - 1e-9 * max(1.0, abs(val)) else 0
+            if new <= val:
+                x, val = y, new
+        return x
+
+    def run(self, start: np.ndarray | None) -> np.ndarray | None:
+        c, g = self.c, self.g
+        x = ls.greedy_start(c, g.nb) if start is None else start.copy()
+        if start is not None:
+            self.offer(x)
+        zero = np.zeros(len(c.cost))
+        everything = np.zeros(c.n_nodes, dtype=bool)
+        everything[g.movable] = True
+        if not self.hard:
+            x = self.descend(x, zero, stall=2, most=10)
+            self.offer(x)
+            while self.left() > 0.5:
+                if self.toulbar2 and self._slice() > 0:
+                    x = _bounded(
+                        exact_sub,
+                        self.deadline - 0.3,
+                        x,
+                        (c, g, x, zero, everything, self._slice(), True),
+                    )
+                else:
+                    x = self.descend(x, zero, stall=3, most=20)
+                self.offer(x)
+            return self.best
+        self.polish(self.low.copy(), zero)  # lowest usage: fits whenever anything does
+        base = self._base_weight(x)
+        tight = c.item_tight
+        weight = np.where(tight, base, 0.0)
+        rounds, since = 0, 0
+        while self.left() > 0.5:
+            rounds += 1
+            pen = penalties(c, g, weight)
+            before = self.best_val
+            if since >= self.whole_every and self.toulbar2 and self._slice() > 0:
+                t = time.monotonic()
+                seconds = self._slice()
+                x = _bounded(
+                    exact_sub, self.deadline - 0.3, x, (c, g, x, pen, everything, seconds, True)
+                )
+                self.build_s = max(self.build_s, time.monotonic() - t - seconds)
+                since = 0
+            else:
+                x = self.descend(x, pen, stall=2, most=8)
+            prof = c.profile(x)
+            over = prof > c.limit
+            if _DEBUG:
+                print(
+                    rounds,
+                    round(self.left(), 1),
+                    ls.objective(c, x),
+                    int(over.sum()),
+                    float(prof.max() / c.limit),
+                    self.best_val,
+                    float(weight.max()),
+                    base,
+                )
+            rel = prof / c.limit - 1.0
+            if not over.any():
+                self.polish(x, pen)
+                # fits: weights of items with room to spare fall, to reach cheaper choices
+                room = -ls._range_max(rel, c.item_start, c.item_end)
+                weight *= np.where(room > 0.02, 0.8, 0.97)
+            else:
+                fixed = self.repair(x, prof)
+                if fixed is not None:
+                    self.polish(fixed, pen)
+                excess = np.maximum(ls._range_max(rel, c.item_start, c.item_end), 0.0)
+                hit = (excess > 0) & tight
+                weight[hit] = weight[hit] * 1.15 + base * (0.02 + np.minimum(excess[hit], 0.5))
+            since = 0 if self.best_val < before else since + 1
+        return self.best
+
+    def _slice(self) -> int:
+        """CPU seconds for one whole solve: a share of the time left, less the time to build
+        the solver's model (toulbar2 counts CPU time; under load a second takes longer)."""
+        usable = (self.left() - 1.5 * self.build_s) / 2.0
+        if usable < 1.0:
+            return 0
+        return int(max(1.0, min(20.0, 0.15 * usable * 2.0, usable)))
+
+    def _base_weight(self, x: np.ndarray) -> float:
+        """Cost per unit of usage: the typical spread of a node's local cost over the spread
+        of its usage (the scale the weights start from)."""
+        c = self.c
+        nb = self.g.nb
+        pair = c.edge_cost[nb.base + nb.stride * x[nb.nbr]]  # inf: a forbidden pair
+        local = c.cost + np.bincount(nb.g, weights=pair, minlength=len(c.cost))
+        finite = np.where(np.isfinite(local), local, np.nan)
+        idx = c.offset[:-1]
+        spread_c = np.fmax.reduceat(finite, idx) - np.fmin.reduceat(finite, idx)
+        ik = c.k[c.item_node]
+        spread_u = np.maximum.reduceat(self.g.item_extra, c.item_offset[:-1]) if len(ik) else ik
+        per_node = np.bincount(c.item_node, weights=spread_u * c.item_tight, minlength=c.n_nodes)
+        ok = (per_node > 0) & np.isfinite(spread_c) & (c.k > 1)
+        if not ok.any():
+            return 1.0
+        return float(np.median(spread_c[ok] / per_node[ok]))
+
+    def repair(self, x: np.ndarray, prof: np.ndarray) -> np.ndarray | None:
+        """Move nodes on steps over the limit, cheapest cost per usage saved first, until the
+        choice fits (None if it cannot)."""
+        c, g = self.c, self.g
+        x = x.copy()
+        for _ in range(200):
+            over = prof > c.limit
+            if not over.any():
+                return x
+            if self.left() <= 0:
+                return None
+            cnt = np.concatenate(([0], np.cumsum(over)))
+            hit_items = np.flatnonzero(cnt[c.item_end] - cnt[c.item_start] > 0)
+            if not len(hit_items):
+                return None
+            # usage saved by each strategy of the nodes concerned, over their hit items
+            ik = c.k[c.item_node[hit_items]]
+            pos = np.repeat(c.item_offset[hit_items], ik) + ls._ranges(ik)
+            now = np.repeat(c.item_usage[c.item_offset[hit_items] + x[c.item_node[hit_items]]], ik)
+            saved = np.bincount(g.nb.item_g[pos], weights=now - c.item_usage[pos],
+                                minlength=len(c.cost))  # fmt: skip
+            local = ls.local_costs(c, g.nb, x, np.zeros(len(c.cost)))
+            cur = local[c.offset[:-1] + x][g.nb.owner]
+            extra = local - cur
+            ratio = np.where(saved > 0, np.maximum(extra, 0.0) / np.maximum(saved, 1e-12)
+                             + 1e-12 * extra, np.inf)  # fmt: skip
+            if not np.isfinite(ratio).any():
+                return None
+            nodes = np.unique(g.nb.owner[np.isfinite(ratio)])
+            seg = c.offset[nodes]
+            sub = np.concatenate([ratio[c.offset[i] : c.offset[i + 1]] for i in nodes])
+            kk = c.k[nodes]
+            starts = np.concatenate(([0], np.cumsum(kk)[:-1]))
+            best = np.minimum.reduceat(sub, starts)
+            arg = np.array([int(np.argmin(sub[s : s + n])) for s, n in zip(starts, kk)])
+            # the cheapest moves first: a share of them per round, at least one
+            take = np.argsort(best, kind="stable")[: max(1, len(nodes) // 8)]
+            del seg
+            x[nodes[take]] = arg[take]
+            prof = c.profile(x)
+        return x if (prof <= c.limit).all() else None
+
+    def polish(self, x: np.ndarray, pen: np.ndarray, moves: int = 4) -> None:
+        """Forest moves on the penalised cost that keep the limit (trees whose new choice
+        breaks it are undone), then batched best responses within the limit."""
+        c, g = self.c, self.g
+        for _ in range(moves):
+            if self.left() <= 0:
+                break
+            free = induced_forest(c, g, self.rng)
+            y = forest_dp(c, g, x, pen, free)
+            y = _keep_limit(c, g, x, y)
+            if ls.objective(c, y) <= ls.objective(c, x):
+                x = y
+        x = ls.sweep(c, g.nb, x, hard=True, max_passes=5, deadline=self.deadline)
+        self.offer(x)
+
+
+def _bounded(fn, deadline: float, fallback: np.ndarray, args: tuple) -> np.ndarray:
+    """``fn(*args)[0]`` computed in a forked process that is stopped at ``deadline`` (then
+    ``fallback``): toulbar2 keeps a CPU-time limit, which a loaded machine stretches."""
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(fn, args, send), daemon=True)
+    proc.start()
+    send.close()
+    out = fallback
+    try:
+        if recv.poll(max(0.0, deadline - time.monotonic())):
+            out = recv.recv()
+    except (EOFError, OSError):
+        out = fallback
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        recv.close()
+    return out
+
+
+def _child(fn, args, send) -> None:
+    try:
+        send.send(fn(*args)[0])
+    finally:
+        send.close()
+
+
+def _keep_limit(c: Compact, g: Graph, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """``y`` with the changed nodes that raise usage on steps over the limit reset to ``x``
+    (repeated until it fits; ``x`` fits)."""
+    y = y.copy()
+    for _ in range(30):
+        prof = c.profile(y)
+        over = prof > c.limit
+        if not over.any():
+            return y
+        cnt = np.concatenate(([0], np.cumsum(over)))
+        hit = cnt[c.item_end] - cnt[c.item_start] > 0
+        up = c.item_usage[c.item_offset[:-1] + y[c.item_node]] > \
+            c.item_usage[c.item_offset[:-1] + x[c.item_node]]  # fmt: skip
+        bad = np.unique(c.item_node[hit & up])
+        if not len(bad):
+            return x.copy()
+        y[bad] = x[bad]
+    return x.copy()
+
+
+def ball(
+    c: Compact, g: Graph, rng: np.random.Generator, size: int, weights: np.ndarray | None = None
+) -> np.ndarray:
+    """A breadth-first ball of about ``size`` movable nodes around a random one (drawn in
+    proportion to ``weights`` if given), neighbours visited in random order."""
+    movable = g.movable
+    free = np.zeros(c.n_nodes, dtype=bool)
+    if weights is not None and weights[movable].sum() > 0:
+        w = weights[movable]
+        seed = int(movable[rng.choice(len(movable), p=w / w.sum())])
+    else:
+        seed = int(rng.choice(movable))
+    ptr, nbr = g.adj_ptr, g.adj_nbr
+    k = c.k
+    frontier = [seed]
+    free[seed] = True
+    count = 1
+    while frontier and count < size:
+        nxt = []
+        for i in frontier:
+            near = nbr[ptr[i] : ptr[i + 1]]
+            near = near[(~free[near]) & (k[near] > 1)]
+            if len(near) > size - count:
+                near = rng.choice(near, size=size - count, replace=False)
+            free[near] = True
+            count += len(near)
+            nxt.extend(near.tolist())
+            if count >= size:
+                break
+        rng.shuffle(nxt)
+        frontier = nxt
+    return free
+
+
+def exact_sub(
+    c: Compact,
+    g: Graph,
+    x: np.ndarray,
+    pen: np.ndarray,
+    free: np.ndarray,
+    seconds: int = 1,
+    improve: bool = False,
+) -> tuple[np.ndarray, bool]:
+    """The penalised optimum over the ``free`` nodes, the others fixed at ``x``, by toulbar2
+    (a cost-function-network solver) within ``seconds`` of CPU; returns the choice (``x`` if
+    nothing better was found) and whether it was proven optimal. ``improve``: search only
+    below the cost of ``x`` (an upper bound prunes the search)."""
+    import pytoulbar2
+
+    nb = g.nb
+    ent = ~free[nb.nbr]
+    w = nb.w[nb.base[ent] + nb.stride[ent] * x[nb.nbr[ent]]]
+    local = c.cost + pen + np.bincount(nb.g[ent], weights=w, minlength=len(c.cost))
+    nodes = np.flatnonzero(free)
+    pos = np.full(c.n_nodes, -1)
+    pos[nodes] = np.arange(len(nodes))
+    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+    inner = np.flatnonzero(free[u] & free[v])
+    cur = sum(float(local[c.offset[i] + x[i]]) for i in nodes.tolist())
+    cur += float(nb.w[c.edge_offset[inner] + x[u[inner]] * c.k[v[inner]] + x[v[inner]]].sum())
+    shift = float(local.min(initial=0.0))
+    ub = cur - shift * len(nodes) + 1.0 if improve else None
+    cfn = pytoulbar2.CFN(ubinit=ub, resolution=0, verbose=-1, seed=int(x.sum() % 1000 + 1))
+    for i in nodes.tolist():
+        cfn.AddVariable(f"x{i}", range(int(c.k[i])))
+    for i in nodes.tolist():
+        cfn.AddFunction([int(pos[i])], (local[c.offset[i] : c.offset[i + 1]] - shift).tolist())
+    for e in inner.tolist():
+        cfn.AddFunction([int(pos[u[e]]), int(pos[v[e]])],
+                        nb.w[c.edge_offset[e] : c.edge_offset[e + 1]].tolist())  # fmt: skip
+    try:
+        res = cfn.Solve(timeLimit=max(1, int(seconds)))
+    except Exception:  # toulbar2 signals contradictions and limits by exceptions
+        return x, False
+    if not res:
+        return x, False
+    y = x.copy()
+    y[nodes] = np.asarray(res[0], dtype=np.int64)
+    optimal = cfn.GetDDualBound() >= res[1] - 0.5 if hasattr(cfn, "GetDDualBound") else False
+    new = sum(float(local[c.offset[i] + y[i]]) for i in nodes.tolist())
+    new += float(nb.w[c.edge_offset[inner] + y[u[inner]] * c.k[v[inner]] + y[v[inner]]].sum())
+    return (y if new <= cur else x), optimal
