@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.io import check_output_path
+from tacopt.fusion.ir.options import at_least
 
 #: Timing rounds of `tacopt calibrate`.
 CALIBRATE_ROUNDS = 20
@@ -51,7 +52,7 @@ def register_measure(subparsers: Any) -> None:
     )
     p.add_argument(
         "--sweep",
-        type=int,
+        type=at_least(1),
         nargs="?",
         const=0,
         metavar="N",
@@ -85,13 +86,13 @@ def register_measure(subparsers: Any) -> None:
     )
     p.add_argument(
         "--repeats",
-        type=int,
+        type=at_least(1),
         default=9,
         help="timed samples per op, each a >= 2 ms batch of invokes, over 3 interpreter instances;"
         " the lowest quiet one of each instance, median over instances, counts (default 9)",
     )
-    p.add_argument("--warmup", type=int, default=3, help="untimed runs first (default 3)")
-    p.add_argument("--threads", type=int, default=1, help="interpreter threads (default 1)")
+    p.add_argument("--warmup", type=at_least(0), default=3, help="untimed runs first (default 3)")
+    p.add_argument("--threads", type=at_least(1), default=1, help="interpreter threads (default 1)")
     p.add_argument(
         "--types",
         default="",
@@ -112,10 +113,6 @@ def run_measure(args: argparse.Namespace) -> int:
     for name in names:
         if name not in TYPE_NAMES:
             raise MeasureError(f"--types: unknown type '{name}' (known: {', '.join(TYPE_NAMES)})")
-    for flag, value, least in (("--repeats", args.repeats, 1), ("--warmup", args.warmup, 0),
-                               ("--threads", args.threads, 1)):  # fmt: skip
-        if value < least:
-            raise MeasureError(f"{flag}: must be at least {least}, got {value}")
     check_output_path(args.out, what="--out")
     if args.out.exists():
         check_records_file(args.out, what="--out")
@@ -176,8 +173,6 @@ def _run_sweep(args: argparse.Namespace) -> int:
         raise MeasureError(
             "measure: --sweep measures sampled ops, not models; give one or the other"
         )
-    if args.sweep < 0:
-        raise MeasureError(f"--sweep: must be at least 1, got {args.sweep}")
     if args.prior not in PRIORS:
         raise MeasureError(f"--prior: unknown prior '{args.prior}' (known: {', '.join(PRIORS)})")
     if args.adapt and args.prior != "generic":
@@ -438,7 +433,7 @@ def register_calibrate(subparsers: Any) -> None:
     )
     p.add_argument("model", type=Path, help="a learned model file from `tacopt fit`")
     p.add_argument("-o", "--out", type=Path, help="write here instead of over MODEL")
-    p.add_argument("--rounds", type=int, default=CALIBRATE_ROUNDS, help="timing rounds")
+    p.add_argument("--rounds", type=at_least(1), default=CALIBRATE_ROUNDS, help="timing rounds")
     p.set_defaults(run=run_calibrate)
 
 
@@ -449,8 +444,6 @@ def run_calibrate(args: argparse.Namespace) -> int:
     from tacopt.fusion.ir.io import all_or_nothing
 
     out = args.out or args.model
-    if args.rounds < 1:
-        raise CostModelError(f"--rounds: must be at least 1, got {args.rounds}")
     doc = read_model_doc(args.model)
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CostModelError(f"learned model '{args.model}': format is not '{FORMAT}'")

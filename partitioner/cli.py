@@ -13,8 +13,9 @@ Ctrl-C prints one line and exits 130; commands stage their outputs
 (:func:`tacopt.fusion.ir.io.all_or_nothing`), so an interrupted command leaves no output file.
 
 The helpers below are shared by the commands: :func:`load_module` (``--load``), :func:`name_list`
-(comma-separated options such as ``--compare``), :func:`check_seconds` (``--time-limit``) and
-:class:`TacoptParser`, whose ``--help`` ends with the registered devices, pickers and cost models.
+(comma-separated options such as ``--compare``) and :class:`TacoptParser`, whose ``--help`` ends
+with the registered devices, pickers and cost models. Option values with a range (counts, time
+limits) are checked by the ``type=`` functions of :mod:`tacopt.fusion.ir.options`.
 
 The command runs BLAS single-threaded unless the environment says otherwise: tacopt's numeric work
 is many small matrix products, which extra BLAS threads only slow down and make less repeatable.
@@ -25,7 +26,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import math
 import os
 import sys
 from collections.abc import Sequence
@@ -144,23 +144,6 @@ def name_list(text: str, *, what: str) -> tuple[str, ...]:
         if name in names[:i]:
             raise OptionError(f"{what}: {name!r} is listed twice in {text!r}")
     return names
-
-
-def check_seconds(value: float | None, *, what: str = "--time-limit") -> float | None:
-    """``value`` if it is None or a positive finite number of seconds, else :class:`OptionError`.
-
-    Examples
-    --------
-    >>> check_seconds(2.5)
-    2.5
-    >>> check_seconds(float("inf"))
-    Traceback (most recent call last):
-    ...
-    tacopt.partitioner.cli.OptionError: --time-limit: must be positive and finite (seconds), got inf
-    """
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise OptionError(f"{what}: must be positive and finite (seconds), got {value:g}")
-    return value
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.errors import OutputError
-from tacopt.partitioner.cli import add_load_option, check_seconds, load_module
+from tacopt.fusion.ir.options import seconds
+from tacopt.partitioner.cli import add_load_option, load_module
 
 __all__ = [
     "PartitionOptions", "add_memory_option", "load_module", "options_from", "register", "run"
@@ -80,7 +81,7 @@ def register(subparsers: Any) -> None:
         "(default: subgraph)",
     )
     p.add_argument(
-        "--time-limit", type=float, default=None, metavar="S", help="picker time limit in seconds"
+        "--time-limit", type=seconds, default=None, metavar="S", help="picker time limit in seconds"
     )
     p.add_argument(
         "--no-fuse",
@@ -206,7 +207,6 @@ def run(args: argparse.Namespace) -> int:
     from tacopt.fusion.ir.io import all_or_nothing
 
     opts = options_from(args)
-    check_seconds(opts.time_limit_s)
     with all_or_nothing(outputs_of(opts)) as out:
         summary, text = _partition(opts, out)
     print(json.dumps(summary, indent=1) if opts.json else text)

@@ -40,11 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.errors import TacoptError, one_line
+from tacopt.fusion.ir.options import seconds
 from tacopt.partitioner.cli import (
     OptionError,
     add_load_option,
     align_columns,
-    check_seconds,
     name_list,
 )
 
@@ -79,7 +79,7 @@ def register(subparsers: Any) -> None:
         "--picker", default="exact", help="picker name or pkg.mod:Name (default: exact)"
     )
     parser.add_argument("--compare", metavar="P1,P2,...", help="run several pickers, side by side")
-    parser.add_argument("--time-limit", type=float, metavar="S", help="solver time limit (s)")
+    parser.add_argument("--time-limit", type=seconds, metavar="S", help="solver time limit (s)")
     parser.add_argument("--backend", help="exact picker backend: highs, scip or cp-sat")
     parser.add_argument(
         "--method",
@@ -106,7 +106,7 @@ def options_from_args(args: argparse.Namespace) -> PickOptions:
         problem=args.problem,
         pickers=name_list(args.compare, what="--compare") if compare else (args.picker,),
         compare=compare,
-        time_limit_s=check_seconds(args.time_limit),
+        time_limit_s=args.time_limit,
         backend=args.backend,
         method=args.method,
         seed=args.seed,

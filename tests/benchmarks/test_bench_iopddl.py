@@ -38,7 +38,7 @@ def test_bench_runs_the_pickers_on_contest_problems(contest_dir: Path, tmp_path:
     [
         (["bundled"], "run on their own"),
         (["--pickers", "nosuch"], "unknown picker 'nosuch'"),
-        (["--time-limit", "0"], "--time-limit must be"),
+        (["--time-limit", "0"], "--time-limit: must be"),
     ],
 )
 def test_bad_contest_runs_are_one_line_and_write_nothing(
