@@ -8,10 +8,11 @@ plan the chosen views, the objective and each device's memory over the steps.
 nothing: the browser only draws.
 
 The layout is computed here, in Python, not in the browser: a layered (Sugiyama-style) layout
-nested by unit. Units are layered over the unit DAG (networkx's topological generations), ops
-inside each unit over its own ops, and every layer is ordered by a few barycenter sweeps to
-reduce crossings. Doing it here keeps the page fast to open for 1,000+-op models (the browser
-places nothing), deterministic, and free of a vendored JavaScript library.
+nested by unit. Units are layered over the unit DAG (networkx's topological generations, each
+node then pulled down to just above its first consumer), ops inside each unit over its own ops,
+and every layer is ordered by a few barycenter sweeps to reduce crossings. Doing it here keeps
+the page fast to open for 1,000+-op models (the browser places nothing), deterministic, and free
+of a vendored JavaScript library.
 
 Examples
 --------
@@ -126,9 +127,22 @@ def layout_units(G: nx.MultiDiGraph, units: Sequence[tuple[str, Sequence[str]]])
 
 
 def _ordered_layers(D: nx.DiGraph) -> list[list[str]]:
-    """Topological generations of ``D``, each ordered by barycenter sweeps."""
+    """The layers of ``D``, each ordered by barycenter sweeps.
+
+    A node starts in its topological generation (its longest path from a source) and is then
+    pulled down to just above its first consumer, so what a later step reads is drawn next to
+    it (an unrolled RNN's per-step ops sit with their step) and long edges leave shared producers.
+    """
     order = {n: i for i, n in enumerate(D)}
-    layers = [sorted(g, key=order.__getitem__) for g in nx.topological_generations(D)]
+    depth = {n: i for i, g in enumerate(nx.topological_generations(D)) for n in g}
+    for n in reversed(list(nx.topological_sort(D))):
+        below = [depth[s] for s in D.successors(n)]
+        if below:
+            depth[n] = max(depth[n], min(below) - 1)
+    rows: dict[int, list[str]] = {}
+    for n in sorted(D, key=order.__getitem__):
+        rows.setdefault(depth[n], []).append(n)
+    layers = [rows[k] for k in sorted(rows)]
     pos = {n: i - (len(layer) - 1) / 2 for layer in layers for i, n in enumerate(layer)}
     for sweep in range(_SWEEPS):
         down = sweep % 2 == 0
@@ -359,6 +373,7 @@ def page_data(
         "units": units,
         "plans": plans,
         "failed": dict(failed or {}),
+        "pins": [f"{pattern}={device}" for pattern, device in getattr(first, "pins", ())],
     }
 
 

@@ -112,7 +112,8 @@
     $("title").textContent = D.title;
     document.title = "tacopt plan: " + D.title;
     const caps = Object.entries(D.capacity).map(([d, c]) => `${d} ${bytes(c)}`).join(", ");
-    $("meta").textContent = `devices ${devices.join(",")} \u00b7 ${D.granularity} units \u00b7 cost model ${D.cost_model} (${D.cost_unit})` + (caps ? ` \u00b7 capacity ${caps}` : "");
+    $("meta").textContent = `devices ${devices.join(",")} \u00b7 ${D.granularity} units \u00b7 cost model ${D.cost_model} (${D.cost_unit})` + (caps ? ` \u00b7 capacity ${caps}` : "") +
+      (D.pins && D.pins.length ? ` \u00b7 pins ${D.pins.join(", ")} (${D.ops.filter((o) => o.pinned).length} ops)` : "");
     $("n-ops").textContent = D.ops.length;
     $("n-units").textContent = D.units.length;
     $("picker-bar").innerHTML = D.plans.map((pl, i) =>

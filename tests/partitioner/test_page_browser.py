@@ -188,6 +188,7 @@ def test_pinned_ops_are_marked(browser, bundled_models, tmp_path):
     for name in pinned:
         unit = next(u for u, rec in summary["units"].items() if name in rec["ops"])
         assert summary["assignment"][unit]["device"] == "CPU"
+    assert "pins kind:CONV_2D=CPU" in page.text("#meta")
     page.select(pinned[0])
     assert "pin: " in page.text("#op-costs tr[data-device='GPU'] .why")
 
@@ -203,3 +204,13 @@ def test_nasnet_page_shows_every_op(browser, zoo_dir, tmp_path):
     page.page.fill("#search", "CONV_2D")
     assert int(page.text("#n-hits").split()[0]) > 50
     page.page.screenshot(path=str(tmp_path / "nasnet.png"))
+
+
+def test_a_model_without_ops_opens_empty(browser, zoo_dir, tmp_path):
+    model = zoo_dir.parent / "repro" / "no_ops.tflite"  # the reproducer
+    if not model.is_file():
+        pytest.skip(f"{model} is not here")
+    _write_page(model, tmp_path / "empty.html", "GPU,CPU", "--compare", "exact,tac")
+    page = Page(browser, tmp_path / "empty.html")
+    assert page.errors == []
+    assert page.text("#n-ops") == "0" and page.page.locator("g.op").count() == 0
