@@ -1,8 +1,13 @@
-"""The packages import one way only: fusion -> cost_models -> partitioner -> benchmarks."""
+"""The packages import one way only: fusion -> cost_models -> partitioner -> benchmarks.
+
+Imports are read from the code and from the docstrings' examples (a doctest that imports
+upward ties the packages together as much as the code does).
+"""
 
 from __future__ import annotations
 
 import ast
+import doctest
 from pathlib import Path
 
 import pytest
@@ -11,14 +16,36 @@ ROOT = Path(__file__).resolve().parents[1]
 ORDER = ["fusion", "cost_models", "partitioner", "benchmarks"]
 
 
-def _imported_packages(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+def _imports(tree: ast.AST) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             found.update(_package_of(alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             found.add(_package_of(node.module))
+    return found
+
+
+def _doctest_trees(tree: ast.AST, filename: str) -> list[ast.AST]:
+    """The parsed examples of every docstring in ``tree`` (unparsable ones skipped)."""
+    parser = doctest.DocTestParser()
+    out: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=True)
+            for example in parser.get_examples(doc or "", filename):
+                try:
+                    out.append(ast.parse(example.source))
+                except SyntaxError:
+                    continue
+    return out
+
+
+def _imported_packages(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = _imports(tree)
+    for example in _doctest_trees(tree, str(path)):
+        found |= _imports(example)
     return found & set(ORDER)
 
 
@@ -42,4 +69,11 @@ def test_imports_flow_one_way(package: str) -> None:
 def test_direction_checker_catches_a_violation(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("from tacopt.benchmarks.zoos import x\nimport tacopt.partitioner.cli\n")
+    assert _imported_packages(f) == {"benchmarks", "partitioner"}
+
+
+def test_direction_checker_reads_doctests(tmp_path: Path) -> None:
+    f = tmp_path / "m.py"
+    f.write_text('"""A module.\n\n>>> from tacopt.benchmarks.zoos import x\n"""\n\n\n'
+                 'def f():\n    """\n    >>> import tacopt.partitioner.cli\n    """\n')  # fmt: skip
     assert _imported_packages(f) == {"benchmarks", "partitioner"}

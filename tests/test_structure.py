@@ -1,9 +1,14 @@
-"""The code is cut along its ideas: no import cycles between modules, no module over the budget.
+"""The code is cut along its ideas: no import cycles between modules, no module over the guide,
+no package folder holding more modules side by side than a reader can take in.
 
-Imports are read from the source (every ``import`` / ``from ... import``, those inside
-functions included: a deferred import still ties two modules together; those under
-``if TYPE_CHECKING:`` excluded). A package's ``__init__`` importing its own sub-modules to
-register them is not a cycle.
+Imports are read from the source: every ``import`` / ``from ... import``, those inside functions
+and those under ``if TYPE_CHECKING:`` included (a deferred or typing-only import still ties two
+modules together). A package's ``__init__`` importing its own sub-modules to register them is not
+a cycle.
+
+The sizes are a guide, not a budget to cut to: a module that is one idea may stay over it, listed
+in :data:`OVER_BUDGET` with the reason. ``python tests/test_structure.py`` prints the map: modules
+per folder and the largest modules.
 """
 
 from __future__ import annotations
@@ -18,8 +23,14 @@ ROOT = Path(__file__).resolve().parents[1]
 FOLDERS = {"fusion": "fusion", "cost_models": "cost_models", "partitioner": "partitioner",
            "benchmarks": "benchmarks", "api": ""}  # fmt: skip
 #: Lines per module (STYLE: a module holds one idea). Known exceptions are listed with a reason.
-BUDGET = 500
+BUDGET = 650
 OVER_BUDGET: dict[str, str] = {
+}
+#: Modules side by side in one package folder (``__init__`` not counted).
+FOLDER_BUDGET = 15
+CROWDED: dict[str, str] = {
+    "partitioner": "the CLI commands and the problem generators are still beside the stages",
+    "benchmarks/scripts": "independent entry points behind one dispatcher, like a bin/ folder",
 }
 
 
@@ -43,15 +54,7 @@ def import_graph() -> nx.DiGraph:
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         tree = ast.parse(path.read_text(), filename=str(path))
-        typing_only = {
-            id(inner)
-            for block in ast.walk(tree)
-            if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
-            for inner in ast.walk(block)
-        }
         for node in ast.walk(tree):
-            if id(node) in typing_only:  # annotations only: no import at run time
-                continue
             targets: list[str] = []
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
@@ -76,8 +79,9 @@ def test_no_import_cycles() -> None:
     assert not cycles, f"{len(cycles)} import cycles, e.g. {' -> '.join(cycles[0] + cycles[0][:1])}"
 
 
-def test_the_checker_sees_a_deferred_import(tmp_path: Path) -> None:
+def test_the_checker_sees_deferred_and_typing_only_imports() -> None:
     G = import_graph()
+    assert G.has_edge("tacopt.partitioner.targets", "tacopt.partitioner.lowerings")  # typing
     assert G.has_edge("tacopt.partitioner.pickers.exact", "tacopt.partitioner.pickers.decompose")
     assert G.has_edge("tacopt.partitioner.pipeline", "tacopt.fusion.fuse")  # inside a function
 
@@ -88,3 +92,46 @@ def test_module_size_budget(name: str, request: pytest.FixtureRequest) -> None:
     if name in OVER_BUDGET:  # a known gap: strict, so a split module must leave the list
         request.applymarker(pytest.mark.xfail(reason=OVER_BUDGET[name], strict=True))
     assert lines <= BUDGET, f"{name} has {lines} lines (budget {BUDGET}): split it along its ideas"
+
+
+def folders() -> dict[str, list[str]]:
+    """Package folder (relative to the root) -> its modules, ``__init__`` not counted."""
+    out: dict[str, list[str]] = {}
+    for folder in FOLDERS:
+        for init in sorted((ROOT / folder).rglob("__init__.py")):
+            here = init.parent
+            out[str(here.relative_to(ROOT))] = sorted(
+                p.stem for p in here.glob("*.py") if p.name != "__init__.py"
+            )
+    return out
+
+
+@pytest.mark.parametrize("folder", sorted(folders()))
+def test_folder_size_guide(folder: str, request: pytest.FixtureRequest) -> None:
+    modules = folders()[folder]
+    if folder in CROWDED:
+        request.applymarker(pytest.mark.xfail(reason=CROWDED[folder], strict=True))
+    assert len(modules) <= FOLDER_BUDGET, (
+        f"{folder}/ holds {len(modules)} modules (guide {FOLDER_BUDGET}): group them by stage"
+    )
+
+
+def report() -> str:
+    """The map: modules per folder, the largest modules, the import cycles."""
+    lines = ["modules per package folder:"]
+    for folder, modules in sorted(folders().items()):
+        mark = "  <- over the guide" if len(modules) > FOLDER_BUDGET else ""
+        lines.append(f"  {folder + '/':<28} {len(modules):>3}{mark}")
+    sizes = sorted(((len(p.read_text().splitlines()), n) for n, p in _modules().items()),
+                   reverse=True)  # fmt: skip
+    lines.append("largest modules (lines):")
+    lines += [f"  {n:>5}  {name}{'  <- over the guide' if n > BUDGET else ''}"
+              for n, name in sizes[:10]]  # fmt: skip
+    cycles = list(nx.simple_cycles(import_graph()))
+    lines.append(f"import cycles (typing-only imports counted): {len(cycles)}")
+    lines += [f"  {' -> '.join(c + c[:1])}" for c in sorted(cycles, key=len)[:10]]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report())
