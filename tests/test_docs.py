@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import doctest
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -30,3 +31,25 @@ def test_doc_page_examples_run(
         os.fspath(ROOT / "docs" / page), module_relative=False, optionflags=flags, verbose=False
     )
     assert result.attempted > 20 and result.failed == 0, f"{result.failed} examples failed"
+
+
+def _map_paths() -> list[str]:
+    text = (ROOT / "DEVELOPING.md").read_text()
+    section = text.split("## The map", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"`((?:fusion|cost_models|partitioner|benchmarks)/[\w/]*(?:\.py)?)`", section)
+
+
+def test_the_developing_map_matches_the_tree() -> None:
+    """Every folder and file DEVELOPING.md's map names exists, and every package folder is in
+    the map."""
+    named = _map_paths()
+    assert len(named) > 20
+    missing = [p for p in named if not (ROOT / p).exists()]
+    assert not missing, f"DEVELOPING.md names what does not exist: {missing}"
+    packages = {
+        str(init.parent.relative_to(ROOT)) + "/"
+        for folder in ("fusion", "cost_models", "partitioner", "benchmarks")
+        for init in (ROOT / folder).rglob("__init__.py")
+    }
+    unmapped = sorted(packages - set(named))
+    assert not unmapped, f"package folders missing from DEVELOPING.md's map: {unmapped}"
