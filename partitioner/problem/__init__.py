@@ -29,7 +29,6 @@ from tacopt.partitioner.problem.checks import validate_problem
 from tacopt.partitioner.problem.index import ProblemIndex, index_problem
 from tacopt.partitioner.problem.json_form import decode_json, problem_fields, problem_to_dict
 from tacopt.partitioner.problem.records import (
-    DTYPE_NBYTES,
     INFERENCE_TYPES,
     MAX_NBYTES,
     MAX_TOTAL,
@@ -44,7 +43,6 @@ from tacopt.partitioner.problem.records import (
 )
 
 __all__ = [
-    "DTYPE_NBYTES",
     "INFERENCE_TYPES",
     "MAX_NBYTES",
     "MAX_TOTAL",

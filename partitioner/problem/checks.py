@@ -16,10 +16,10 @@ from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem.records import (
     ACTIVATION_FORMAT,
     BAD_TEXT,
-    DTYPE_NBYTES,
     INFERENCE_TYPES,
     MAX_NBYTES,
     MAX_TOTAL,
+    PRICED_DTYPE_NBYTES,
     Named,
     Pairwise,
     ProblemData,
@@ -323,8 +323,8 @@ def _check_tensors(
             fail(f"{where}: unknown consumer unit {show(unknown)}")
         if t.producer in t.consumers:
             fail(f"{where}: unit {t.producer!r} consumes its own output (a cycle)")
-        if t.dtype not in DTYPE_NBYTES:
-            fail(f"{where}: unknown dtype {show(t.dtype)}; known: {', '.join(DTYPE_NBYTES)}")
+        if t.dtype not in PRICED_DTYPE_NBYTES:
+            fail(f"{where}: unknown dtype {show(t.dtype)}; known: {', '.join(PRICED_DTYPE_NBYTES)}")
         if not isinstance(t.output, bool):
             fail(f"{where}: output must be true or false, got {show(t.output)}")
         if not all(type(d) is int and 0 <= d < MAX_NBYTES for d in t.shape) and not all(
@@ -332,7 +332,7 @@ def _check_tensors(
         ):
             fail(f"{where}: shape {show(list(t.shape))} must be integers from 0 to 2**63 - 1")
         if 0 not in t.shape:
-            nbytes = DTYPE_NBYTES[t.dtype]
+            nbytes = PRICED_DTYPE_NBYTES[t.dtype]
             for d in t.shape:
                 nbytes *= d
                 if nbytes >= MAX_NBYTES:
@@ -375,7 +375,7 @@ def _check_totals(problem: ProblemData, compute: float, fail: Callable[[str], No
     # Per kept tensor: destinations, elements, bytes per element (one pass, then numpy).
     rows = np.array(
         [(len(set(t.consumers)) + (t.output and problem.boundaries), t.elements,
-          DTYPE_NBYTES[t.dtype]) for t in kept],
+          PRICED_DTYPE_NBYTES[t.dtype]) for t in kept],
         dtype=np.float64,
     ).reshape(-1, 3)  # fmt: skip
     destinations, elements = rows[:, 0], rows[:, 1]
@@ -385,7 +385,7 @@ def _check_totals(problem: ProblemData, compute: float, fail: Callable[[str], No
         one = np.where(destinations > 0, per_byte * elements * rows[:, 2] + fixed, 0.0)
         if np.any(one > MAX_TOTAL):
             k = int(np.argmax(one > MAX_TOTAL))
-            nbytes = kept[k].elements * DTYPE_NBYTES[kept[k].dtype]
+            nbytes = kept[k].elements * PRICED_DTYPE_NBYTES[kept[k].dtype]
             fail(f"{Named('tensor', kept[k].name)}: one transfer of its {nbytes} bytes may cost"
                  f" {one[k]:.3g} ({per_byte_field} = {per_byte:g}), more than the {MAX_TOTAL:g}"
                  " any total may reach")  # fmt: skip

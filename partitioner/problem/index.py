@@ -11,7 +11,7 @@ import numpy as np
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem.checks import pairwise_entries, topological_order
 from tacopt.partitioner.problem.records import (
-    DTYPE_NBYTES,
+    PRICED_DTYPE_NBYTES,
     ProblemData,
     activation_format,
     type_of_dtype,
@@ -138,7 +138,7 @@ def index_problem(problem: ProblemData) -> ProblemIndex:
     src_unit = np.array([-1 if t.producer is None else pos[t.producer] for t in kept], np.int64)
     host_fmt = np.array([fmt_of[dtype_fmt[t.dtype]] for t in kept], np.int64)
     elements = np.array([t.elements for t in kept], dtype=np.float64)
-    nbytes = elements * np.array([DTYPE_NBYTES[t.dtype] for t in kept], dtype=np.float64)
+    nbytes = elements * np.array([PRICED_DTYPE_NBYTES[t.dtype] for t in kept], dtype=np.float64)
     arc_t = [i for i, t in enumerate(kept) for _ in t.consumers]
     arc_v = [pos[v] for t in kept for v in t.consumers]
     arc_key = np.unique(np.array(arc_t, np.int64) * max(len(units), 1) + np.array(arc_v, np.int64))

@@ -16,8 +16,8 @@ from tacopt.partitioner.errors import ProblemError
 
 #: The pick problem's vocabulary is fusion's (:mod:`tacopt.fusion.ir.vocabulary`): the inference
 #: types, the format their activations travel in (HYBRID's are FLOAT: no conversion between them,
-#: as in TAC's GetQuantDequantCost) and the whole-byte sizes of the dtypes a problem prices.
-DTYPE_NBYTES = PRICED_DTYPE_NBYTES
+#: as in TAC's GetQuantDequantCost) and the whole-byte sizes of the dtypes a problem prices
+#: (``PRICED_DTYPE_NBYTES``).
 
 # Every total a plan can reach must stay below this. float64 holds far more, but the solvers do
 # not: HiGHS reads 1e20 as infinity and CP-SAT needs integer costs below 2**63. Costs in µs or
@@ -161,9 +161,10 @@ def dtype_nbytes(dtype: str) -> int:
     (4, 1)
     """
     try:
-        return DTYPE_NBYTES[dtype]
+        return PRICED_DTYPE_NBYTES[dtype]
     except KeyError:
-        raise ProblemError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_NBYTES)}") from None
+        known = ", ".join(PRICED_DTYPE_NBYTES)
+        raise ProblemError(f"unknown dtype {dtype!r}; known: {known}") from None
 
 
 def type_of_dtype(dtype: str) -> str:
