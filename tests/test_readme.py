@@ -69,6 +69,21 @@ def test_every_tour_command_runs(tmp_path: Path) -> None:
     assert (tmp_path / "out.tflite").is_file() and (tmp_path / "model.json").is_file()
 
 
+def test_the_tours_pick_problem_is_one_where_the_pickers_differ(tmp_path: Path) -> None:
+    """Issue 23: the tour compared pickers on a one-unit problem, where every picker ties."""
+    import json
+
+    tour = [c for b in blocks_after("## Tour", "sh") for c in commands(b)]
+    (make,) = [c for c in tour if "--problem p.json" in c]
+    (compare,) = [c for c in tour if c.startswith("tacopt pick p.json --compare")]
+    assert run(make, tmp_path).returncode == 0
+    result = run(compare + " --json", tmp_path)
+    assert result.returncode == 0, result.stderr
+    plans = {p["picker"]: p["objective"] for p in json.loads(result.stdout)["plans"]}
+    assert len(json.loads((tmp_path / "p.json").read_text())["units"]) > 1
+    assert len(set(plans.values())) > 1 and min(plans.values()) == plans["exact"]
+
+
 def test_the_device_example_runs(tmp_path: Path) -> None:
     section = "## Adding your own device"
     (module,) = blocks_after(section, "python")
