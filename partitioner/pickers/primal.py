@@ -54,6 +54,9 @@ class Graph:
     adj_edge: np.ndarray
     item_extra: np.ndarray  # per (item, strategy): usage minus the item's lowest usage
     movable: np.ndarray
+    adj_node: np.ndarray  # the node each adjacency entry belongs to
+    edge_u: list[int]
+    views: list[tuple[np.ndarray, np.ndarray]]  # per edge: its matrix and the transpose
 
 
 def prepare(c: Compact) -> Graph:
@@ -68,7 +71,12 @@ def prepare(c: Compact) -> Graph:
     ik = c.k[c.item_node]
     lows = np.minimum.reduceat(c.item_usage, c.item_offset[:-1]) if len(ik) else np.zeros(0)
     extra = c.item_usage - np.repeat(lows, ik)
-    return Graph(nb, ptr, others[order], eids[order], extra, np.flatnonzero(c.k > 1))
+    k = c.k
+    blocks = np.split(nb.w, c.edge_offset[1:-1]) if len(u) else []
+    views = [(m.reshape(k[a], k[b]), m.reshape(k[a], k[b]).T)
+             for m, a, b in zip(blocks, u.tolist(), v.tolist())]  # fmt: skip
+    return Graph(nb, ptr, others[order], eids[order], extra, np.flatnonzero(c.k > 1),
+                 ends[order], u.tolist(), views)  # fmt: skip
 
 
 def search(
@@ -197,50 +205,63 @@ def forest_dp(c: Compact, g: Graph, x: np.ndarray, pen: np.ndarray, free: np.nda
     ent = ~free[nb.nbr]  # edge entries toward fixed neighbours fold into node costs
     w = nb.w[nb.base[ent] + nb.stride[ent] * x[nb.nbr[ent]]]
     local = c.cost + pen + np.bincount(nb.g[ent], weights=w, minlength=len(c.cost))
+    y = x.copy()
+    # free nodes without a free neighbour: their best strategy, all at once
+    deg = np.bincount(g.adj_node[free[g.adj_nbr]], minlength=c.n_nodes)
+    alone = np.flatnonzero(free & (deg == 0))
+    if len(alone):
+        y[alone] = _segment_argmin(local, c.offset[alone], c.k[alone])
     off = c.offset.tolist()
-    k = c.k.tolist()
     ptr, nbr, eid = g.adj_ptr.tolist(), g.adj_nbr.tolist(), g.adj_edge.tolist()
-    eoff = c.edge_offset.tolist()
-    eu = c.edge_nodes[:, 0].tolist()
-    unary = {}
+    eu = g.edge_u
+    views = g.views
+    inside = (free & (deg > 0)).tolist()
+    unary: dict[int, np.ndarray] = {}
     order: list[int] = []
-    par: dict[int, tuple[int, int]] = {}
-    seen = set()
-    for r in np.flatnonzero(free).tolist():
-        if r in seen:
+    parent: dict[int, int] = {}
+    via: dict[int, int] = {}
+    for r in np.flatnonzero(free & (deg > 0)).tolist():
+        if r in unary:
             continue
-        seen.add(r)
+        unary[r] = local[off[r] : off[r + 1]].copy()
+        parent[r] = -1
         stack = [r]
-        par[r] = (-1, -1)
         while stack:
             a = stack.pop()
             order.append(a)
-            unary[a] = local[off[a] : off[a + 1]].copy()
             for j, e in zip(nbr[ptr[a] : ptr[a + 1]], eid[ptr[a] : ptr[a + 1]]):
-                if free[j] and j not in seen:
-                    seen.add(j)
-                    par[j] = (a, e)
+                if inside[j] and j not in unary:
+                    unary[j] = local[off[j] : off[j + 1]].copy()
+                    parent[j] = a
+                    via[j] = e
                     stack.append(j)
     arg: dict[int, np.ndarray] = {}
-    wts = nb.w
     for a in reversed(order):
-        p, e = par[a]
+        p = parent[a]
         if p < 0:
             continue
-        m = wts[eoff[e] : eoff[e + 1]]
-        m = m.reshape(k[a], k[p]) if eu[e] == a else m.reshape(k[p], k[a]).T
+        e = via[a]
+        m = views[e][0] if eu[e] == a else views[e][1]  # rows: a's strategies
         tot = unary[a][:, None] + m
-        best = tot.argmin(axis=0)
-        arg[a] = best
-        unary[p] += tot[best, np.arange(k[p])]
-    y = x.copy()
+        arg[a] = tot.argmin(axis=0)
+        unary[p] += tot.min(axis=0)
     for a in order:
-        p, _ = par[a]
-        if p < 0:
-            y[a] = int(np.argmin(unary[a]))
-        else:
-            y[a] = int(arg[a][y[p]])
+        p = parent[a]
+        y[a] = int(np.argmin(unary[a])) if p < 0 else int(arg[a][y[p]])
     return y
+
+
+def _segment_argmin(vals: np.ndarray, start: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """Per segment ``vals[start:start + k]``, the position of its (first) minimum."""
+    idx = np.repeat(start, k) + ls._ranges(k)
+    v = vals[idx]
+    seg = np.cumsum(k) - k
+    low = np.minimum.reduceat(v, seg)
+    owner = np.repeat(np.arange(len(k)), k)
+    hit = v <= low[owner]
+    first = np.full(len(k), np.iinfo(np.int64).max)
+    np.minimum.at(first, owner[hit], (np.arange(len(v)) - seg[owner])[hit])
+    return first
 
 
 def penalised(c: Compact, g: Graph, x: np.ndarray, pen: np.ndarray) -> float:
@@ -292,6 +313,7 @@ class _Search:
 
     def run(self, start: np.ndarray | None) -> np.ndarray | None:
         c, g = self.c, self.g
+        self.offer(self.low)  # lowest usage: fits whenever anything does (one item per node)
         x = ls.greedy_start(c, g.nb) if start is None else start.copy()
         if start is not None:
             self.offer(x)
@@ -350,7 +372,7 @@ class _Search:
                 self.polish(x, pen)
                 # fits: weights of items with room to spare fall, to reach cheaper choices
                 room = -ls._range_max(rel, c.item_start, c.item_end)
-                weight *= np.where(room > 0.02, 0.8, 0.97)
+                weight *= np.where(room > 0.2, 0.5, np.where(room > 0.02, 0.8, 0.97))
             else:
                 fixed = self.repair(x, prof)
                 if fixed is not None:
@@ -429,7 +451,7 @@ class _Search:
             prof = c.profile(x)
         return x if (prof <= c.limit).all() else None
 
-    def polish(self, x: np.ndarray, pen: np.ndarray, moves: int = 4) -> None:
+    def polish(self, x: np.ndarray, pen: np.ndarray, moves: int = 2) -> None:
         """Forest moves on the penalised cost that keep the limit (trees whose new choice
         breaks it are undone), then batched best responses within the limit."""
         c, g = self.c, self.g
