@@ -309,7 +309,7 @@ def warm_up(pickers: Iterable[str]) -> None:
     does not include solver start-up (imports, OR-Tools / HiGHS initialisation). Failures are
     ignored: the real cases report them."""
     from tacopt.partitioner.pickers import pick
-    from tacopt.partitioner.synthetic import layered_dag_problem
+    from tacopt.partitioner.problem.synthetic import layered_dag_problem
 
     for picker in pickers:
         for size in (1, 12):

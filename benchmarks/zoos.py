@@ -467,8 +467,9 @@ def resnet_chain(
 
 
 def layered_dag(n_units: int, seed: int) -> Any:
-    """A random layered-DAG pick problem (``tacopt.partitioner.synthetic.layered_dag_problem``)."""
-    from tacopt.partitioner.synthetic import layered_dag_problem
+    """A random layered-DAG pick problem
+    (``tacopt.partitioner.problem.synthetic.layered_dag_problem``)."""
+    from tacopt.partitioner.problem.synthetic import layered_dag_problem
 
     return layered_dag_problem(n_units, seed=seed)
 

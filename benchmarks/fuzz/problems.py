@@ -1,8 +1,8 @@
 """Seeded mutations of pick problems: hostile input for ``tacopt pick`` and its checker.
 
 Each case starts from a small valid problem (the example of ``docs/pick-problem.md``, or a
-synthetic layered DAG from :func:`tacopt.partitioner.synthetic.layered_dag_problem` in its JSON
-form) and applies one to three *mutators*: structure-aware ones edit the decoded JSON (drop,
+synthetic layered DAG from :func:`tacopt.partitioner.problem.synthetic.layered_dag_problem` in its
+JSON form) and applies one to three *mutators*: structure-aware ones edit the decoded JSON (drop,
 rename or duplicate a field, a value of the wrong type, NaN / inf / -1 / 1e308 / 10**400,
 dangling unit and tensor references, cycles, huge and deeply nested values, ...) and a final
 byte-level one may edit the encoded text (truncation, bit flips, UTF-16, invalid UTF-8, a
@@ -38,7 +38,7 @@ from functools import cache
 from typing import Any
 
 from tacopt.partitioner.problem import Link
-from tacopt.partitioner.synthetic import layered_dag_problem, two_choice_problem
+from tacopt.partitioner.problem.synthetic import layered_dag_problem, two_choice_problem
 
 # The example of docs/pick-problem.md (tests/partitioner/test_fuzz_problems.py checks that it
 # still is): installed packages do not ship the docs.

@@ -8,7 +8,8 @@ Run::
     python -m tacopt.benchmarks bench_pickers --sizes 0 --mincut-sizes 100000
 
 Wall times include building the flat index and the model, and the final ``evaluate``; they
-are the ``seconds`` each plan reports. Problems come from :mod:`tacopt.partitioner.synthetic`.
+are the ``seconds`` each plan reports. Problems come from
+:mod:`tacopt.partitioner.problem.synthetic`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from tacopt.partitioner.pickers import pick
 from tacopt.partitioner.pickers.formulation import build_model
 from tacopt.partitioner.plan import Plan
 from tacopt.partitioner.problem import PickProblem, index_problem
-from tacopt.partitioner.synthetic import layered_dag_problem, two_choice_problem
+from tacopt.partitioner.problem.synthetic import layered_dag_problem, two_choice_problem
 
 
 def median_run(problem: PickProblem, picker: str, repeats: int, **options: object) -> Plan:

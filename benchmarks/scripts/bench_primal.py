@@ -1,6 +1,6 @@
 """The primal search on instances it was not tuned on: contest-like problems and contest files.
 
-The contest-like problems (:func:`tacopt.partitioner.contest_like.contest_like`) come in two
+The contest-like problems (:func:`tacopt.partitioner.problem.contest_like.contest_like`) come in two
 sets fixed by seed before any tuning: ``TUNING`` (used while the search was built and tuned)
 and ``HELD_OUT`` (run once, for the figures). Each problem is written to a gzip JSON file and
 solved by the whole command ``tacopt pick FILE --picker exact --time-limit T --solution OUT``
@@ -39,11 +39,11 @@ from typing import Any
 
 from tacopt.benchmarks.scripts.bench_iopddl import BEST_KNOWN, instances
 from tacopt.partitioner.cli_pick import contest_time_limit
-from tacopt.partitioner.contest_like import contest_like
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.plan import evaluate_index
 from tacopt.partitioner.problem import index_problem
 from tacopt.partitioner.problem.contest import load_iopddl, read_solution
+from tacopt.partitioner.problem.contest_like import contest_like
 
 #: (name, nodes, seed, tightness, mean strategies, time limit s) of the generated sets.
 TUNING = [

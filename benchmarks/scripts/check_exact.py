@@ -19,7 +19,7 @@ import time
 from tacopt.partitioner.pickers import pick
 from tacopt.partitioner.plan import validate_plan
 from tacopt.partitioner.problem import Link, PickProblem
-from tacopt.partitioner.synthetic import layered_dag_problem
+from tacopt.partitioner.problem.synthetic import layered_dag_problem
 
 # Dearer links out of the accelerators than into them: prices depend on the source device.
 LINKS = {

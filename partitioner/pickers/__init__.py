@@ -17,7 +17,7 @@ Every picker reports the objective of :func:`tacopt.partitioner.plan.evaluate`, 
 
 Examples
 --------
->>> from tacopt.partitioner.synthetic import layered_dag_problem
+>>> from tacopt.partitioner.problem.synthetic import layered_dag_problem
 >>> p = layered_dag_problem(8, seed=0)
 >>> pick(p, "exact").objective <= pick(p, "tac").objective
 True

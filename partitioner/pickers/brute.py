@@ -44,7 +44,7 @@ def pick_brute(problem: PickProblem, *, max_assignments: int = 5_000_000) -> Pla
 
     Examples
     --------
-    >>> from tacopt.partitioner.synthetic import layered_dag_problem
+    >>> from tacopt.partitioner.problem.synthetic import layered_dag_problem
     >>> plan = pick_brute(layered_dag_problem(6, seed=3))
     >>> plan.status, plan.gap
     ('OPTIMAL', 0.0)

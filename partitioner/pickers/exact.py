@@ -109,7 +109,7 @@ def pick_exact(
 
     Examples
     --------
-    >>> from tacopt.partitioner.synthetic import layered_dag_problem
+    >>> from tacopt.partitioner.problem.synthetic import layered_dag_problem
     >>> plan = pick_exact(layered_dag_problem(200, seed=0))
     >>> plan.status, plan.gap
     ('OPTIMAL', 0.0)

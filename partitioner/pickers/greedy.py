@@ -19,7 +19,7 @@ def pick_first_fit(problem: PickProblem) -> Plan:
 
     Examples
     --------
-    >>> from tacopt.partitioner.synthetic import layered_dag_problem
+    >>> from tacopt.partitioner.problem.synthetic import layered_dag_problem
     >>> p = layered_dag_problem(5, seed=0)
     >>> [c.label for c in pick_first_fit(p).assignment.values()] == [
     ...     u.choices[u.initial].label for u in p.units]
@@ -51,7 +51,7 @@ def pick_greedy(problem: PickProblem) -> Plan:
 
     Examples
     --------
-    >>> from tacopt.partitioner.synthetic import layered_dag_problem
+    >>> from tacopt.partitioner.problem.synthetic import layered_dag_problem
     >>> p = layered_dag_problem(30, seed=2)
     >>> pick_greedy(p).objective <= pick_first_fit(p).objective
     True

@@ -39,7 +39,7 @@ _OPTIMAL_TOL = 1e-9  # relative; the tolerance at which an inexactly scaled cut 
 def mincut_scope(problem: PickProblem) -> str | None:
     """Why :func:`pick_mincut` cannot solve ``problem`` (None when it can), without solving it.
 
-    >>> from tacopt.partitioner.synthetic import layered_dag_problem
+    >>> from tacopt.partitioner.problem.synthetic import layered_dag_problem
     >>> mincut_scope(layered_dag_problem(20, seed=0))  # doctest: +ELLIPSIS
     'mincut picker needs units that together use at most 2 choices on 2 devices in one type; ...'
     """
@@ -82,7 +82,7 @@ def pick_mincut(problem: PickProblem) -> Plan:
 
     Examples
     --------
-    >>> from tacopt.partitioner.synthetic import two_choice_problem
+    >>> from tacopt.partitioner.problem.synthetic import two_choice_problem
     >>> plan = pick_mincut(two_choice_problem(50, seed=0))
     >>> plan.status
     'OPTIMAL'

@@ -18,7 +18,7 @@ With ``threads > 1`` as many processes search from different seeds; the best res
 
 Examples
 --------
->>> from tacopt.partitioner.contest_like import contest_like
+>>> from tacopt.partitioner.problem.contest_like import contest_like
 >>> from tacopt.partitioner.problem import index_problem
 >>> from tacopt.partitioner.problem.contest import problem_from_dict
 >>> from tacopt.partitioner.pickers.reduce import reduce_problem

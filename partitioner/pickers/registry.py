@@ -126,7 +126,7 @@ def out_of_scope(problem: PickProblem, picker: str, **options: Any) -> str | Non
     """Why ``picker`` cannot solve ``problem``, asked before solving; None when it can (or when
     the picker does not say: a picker may carry a ``scope(problem, **options)`` function).
 
-    >>> from tacopt.partitioner.synthetic import layered_dag_problem
+    >>> from tacopt.partitioner.problem.synthetic import layered_dag_problem
     >>> out_of_scope(layered_dag_problem(20, seed=0), "exact") is None
     True
     """

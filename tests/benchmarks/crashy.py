@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tacopt.partitioner.synthetic import layered_dag_problem
+from tacopt.partitioner.problem.synthetic import layered_dag_problem
 
 
 def die(size: int, seed: int):

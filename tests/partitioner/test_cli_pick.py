@@ -12,7 +12,7 @@ import pytest
 
 from tacopt.partitioner.cli import main
 from tacopt.partitioner.problem import save_problem
-from tacopt.partitioner.synthetic import layered_dag_problem
+from tacopt.partitioner.problem.synthetic import layered_dag_problem
 from tests.partitioner.test_cli_partition import interrupt_once_started
 
 

@@ -24,7 +24,7 @@ from tacopt.partitioner.problem import (
     index_problem,
     validate_problem,
 )
-from tacopt.partitioner.synthetic import layered_dag_problem, two_choice_problem
+from tacopt.partitioner.problem.synthetic import layered_dag_problem, two_choice_problem
 
 BUILTINS = ("brute", "exact", "first-fit", "greedy", "mincut", "tac")
 

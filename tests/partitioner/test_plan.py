@@ -22,7 +22,7 @@ from tacopt.partitioner.problem import (
     Unit,
     validate_problem,
 )
-from tacopt.partitioner.synthetic import layered_dag_problem
+from tacopt.partitioner.problem.synthetic import layered_dag_problem
 
 
 def gpu_cpu_problem(cost_unit: str = "us") -> PickProblem:

@@ -16,13 +16,13 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from tacopt.partitioner.contest_like import contest_like
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.pickers import pick, primal
 from tacopt.partitioner.pickers.reduce import Compact, reduce_problem
 from tacopt.partitioner.plan import evaluate_index
 from tacopt.partitioner.problem import index_problem
 from tacopt.partitioner.problem.contest import problem_from_dict
+from tacopt.partitioner.problem.contest_like import contest_like
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "shared" / "iopddl" / "example.json"
 

@@ -25,7 +25,7 @@ from tacopt.partitioner.problem import (
     type_of_dtype,
     validate_problem,
 )
-from tacopt.partitioner.synthetic import layered_dag_problem
+from tacopt.partitioner.problem.synthetic import layered_dag_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "pick-problem.md"
