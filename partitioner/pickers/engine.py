@@ -12,8 +12,10 @@ every IOPDDL contest instance, and any pick problem without tensors. Within one 
 4. large-neighbourhood search with the rest: a window of steps or a ball of the graph is
    freed, the rest fixed, and the sub-problem solved exactly; a better plan is kept.
 
-The bound is HiGHS's dual bound of the whole program (or of its relaxation without the memory
-rows not yet added), else :func:`edge_split_bound`. The caller (the ``exact`` picker) turns
+The bound (:mod:`.bounds`) is the best of HiGHS's dual bound of the whole program (or of its
+relaxation without the memory rows not yet added), the Lagrangian bound computed by min-sum
+diffusion in a second process while the search runs (:class:`~.bounds.BoundProcess`), and the
+edge-split bound. The caller (the ``exact`` picker) turns
 the result into a :class:`~tacopt.partitioner.plan.Plan`, whose objective is
 :func:`~tacopt.partitioner.plan.evaluate`'s, and checks it fits.
 
@@ -39,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from tacopt.partitioner.pickers import primal, search
+from tacopt.partitioner.pickers.bounds import BoundProcess, edge_split_bound
 from tacopt.partitioner.pickers.reduce import (
     FORBIDDEN,
     Compact,
@@ -50,6 +53,8 @@ from tacopt.partitioner.problem import ProblemIndex
 
 #: Reduced problems with at most this many pairwise entries get the whole program first.
 SMALL_ENTRIES = 300_000
+#: The share of the time the Lagrangian bound runs beside the primal search (large problems).
+BOUND_SHARE = 0.6
 #: Nodes freed per neighbourhood at first and at most.
 LNS_NODES = (25, 25)
 
@@ -84,14 +89,14 @@ def solve_pairwise(
     if isinstance(reduced, Infeasible):
         return EngineResult(None, None, False, reduced.reason, True, info)
     best, bound, proven = _run(reduced, prove, deadline, seed, info)
-    if best is None and _has_forbidden(index):
+    enough = time.monotonic() < deadline - 0.3 * (deadline - t0)  # the reductions run again
+    if best is None and _has_forbidden(index) and enough:
         # none found avoiding the forbidden costs: look among all plans
         again = reduce_problem(index, forbid=False)
         if isinstance(again, Infeasible):
             return EngineResult(None, None, False, again.reason, True, info)
         reduced = again
-        best, bound, proven = _run(reduced, prove, max(deadline, time.monotonic() + 1.0),
-                                   seed, info)  # fmt: skip
+        best, bound, proven = _run(reduced, prove, deadline, seed, info)
     if best is None:
         return EngineResult(None, bound, False, "no plan within the capacity found in time",
                             False, info)  # fmt: skip
@@ -111,9 +116,17 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
     info.update(reduced_nodes=int((c.k > 1).sum()), reduced_edges=len(c.edge_nodes))
     nb = search.neighbourhood(c)
     if prove and len(c.edge_cost) > SMALL_ENTRIES:  # too large for the whole program
+        # The bounds stage beside the primal search, for the first part of the time, priced
+        # toward a quick plan of the price search.
+        quick = search.price_search(c, nb, search.greedy_start(c, nb), min(deadline, t0 + 2.0))
+        target = None if quick is None else search.objective(c, quick)
+        lagrangian = BoundProcess(c, t0 + BOUND_SHARE * (deadline - t0), target)
         best = primal.search(c, deadline, seed=seed, threads=2)
         info["primal_s"] = round(time.monotonic() - t0, 3)
-        return best, edge_split_bound(c), False
+        found = lagrangian.result()
+        info["lagrangian_bound"] = found
+        bound = edge_split_bound(c)
+        return best, bound if found is None else max(bound, found), False
     x = search.greedy_start(c, nb)
     heuristic_end = min(deadline, t0 + max(1.0, 0.1 * (deadline - t0)))
     best = search.price_search(c, nb, x, heuristic_end)
@@ -123,7 +136,17 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
     if best is not None and not np.isfinite(search.objective(c, best)):
         best = None  # a forbidden pair left: not a solution of the reduced problem
     if prove:
+        # The bounds stage runs beside the search, on the other core.
+        target = None if best is None else search.objective(c, best)
+        lagrangian = BoundProcess(c, deadline - 0.3, target) if best is not None else None
         best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info)
+        if lagrangian is not None:
+            if proven:
+                lagrangian.cancel()
+            else:
+                found = lagrangian.result()
+                info["lagrangian_bound"] = found
+                bound = bound if found is None else max(bound, found)
     if best is not None and not np.isfinite(search.objective(c, best)):
         best, proven = None, False
     return best, bound, proven
@@ -240,19 +263,3 @@ def _ball(
                         count += 1
         frontier = nxt
     return free
-
-
-def edge_split_bound(c: Compact) -> float:
-    """A lower bound: each node's cost split evenly over its edges, each edge at its minimum
-    (nodes without edges at their cheapest strategy). Ignores the usage limit."""
-    deg = np.bincount(c.edge_nodes.ravel(), minlength=c.n_nodes)
-    k, off = c.k, c.offset
-    total = c.const
-    for i in np.flatnonzero(deg == 0):
-        total += float(c.cost[off[i] : off[i + 1]].min())
-    for e, (u, v) in enumerate(c.edge_nodes.tolist()):
-        m = c.edge_cost[c.edge_offset[e] : c.edge_offset[e + 1]].reshape(k[u], k[v])
-        share = m + (c.cost[off[u] : off[u + 1]] / deg[u])[:, None] \
-            + (c.cost[off[v] : off[v + 1]] / deg[v])[None, :]  # fmt: skip
-        total += float(share.min())
-    return total

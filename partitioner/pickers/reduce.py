@@ -35,6 +35,19 @@ from tacopt.partitioner.problem import MAX_TOTAL, ProblemIndex
 FORBIDDEN = int(MAX_TOTAL)
 
 
+def ranges(size: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s)`` for each ``s`` in ``size`` (the stages' flat indexing).
+
+    >>> ranges(np.array([2, 0, 3])).tolist()
+    [0, 1, 0, 1, 2]
+    """
+    size = np.asarray(size, dtype=np.int64)
+    total = int(size.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.arange(total) - np.repeat(np.cumsum(size) - size, size)
+
+
 def pairwise_scope(index: ProblemIndex) -> str | None:
     """Why ``index`` is not in pairwise form (None when it is)."""
     if len(index.src_unit):

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from tacopt.partitioner.pickers.reduce import Compact
+from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,8 +177,8 @@ def build_mip(c: Compact, free: np.ndarray, x_fixed: np.ndarray, steps: np.ndarr
     inner = np.flatnonzero(fu & fv)
     ku, kv = k[u[inner]], k[v[inner]]
     size = ku * kv
-    ent = np.repeat(c.edge_offset[inner], size) + _ranges(size)
-    local = _ranges(size)
+    ent = np.repeat(c.edge_offset[inner], size) + ranges(size)
+    local = ranges(size)
     kv_rep = np.repeat(kv, size)
     a, b = local // kv_rep, local % kv_rep
     finite = np.isfinite(c.edge_cost[ent])
@@ -193,8 +193,8 @@ def build_mip(c: Compact, free: np.ndarray, x_fixed: np.ndarray, steps: np.ndarr
     for row0, side, node_end in ((urow0, a, u[inner]), (vrow0, b, v[inner])):
         r = row0[e_rep] + side
         kn = k[node_end]
-        rows += [r, np.repeat(row0, kn) + _ranges(kn)]
-        cols += [ycol, np.repeat(xstart[node_end], kn) + _ranges(kn)]
+        rows += [r, np.repeat(row0, kn) + ranges(kn)]
+        cols += [ycol, np.repeat(xstart[node_end], kn) + ranges(kn)]
         vals += [np.ones(n_y), -np.ones(int(kn.sum()))]
     lb.append(np.zeros(int(ku.sum() + kv.sum())))
     ub.append(np.zeros(int(ku.sum() + kv.sum())))
@@ -232,9 +232,9 @@ def _memory_rows(c: Compact, free, x_fixed, xstart, steps):
     hi = np.searchsorted(steps, end, side="left")
     span = hi - lo
     item_rep = np.repeat(sel, span)
-    row = np.repeat(lo, span) + _ranges(span)
+    row = np.repeat(lo, span) + ranges(span)
     kk = c.k[c.item_node[item_rep]]
-    strat = _ranges(kk)
+    strat = ranges(kk)
     col = np.repeat(xstart[c.item_node[item_rep]], kk) + strat
     val = c.item_usage[np.repeat(c.item_offset[item_rep], kk) + strat]
     keep = val != 0
@@ -244,13 +244,3 @@ def _memory_rows(c: Compact, free, x_fixed, xstart, steps):
 def _matrix(c: Compact, e: int) -> np.ndarray:
     ku, kv = c.k[c.edge_nodes[e]]
     return c.edge_cost[c.edge_offset[e] : c.edge_offset[e + 1]].reshape(ku, kv)
-
-
-def _ranges(size: np.ndarray) -> np.ndarray:
-    """Concatenated ``arange(s)`` for each ``s`` in ``size``."""
-    size = np.asarray(size, dtype=np.int64)
-    total = int(size.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    starts = np.repeat(np.cumsum(size) - size, size)
-    return np.arange(total) - starts

@@ -18,15 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tacopt.partitioner.pickers.reduce import Compact
-
-
-def _ranges(size: np.ndarray) -> np.ndarray:
-    size = np.asarray(size, dtype=np.int64)
-    total = int(size.sum())
-    if total == 0:
-        return np.zeros(0, dtype=np.int64)
-    return np.arange(total) - np.repeat(np.cumsum(size) - size, size)
+from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -55,9 +47,9 @@ def neighbourhood(c: Compact) -> Neighbourhood:
     k, off, eoff = c.k, c.offset, c.edge_offset
     u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
     ku, kv = k[u], k[v]
-    g = np.concatenate((np.repeat(off[u], ku) + _ranges(ku), np.repeat(off[v], kv) + _ranges(kv)))
-    base = np.concatenate((np.repeat(eoff[:-1], ku) + _ranges(ku) * np.repeat(kv, ku),
-                           np.repeat(eoff[:-1], kv) + _ranges(kv)))  # fmt: skip
+    g = np.concatenate((np.repeat(off[u], ku) + ranges(ku), np.repeat(off[v], kv) + ranges(kv)))
+    base = np.concatenate((np.repeat(eoff[:-1], ku) + ranges(ku) * np.repeat(kv, ku),
+                           np.repeat(eoff[:-1], kv) + ranges(kv)))  # fmt: skip
     stride = np.concatenate((np.ones(int(ku.sum()), np.int64), np.repeat(kv, kv)))
     nbr = np.concatenate((np.repeat(v, ku), np.repeat(u, kv)))
     owner = np.repeat(np.arange(c.n_nodes), k)
@@ -71,7 +63,7 @@ def neighbourhood(c: Compact) -> Neighbourhood:
     colours = [nodes for nodes in colours if len(nodes)]
     ecol = col[owner[g]]
     colour_entries = [np.flatnonzero(ecol == col[nodes[0]]) for nodes in colours]
-    colour_strategies = [np.repeat(off[nodes], k[nodes]) + _ranges(k[nodes]) for nodes in colours]
+    colour_strategies = [np.repeat(off[nodes], k[nodes]) + ranges(k[nodes]) for nodes in colours]
     by_node = np.argsort(np.concatenate((u, v)), kind="stable")
     ends = np.searchsorted(np.concatenate((u, v))[by_node], np.arange(c.n_nodes + 1))
     edge_of = np.concatenate((np.arange(len(u)), np.arange(len(u))))[by_node]
@@ -80,7 +72,7 @@ def neighbourhood(c: Compact) -> Neighbourhood:
     big = 4.0 * (np.abs(c.edge_cost[finite]).sum() + np.abs(c.cost).sum()) + 1.0
     w = np.where(finite, c.edge_cost, big)  # a forbidden pair: dearer than any whole solution
     ik = k[c.item_node]
-    item_g = np.repeat(off[c.item_node], ik) + _ranges(ik)
+    item_g = np.repeat(off[c.item_node], ik) + ranges(ik)
     item_col = col[c.item_node]
     colour_items = [np.flatnonzero(item_col == col[nodes[0]]) for nodes in colours]
     return Neighbourhood(g, base, stride, nbr, owner, w, colours, colour_entries, colour_strategies,
@@ -188,7 +180,7 @@ def _breaks_limit(c, nb, x, j, prof) -> np.ndarray:
     items = nb.colour_items[j]
     slack = c.limit - _range_max(prof, c.item_start[items], c.item_end[items])
     kk = c.k[c.item_node[items]]
-    pos = np.repeat(c.item_offset[items], kk) + _ranges(kk)
+    pos = np.repeat(c.item_offset[items], kk) + ranges(kk)
     now = c.item_usage[c.item_offset[items] + x[c.item_node[items]]]
     bad = c.item_usage[pos] - np.repeat(now, kk) > np.repeat(slack, kk) + 1e-9
     return np.bincount(nb.item_g[pos], weights=bad, minlength=len(c.cost)) > 0

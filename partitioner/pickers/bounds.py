@@ -1,0 +1,287 @@
+"""The engine's bounds stage: lower bounds of a reduced problem in pairwise form.
+
+- :func:`edge_split_bound`: each node's cost split evenly over its edges, each edge at its
+  minimum. Instant, weak.
+- :func:`diffusion_bound`: the local-polytope (marginalization) LP's dual, approached by
+  min-sum diffusion (block coordinate ascent over a node colouring: the nodes of one colour move
+  at once, each making its cost and its edges' min-marginals equal). Every iterate is a
+  reparametrization of the problem, so ``sum of node minima + sum of edge minima`` is a lower
+  bound whenever it stops; it rises monotonically. With ``memory=True`` the usage limit enters
+  as a Lagrangian: a price ``lam[t] >= 0`` per step where the live usage could exceed the limit,
+  added to the usage of the items live at ``t``, ``lam . limit`` taken off; any prices give a
+  bound, and subgradient steps on the diffusion's own choice raise them.
+
+Costs a Compact holds as ``inf`` (a forbidden pair) count as a large finite cost here, which
+keeps every figure a lower bound.
+
+Examples
+--------
+>>> from tacopt.partitioner.pickers.reduce import reduce_problem
+>>> from tacopt.partitioner.problem import index_problem
+>>> from tacopt.partitioner.problem.contest import problem_from_dict
+>>> p = problem_from_dict({"problem": {"nodes": {"intervals": [[0, 1]] * 3,
+...     "costs": [[0, 5], [3, 0], [0, 0]], "usages": [[0, 0]] * 3},
+...     "edges": {"nodes": [[0, 1], [1, 2]], "costs": [[0, 2, 2, 0], [0, 2, 2, 0]]}}})
+>>> c = reduce_problem(index_problem(p))  # a path: the local polytope is exact, optimum 2
+>>> edge_split_bound(c) <= round(diffusion_bound(c, time.monotonic() + 5), 3) == 2.0
+True
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from tacopt.partitioner.pickers.reduce import Compact, ranges
+
+
+def edge_split_bound(c: Compact) -> float:
+    """A lower bound: each node's cost split evenly over its edges, each edge at its minimum
+    (nodes without edges at their cheapest strategy). Ignores the usage limit."""
+    deg = np.bincount(c.edge_nodes.ravel(), minlength=c.n_nodes)
+    k, off = c.k, c.offset
+    total = c.const
+    for i in np.flatnonzero(deg == 0):
+        total += float(c.cost[off[i] : off[i + 1]].min())
+    for e, (u, v) in enumerate(c.edge_nodes.tolist()):
+        m = c.edge_cost[c.edge_offset[e] : c.edge_offset[e + 1]].reshape(k[u], k[v])
+        share = m + (c.cost[off[u] : off[u + 1]] / deg[u])[:, None] \
+            + (c.cost[off[v] : off[v + 1]] / deg[v])[None, :]  # fmt: skip
+        total += float(share.min())
+    return total
+
+
+def diffusion_bound(
+    c: Compact,
+    deadline: float,
+    *,
+    memory: bool = False,
+    max_sweeps: int = 100_000,
+    colours: list[np.ndarray] | None = None,
+    target: float | None = None,
+    price_every: int = 2,
+) -> float:
+    """The best lower bound min-sum diffusion reaches by ``deadline`` (see the module).
+
+    ``colours``: node sets no two of which share an edge (default: a greedy colouring).
+    ``target``: the objective of a known plan, for the price steps (Polyak's rule: a step
+    proportional to the gap to it); without one, steps of 5 % of the bound.
+    """
+    d = _Diffusion(c, colours)
+    prices = _Prices(c) if memory and np.isfinite(c.limit) else None
+    best = -np.inf
+    for sweep in range(max_sweeps):
+        if time.monotonic() > deadline:
+            break
+        d.sweep()
+        bound, choice = d.bound()
+        if prices is not None:
+            bound -= prices.offset()
+            if sweep % price_every == price_every - 1:  # diffusion settles between moves
+                d.unary = d.base + prices.step(choice, bound, best, target)
+        best = max(best, bound)
+    # Float sums of many terms: keep a margin so that the figure stays below the true bound.
+    return float(best - 1e-9 * abs(best) * max(len(c.edge_cost), 1) ** 0.5 - 1e-6)
+
+
+class _Diffusion:
+    """Min-sum diffusion state: the per-(edge, row) and per-(edge, column) shifts ``phi``."""
+
+    def __init__(self, c: Compact, colours: list[np.ndarray] | None) -> None:
+        k, off, eoff = c.k, c.offset, c.edge_offset
+        u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+        ku, kv = k[u], k[v]
+        finite = np.isfinite(c.edge_cost)
+        cost = np.where(np.isfinite(c.cost), c.cost, 0.0)
+        big = 4.0 * (np.abs(c.edge_cost[finite]).sum() + np.abs(cost).sum()) + 1.0
+        self.c = c
+        self.w = np.where(finite, c.edge_cost, big)
+        self.base = np.where(np.isfinite(c.cost), c.cost, big)
+        self.unary = self.base.copy()
+        n_rows, n_cols = int(ku.sum()), int(kv.sum())
+        # Entry j of edge e at (a, b): its row id (e, a) and column id (e, b).
+        size = ku * kv
+        local = ranges(size)
+        kv_rep = np.repeat(kv, size)
+        row_start = np.concatenate(([0], np.cumsum(ku)[:-1])).astype(np.int64)
+        col_start = np.concatenate(([0], np.cumsum(kv)[:-1])).astype(np.int64)
+        self.row_of = np.repeat(row_start, size) + local // kv_rep
+        self.col_of = np.repeat(col_start, size) + local % kv_rep
+        # Row r holds kv contiguous entries; columns are gathered through a permutation.
+        self.row_bounds = np.repeat(eoff[:-1], ku) + ranges(ku) * np.repeat(kv, ku)
+        self.col_perm = np.argsort(self.col_of, kind="stable")
+        self.col_bounds = np.searchsorted(self.col_of[self.col_perm], np.arange(n_cols))
+        self.row_node_g = np.repeat(off[u], ku) + ranges(ku)  # the node strategy of each row
+        self.col_node_g = np.repeat(off[v], kv) + ranges(kv)
+        self.row_owner = np.repeat(u, ku)
+        self.col_owner = np.repeat(v, kv)
+        self.edge_rows = row_start  # the first row of each edge
+        self.phi_row = np.zeros(n_rows)
+        self.phi_col = np.zeros(n_cols)
+        self.deg = np.bincount(c.edge_nodes.ravel(), minlength=c.n_nodes).astype(np.float64)
+        self.owner = np.repeat(np.arange(c.n_nodes), k)
+        if colours is None:
+            colours = _colouring(c)
+        self.colours = [np.isin(np.arange(c.n_nodes), nodes) for nodes in colours]
+
+    def _edges(self) -> np.ndarray:
+        return self.w - self.phi_row[self.row_of] - self.phi_col[self.col_of]
+
+    def _node(self) -> np.ndarray:
+        n = len(self.unary)
+        return (self.unary + np.bincount(self.row_node_g, self.phi_row, n)
+                + np.bincount(self.col_node_g, self.phi_col, n))  # fmt: skip
+
+    def _minmarginals(self) -> tuple[np.ndarray, np.ndarray]:
+        theta = self._edges()
+        if not len(theta):
+            return np.zeros(0), np.zeros(0)
+        rows = np.minimum.reduceat(theta, self.row_bounds)
+        cols = np.minimum.reduceat(theta[self.col_perm], self.col_bounds)
+        return rows, cols
+
+    def sweep(self) -> None:
+        """One pass over the colours: each colour's nodes equalise cost and min-marginals."""
+        n = len(self.unary)
+        for moving in self.colours:
+            rows, cols = self._minmarginals()
+            mr, mc = moving[self.row_owner], moving[self.col_owner]
+            node = self._node()
+            total = node + np.bincount(self.row_node_g[mr], rows[mr], n) \
+                + np.bincount(self.col_node_g[mc], cols[mc], n)  # fmt: skip
+            avg = total / (self.deg[self.owner] + 1.0)
+            self.phi_row[mr] += rows[mr] - avg[self.row_node_g[mr]]
+            self.phi_col[mc] += cols[mc] - avg[self.col_node_g[mc]]
+
+    def bound(self) -> tuple[float, np.ndarray]:
+        """The bound of the current reparametrization, and each node's cheapest strategy."""
+        c = self.c
+        node = self._node()
+        mins = np.minimum.reduceat(node, c.offset[:-1]) if len(node) else np.zeros(0)
+        choice = _argmin_per_node(node, c.offset)
+        rows, _ = self._minmarginals()
+        edges = np.minimum.reduceat(rows, self.edge_rows).sum() if len(rows) else 0.0
+        return float(mins.sum() + edges + c.const), choice
+
+
+class _Prices:
+    """Lagrangian prices of the usage limit, one per step where it can be exceeded (the
+    steps where a maximal set of live items starts)."""
+
+    def __init__(self, c: Compact) -> None:
+        self.c = c
+        tight = c.item_tight
+        start, end = c.item_start[tight], c.item_end[tight]
+        starts = np.unique(start)
+        # A start step's live set is maximal when some item ends before the next start.
+        nxt = np.append(starts[1:], np.iinfo(np.int64).max)
+        ends = np.sort(end)
+        first_end = ends[np.searchsorted(ends, starts, side="right")] \
+            if len(ends) else starts  # fmt: skip
+        self.steps = starts[first_end <= nxt] if len(ends) else starts[:0]
+        self.items = np.flatnonzero(tight)
+        self.lam = np.zeros(len(self.steps))
+        lo = np.searchsorted(self.steps, c.item_start[self.items], side="left")
+        hi = np.searchsorted(self.steps, c.item_end[self.items], side="left")
+        self.lo, self.hi = lo, hi
+        self.scale = 1.0
+
+    def offset(self) -> float:
+        return float(self.lam.sum() * self.c.limit)
+
+    def step(
+        self, choice: np.ndarray, bound: float, best: float, target: float | None
+    ) -> np.ndarray:
+        """Move the prices along the subgradient of ``choice``; the new unary price terms."""
+        c = self.c
+        if not len(self.steps):
+            return np.zeros(len(c.cost))
+        used = c.item_usage[c.item_offset[self.items] + choice[c.item_node[self.items]]]
+        per_step = np.zeros(len(self.steps) + 1)
+        np.add.at(per_step, self.lo, used)
+        np.add.at(per_step, self.hi, -used)
+        excess = np.cumsum(per_step)[:-1] - c.limit
+        if bound < best:
+            self.scale *= 0.7  # overshoot: smaller steps
+        norm = float((excess**2).sum())
+        if norm > 0:
+            if target is not None and target > bound:
+                gap = (target - bound) * self.scale
+            else:
+                gap = max(abs(bound), 1.0) * 0.05 * self.scale
+            self.lam = np.maximum(self.lam + gap / norm * excess, 0.0)
+        # each item's strategies pay the prices of the steps it is live at
+        cum = np.concatenate(([0.0], np.cumsum(self.lam)))
+        price = cum[self.hi] - cum[self.lo]
+        k = c.k[c.item_node[self.items]]
+        g = np.repeat(c.offset[c.item_node[self.items]], k) + ranges(k)
+        use = c.item_usage[np.repeat(c.item_offset[self.items], k) + ranges(k)]
+        return np.bincount(g, use * np.repeat(price, k), len(c.cost))
+
+
+def _argmin_per_node(values: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    k = np.diff(offset)
+    owner = np.repeat(np.arange(len(k)), k)
+    order = np.lexsort((values, owner))
+    first = np.concatenate(([0], np.cumsum(k)[:-1]))
+    return order[first] - offset[:-1] if len(k) else np.zeros(0, np.int64)
+
+
+def _colouring(c: Compact) -> list[np.ndarray]:
+    import networkx as nx
+
+    G = nx.Graph()
+    G.add_nodes_from(range(c.n_nodes))
+    G.add_edges_from(c.edge_nodes.tolist())
+    colour = nx.greedy_color(G, strategy="largest_first")
+    col = np.array([colour[i] for i in range(c.n_nodes)], dtype=np.int64)
+    return [np.flatnonzero(col == j) for j in range(int(col.max(initial=-1)) + 1)]
+
+
+
+class BoundProcess:
+    """:func:`diffusion_bound` with the memory prices, run in a second process (the second
+    core) while the caller searches; :meth:`result` waits for it until ``deadline`` at most.
+
+    Forked (the reduced problem is inherited, not copied through a pipe); where fork is not
+    available it computes nothing and :meth:`result` is None.
+    """
+
+    def __init__(self, c: Compact, deadline: float, target: float | None) -> None:
+        import multiprocessing as mp
+
+        self.deadline = deadline
+        self.process = None
+        if "fork" not in mp.get_all_start_methods():
+            return
+        ctx = mp.get_context("fork")
+        self.receive, send = ctx.Pipe(duplex=False)
+        self.process = ctx.Process(target=_bound_worker, args=(c, deadline, target, send),
+                                   daemon=True)  # fmt: skip
+        self.process.start()
+        send.close()
+
+    def result(self) -> float | None:
+        """The bound (None when the process gave none in time); the process is ended."""
+        if self.process is None:
+            return None
+        try:
+            if self.receive.poll(max(self.deadline - time.monotonic(), 0.0) + 0.5):
+                return float(self.receive.recv())
+            return None
+        except (EOFError, OSError):
+            return None
+        finally:
+            self.cancel()
+
+    def cancel(self) -> None:
+        """End the process now (the caller needs its core back)."""
+        if self.process is not None and self.process.is_alive():
+            self.process.terminate()
+            self.process.join(1.0)
+
+
+def _bound_worker(c: Compact, deadline: float, target: float | None, send) -> None:
+    send.send(diffusion_bound(c, deadline, memory=True, target=target))
+    send.close()
