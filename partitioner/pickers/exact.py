@@ -148,7 +148,7 @@ def pick_exact(
     if backend is None and method == "decompose" and pairwise_scope(index) is None:
         # Choice costs and pairwise matrices only (an IOPDDL instance): the staged engine.
         params.update(backend="highs", method="engine")
-        return _pick_pairwise(problem, index, started, time_limit_s, seed, params)
+        return _pick_pairwise(problem, index, started, time_limit_s, seed, params, warm)
     model = build_model(index)
 
     # HiGHS first tries to prove the LP's plan region by region (decompose.py); only if
@@ -244,8 +244,10 @@ def _pick_pairwise(
     time_limit_s: float,
     seed: int,
     params: dict[str, Any],
+    warm: np.ndarray | None,
 ) -> Plan:
-    """The engine (:mod:`.engine`) on a problem in pairwise form, as a checked plan."""
+    """The engine (:mod:`.engine`) on a problem in pairwise form, as a checked plan (never
+    dearer than the greedy or the initial plan, when those fit)."""
     # Room to check the plan and return it within the limit.
     left = time_limit_s - (time.perf_counter() - started)
     deadline = time.monotonic() + left - max(0.3, 0.03 * time_limit_s)
@@ -258,7 +260,12 @@ def _pick_pairwise(
         raise NoPlanError(f"exact picker: {result.reason} ({time_limit_s:g} s)")
     if not fits_batch(index, result.chosen)[0]:  # the search keeps the limit: never returned
         raise PickerError("exact picker: internal error, a plan over a capacity")
-    objective = evaluate_index(index, result.chosen).total
+    chosen, objective = result.chosen, evaluate_index(index, result.chosen).total
+    for other in (warm, index.initial):  # among plans at 10^18 (forbidden) the engine may lose
+        if other is not None and fits_batch(index, other)[0]:
+            value = evaluate_index(index, other).total
+            if value < objective:
+                chosen, objective = other, value
     bound = result.bound
     proven = result.proven and objective < FORBIDDEN
     # Integer costs: a bound within 1 of the objective proves it (compared as integers).
@@ -266,7 +273,7 @@ def _pick_pairwise(
               and objective - math.ceil(bound - 1e-6) < 1)  # fmt: skip
     optimal = proven or closed
     return plan_from_choices(
-        problem, index, result.chosen, picker="exact",
+        problem, index, chosen, picker="exact",
         status="OPTIMAL" if optimal else "FEASIBLE",
         bound=None if optimal or bound is None else max(min(bound, objective), 0.0),
         started=started, params=params,

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tacopt.partitioner.pickers import search as ls
-from tacopt.partitioner.pickers.reduce import Compact
+from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -426,7 +426,7 @@ class _Search:
                 return None
             # usage saved by each strategy of the nodes concerned, over their hit items
             ik = c.k[c.item_node[hit_items]]
-            pos = np.repeat(c.item_offset[hit_items], ik) + ls._ranges(ik)
+            pos = np.repeat(c.item_offset[hit_items], ik) + ranges(ik)
             now = np.repeat(c.item_usage[c.item_offset[hit_items] + x[c.item_node[hit_items]]], ik)
             saved = np.bincount(g.nb.item_g[pos], weights=now - c.item_usage[pos],
                                 minlength=len(c.cost))  # fmt: skip
