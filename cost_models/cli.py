@@ -34,18 +34,22 @@ class MeasureArgs:
     threads: int
     quiet: bool
     types: tuple[str, ...]
+    resolver: str = "xnnpack"
 
 
 def register_measure(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "measure",
         help="time every op of .tflite models alone on the ai-edge-litert interpreter",
-        description="Cut each op into a single-op model with random weights, time it (thread CPU "
+        description="Fold the ops of constants the runtime computes at init (DEQUANTIZE of float16 "
+        "weights, DENSIFY, ...; one 'folded' record each) and fuse as the partitioner does, then "
+        "cut each op into a single-op model with random weights, time it (thread CPU "
         "time of >= 2 ms batches of invokes, only those taken while a probe shows the machine "
         "quiet; lowest per interpreter instance, median over 3 instances), optionally also "
         "rebuilt in other inference "
-        "types (--types), time the whole model, append one JSON record per op configuration to "
-        "--out (resumable).",
+        "types (--types), time the whole model as stored, append one JSON record per op "
+        "configuration to --out (resumable), each naming the device fingerprint (CPU, ISA, "
+        "LiteRT version, --resolver, --threads) of a 'device' record.",
     )
     p.add_argument(
         "models", nargs="*", type=Path, metavar="MODEL", help="a .tflite model, or a folder of them"
@@ -92,7 +96,19 @@ def register_measure(subparsers: Any) -> None:
         " the lowest quiet one of each instance, median over instances, counts (default 9)",
     )
     p.add_argument("--warmup", type=at_least(0), default=3, help="untimed runs first (default 3)")
-    p.add_argument("--threads", type=at_least(1), default=1, help="interpreter threads (default 1)")
+    p.add_argument(
+        "--threads",
+        type=at_least(1),
+        default=1,
+        help="interpreter threads (default 1; with more, latencies are taken on the wall clock)",
+    )
+    p.add_argument(
+        "--resolver",
+        default="xnnpack",
+        help="the kernels: 'xnnpack' (LiteRT's default, the XNNPACK delegate), 'builtin' "
+        "(LiteRT's optimized builtin kernels, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES) or"
+        " 'ref' (its reference kernels, BUILTIN_REF); recorded in the device fingerprint",
+    )
     p.add_argument(
         "--types",
         default="",
@@ -104,11 +120,15 @@ def register_measure(subparsers: Any) -> None:
 
 
 def run_measure(args: argparse.Namespace) -> int:
+    from tacopt.cost_models.learned.fingerprint import RESOLVERS
     from tacopt.cost_models.learned.measure import measure_models
     from tacopt.cost_models.learned.records import MeasureError
     from tacopt.cost_models.learned.retype import TYPE_NAMES
     from tacopt.cost_models.learned.timing import MeasureConfig
 
+    if args.resolver not in RESOLVERS:
+        known = ", ".join(RESOLVERS)
+        raise MeasureError(f"--resolver: unknown op resolver '{args.resolver}' (known: {known})")
     names = tuple(t.strip() for t in args.types.split(",") if t.strip())
     for name in names:
         if name not in TYPE_NAMES:
@@ -122,12 +142,13 @@ def run_measure(args: argparse.Namespace) -> int:
         raise MeasureError("measure: give models (or folders of them), or --sweep")
     opts = MeasureArgs(
         model_files(args.models), args.out, args.repeats, args.warmup, args.threads, args.quiet,
-        names,
+        names, args.resolver,
     )  # fmt: skip
     samples = max(opts.repeats, 1)
     cfg = MeasureConfig(
-        threads=opts.threads, warmup=opts.warmup, samples=samples, min_samples=min(3, samples)
-    )
+        threads=opts.threads, warmup=opts.warmup, samples=samples, min_samples=min(3, samples),
+        resolver=opts.resolver,
+    )  # fmt: skip
     bar = None
     if not opts.quiet and sys.stderr.isatty():
         from tqdm import tqdm
@@ -179,8 +200,9 @@ def _run_sweep(args: argparse.Namespace) -> int:
         raise MeasureError("--adapt: weights the generic samplers; give it without --prior")
     samples = max(args.repeats, 1)
     cfg = MeasureConfig(
-        threads=args.threads, warmup=args.warmup, samples=samples, min_samples=min(3, samples)
-    )
+        threads=args.threads, warmup=args.warmup, samples=samples, min_samples=min(3, samples),
+        resolver=args.resolver,
+    )  # fmt: skip
     silence_xnnpack_banner()
     chunks = SWEEP_RECIPE if args.sweep == 0 else ((args.seed, args.prior, args.sweep, args.adapt),)
     deadline = None if args.max_minutes is None else time.monotonic() + args.max_minutes * 60
@@ -389,26 +411,9 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
-        print(f"ops {result['ops']}, models {result['models']}")
-        print(
-            f"within ±10 %: {result['within_10pct'] * 100:.1f} % "
-            f"(net of invoke overhead: {result['within_10pct_net'] * 100:.1f} %; "
-            f"configurations not in training: {result['within_10pct_unseen'] * 100:.1f} %)"
-        )
-        print(
-            f"MAPE {result['mape']:.1f} %, Spearman {result['spearman']:.3f}, "
-            f"median whole-model error {result['model_error_median']:.1f} %"
-        )
-        print(
-            f"unseen configurations {result['unseen_share'] * 100:.1f} %, skips "
-            f"{result['skips']} ({result['skip_share'] * 100:.1f} % of op records)"
-        )
-        print("per kind: ops, within ±10 %, unseen ops, MAPE")
-        for kind, v in result["per_kind"].items():
-            print(
-                f"  {kind:36s} {v['n']:5d} {v['within_10pct'] * 100:6.1f} % {v['unseen']:5d} "
-                f"{v['mape']:7.1f} %"
-            )
+        from tacopt.cost_models.learned.accuracy import report_lines
+
+        print("\n".join(report_lines(result)))
     return 0
 
 

@@ -36,7 +36,8 @@ def evaluate(
     lookup table), ``mape`` (%), ``spearman`` (rank correlation of predicted vs measured),
     ``model_error_median`` (median over models of |predicted - measured| / measured, %, see
     :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), counts
-    (``unseen_share``, ``skips`` and ``skip_share`` of op records that could not run alone),
+    (``unseen_share``, ``skips`` and ``skip_share`` of op records that could not run alone,
+    ``folded``: ops folded at init, priced 0 and counted as neither),
     the share of predictions per source and ``per_kind``: the same figures per (kind, inference
     type).
     """
@@ -81,6 +82,7 @@ def evaluate(
         }
     skips = sum(1 for r in records if r.get("type") == "skip")
     return {
+        "folded": sum(1 for r in records if r.get("type") == "folded"),
         "ops": len(ops),
         "ops_unseen": int(U.sum()),
         "unseen_share": float(U.mean()),
@@ -99,3 +101,31 @@ def evaluate(
         "sources": {k: v / len(ops) for k, v in sorted(sources.items())},
         "per_kind": per_kind,
     }
+
+
+def report_lines(result: Mapping[str, Any]) -> list[str]:
+    """The text form of :func:`evaluate`'s result (``tacopt fit --eval``, ``tacopt evaluate``),
+    with the fingerprints of the model and the records when ``result`` holds them."""
+    from tacopt.cost_models.learned.fingerprint import describe
+
+    r = result
+    lines = [
+        f"ops {r['ops']}, models {r['models']}",
+        f"within ±10 %: {r['within_10pct'] * 100:.1f} % (net of invoke overhead: "
+        f"{r['within_10pct_net'] * 100:.1f} %; configurations not in training: "
+        f"{r['within_10pct_unseen'] * 100:.1f} %)",
+        f"MAPE {r['mape']:.1f} %, Spearman {r['spearman']:.3f}, "
+        f"median whole-model error {r['model_error_median']:.1f} %",
+        f"unseen configurations {r['unseen_share'] * 100:.1f} %, skips {r['skips']} "
+        f"({r['skip_share'] * 100:.1f} % of op records), folded at init {r.get('folded', 0)}",
+    ]
+    if "fingerprints" in r:
+        lines.append(f"model fitted on: {describe(r['fingerprints']['model'])}")
+        lines.append(f"records measured on: {describe(r['fingerprints']['records'])}")
+    lines.append("per kind: ops, within ±10 %, unseen ops, MAPE")
+    for kind, v in r["per_kind"].items():
+        lines.append(
+            f"  {kind:36s} {v['n']:5d} {v['within_10pct'] * 100:6.1f} % {v['unseen']:5d} "
+            f"{v['mape']:7.1f} %"
+        )
+    return lines

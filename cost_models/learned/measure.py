@@ -1,5 +1,13 @@
 """Measure op latencies on a real runtime (the ai-edge-litert interpreter).
 
+What is measured is the graph the partitioner prices (:func:`~tacopt.cost_models.learned.singleop.
+priced_graph`): the model with its ops of constants that the runtime computes once, at init, folded
+(a DEQUANTIZE of float16 weights, a DENSIFY of sparse ones:
+:data:`~tacopt.cost_models.learned.singleop.FOLDED_KINDS`), then fused with the rules whose fused
+ops LiteRT runs. Folded ops get a ``folded`` record (no per-invoke cost), and the op that reads
+their output is cut, measured and featured with constant weights, as the runtime runs it; the whole
+model is timed as stored.
+
 Each op of each model (nested WHILE / IF bodies included) is cut into a single-op graph: the op,
 its non-constant inputs as graph inputs, its constants filled with random values
 (:func:`fill_constants`, seeded), written with :func:`tacopt.fusion.tflite.writer.serialize_tflite`
@@ -8,14 +16,22 @@ Identical configurations (same :func:`op_key`) are measured once. The whole mode
 (record type ``"model"``), with the op keys it is made of (WHILE bodies multiplied by their trip
 count) so sums of op latencies can be checked against it.
 
-Records (JSON lines, appended and flushed one by one, so a run can resume):
+Records (JSON lines, appended and flushed one by one, so a run can resume; docs/cost-models.md
+"The records format" is the reference):
+
+- ``{"type": "device", "device": id, "fingerprint": {...}}``: the device every later record's
+  ``device`` id names (:mod:`~tacopt.cost_models.learned.fingerprint`), written once per
+  device and file
+- ``{"type": "folded", "key", "model", "op", "kind", "reason", "inputs", ...}``: an op of
+  constants, computed at init; priced 0 per invoke, neither measured nor skipped
 
 - ``{"type": "op", "key", "model", "graph", "op", "kind", "inputs", "outputs", "options",
   "flops", "bytes", "inference_type", "latency_us", "latency_median_us", "wall_us",
   "wall_median_us", "batch", "repeats", "rejected", "quiet", "threads", "method",
-  "overhead_us", "probe_us", "speed"}``: ``repeats`` samples counted, ``rejected`` dropped
-  as not quiet, ``quiet`` False when no sample was (then every sample counts). Records of
-  earlier versions have no ``rejected`` / ``quiet`` (ungated samples) and read the same.
+  "overhead_us", "probe_us", "speed", "resolver", "device"}``: ``repeats`` samples counted,
+  ``rejected`` dropped as not quiet, ``quiet`` False when no sample was (then every sample
+  counts). Records of earlier versions have no ``rejected`` / ``quiet`` (ungated samples) and
+  read the same.
   ``speed`` (reference model -> latency in us, :mod:`~tacopt.cost_models.learned.speed`) is the
   machine's speed beside the op, and ``probe_us`` the gate's fast-state probe time; records
   without them predate drift tracking.
@@ -23,8 +39,9 @@ Records (JSON lines, appended and flushed one by one, so a run can resume):
   alone, with the op's features (``inputs``, ``outputs``, ``options``, ...) when known, so a
   learned model predicts them (from data movement) instead of counting them as zero
 - ``{"type": "model", "model", "latency_us", "ops": [[key, count], ...], "variants": [...],
-  ...}``; ``latency_us`` is None when the runtime cannot run the model whole (custom ops),
-  ``untimed`` then says why
+  "folded": [[key, count], ...], ...}``; ``latency_us`` is None when the runtime cannot run the
+  model whole (custom ops), ``untimed`` then says why; ``priced`` notes a model measured as
+  stored because fusion refused it
 
 With ``types`` (``tacopt measure --types float32,int8``) every op is also rebuilt in the other
 inference types (:func:`retype_op`) and measured; those records carry ``retyped_from`` (the op's
@@ -45,6 +62,7 @@ from typing import Any, TextIO
 
 import networkx as nx
 
+from tacopt.cost_models.learned.fingerprint import device_record, fingerprint_id, host_fingerprint
 from tacopt.cost_models.learned.records import read_records, write_record
 from tacopt.cost_models.learned.retype import RetypeError, retype_op
 from tacopt.cost_models.learned.singleop import (
@@ -53,6 +71,7 @@ from tacopt.cost_models.learned.singleop import (
     model_ops,
     op_features,
     op_key,
+    priced_graph,
     unmeasurable,
 )
 from tacopt.cost_models.learned.speed import SpeedTracker, reference_models
@@ -85,7 +104,7 @@ def measure_models(
     -------
     dict
         Counts: ``measured``, ``reused`` (already measured configurations), ``skipped``,
-        ``models``.
+        ``folded`` (ops of constants, computed at init), ``models``.
     """
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.fusion.tflite.writer import serialize_tflite
@@ -94,27 +113,32 @@ def measure_models(
     out = Path(out)
     done_keys: set[str] = set()
     done_models: set[str] = set()
+    done_devices: set[str] = set()
     if out.exists():
         for r in read_records(out):
-            if r.get("type") in ("op", "skip"):
+            if r.get("type") in ("op", "skip", "folded"):
                 done_keys.add(r["key"])
             elif r.get("type") == "model":
                 done_models.add(r["model"])
+            elif r.get("type") == "device":
+                done_devices.add(r.get("device", ""))
     graphs = []
     for p in paths:
         p = Path(p)
         if p.stem not in done_models:
-            graphs.append((p, read_tflite(p)))
-    total = sum(sum(1 for _ in model_ops(G)) for _, G in graphs)
-    stats = {"measured": 0, "reused": 0, "skipped": 0, "models": 0}
+            G = read_tflite(p)
+            graphs.append((p, G, *priced_graph(G)))
+    total = sum(sum(1 for _ in model_ops(H)) for _, _, H, _, _ in graphs)
+    stats = {"measured": 0, "reused": 0, "skipped": 0, "folded": 0, "models": 0}
     gate = Gate(cfg)  # one per run: its reference and overhead sharpen as the run goes
     tracker = SpeedTracker()  # the machine's speed, from reference models timed in each chunk
 
     def knobs() -> dict[str, Any]:
-        return _run_knobs(cfg, gate, tracker)
+        return {**_run_knobs(cfg, gate, tracker), "device": device}
 
     count = 0
     with out.open("a") as f:
+        device = _device(f, cfg, done_devices)
         pending: list[tuple[dict[str, Any], dict[str, Any], bytes]] = []
 
         def submit(base: dict[str, Any], feats: dict[str, Any], single: bytes) -> None:
@@ -125,12 +149,22 @@ def measure_models(
                 pending = []
 
         def skip(base: Mapping[str, Any], kind: str, reason: str) -> None:
-            write_record(f, {"type": "skip", **base, "kind": kind, "reason": reason})
+            record = {"type": "skip", **base, "kind": kind, "reason": reason, "device": device}
+            write_record(f, record)
             stats["skipped"] += 1
 
-        for path, G in graphs:
+        for path, stored, G, folded, note in graphs:
             keys: dict[str, float] = {}
             variants: dict[str, float] = {}
+            folded_keys: dict[str, float] = {}
+            for name, ffeats, why in folded:  # computed once, at init: no per-invoke cost
+                fkey = op_key(ffeats)
+                folded_keys[fkey] = folded_keys.get(fkey, 0.0) + 1
+                if fkey not in done_keys:
+                    done_keys.add(fkey)
+                    record = {"type": "folded", "key": fkey, "model": path.stem, "op": name}
+                    write_record(f, {**record, **ffeats, "reason": why, "device": device})
+                    stats["folded"] += 1
             loop_trips = 0.0
             for S, node, mult in model_ops(G):
                 count += 1
@@ -182,8 +216,8 @@ def measure_models(
             _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
             pending = []
             timed: dict[str, Any]
-            try:
-                whole = serialize_tflite(fill_constants(G, seed=cfg.seed))
+            try:  # the model as stored: what the runtime runs
+                whole = serialize_tflite(fill_constants(stored, seed=cfg.seed))
                 t = time_model(
                     whole,
                     None,
@@ -204,6 +238,8 @@ def measure_models(
                     **timed,
                     "ops": sorted([k, v] for k, v in keys.items()),
                     "variants": sorted([k, v] for k, v in variants.items()),
+                    "folded": sorted([k, v] for k, v in folded_keys.items()),
+                    **({"priced": note} if note else {}),
                     "types": list(types),
                     "loop_trips": loop_trips,
                     **knobs(),
@@ -240,20 +276,25 @@ def measure_graphs(
     out = Path(out)
     done_keys: set[str] = set()
     done_labels: set[str] = set()
+    done_devices: set[str] = set()
     if out.exists():
         for r in read_records(out):
             if r.get("type") in ("op", "skip"):
                 done_keys.add(r["key"])
                 done_labels.add(r.get("model", ""))
+            elif r.get("type") == "device":
+                done_devices.add(r.get("device", ""))
     todo = list(items)
     stats = {"measured": 0, "reused": 0, "skipped": 0, "left": 0}
     start = time.perf_counter()
     gate, tracker = Gate(cfg), SpeedTracker()
+    device = ""
 
     def knobs() -> dict[str, Any]:
-        return _run_knobs(cfg, gate, tracker)
+        return {**_run_knobs(cfg, gate, tracker), "device": device}
 
     with out.open("a") as f:
+        device = _device(f, cfg, done_devices)
         pending: list[tuple[dict[str, Any], dict[str, Any], bytes]] = []
         for i, (label, build) in enumerate(todo):
             if progress is not None:
@@ -281,6 +322,17 @@ def measure_graphs(
     return stats
 
 
+def _device(f: TextIO, cfg: MeasureConfig, done: set[str]) -> str:
+    """The id of this run's device fingerprint, its ``device`` record written first unless the
+    file holds it already."""
+    fp = host_fingerprint(resolver=cfg.resolver, threads=cfg.threads)
+    did = fingerprint_id(fp)
+    if did not in done:
+        write_record(f, device_record(fp))
+        done.add(did)
+    return did
+
+
 def _run_knobs(cfg: MeasureConfig, gate: Gate, tracker: SpeedTracker) -> dict[str, Any]:
     return {
         **cfg.knobs(),
@@ -305,13 +357,15 @@ def _measure_chunk(
     timed = time_models(
         [*refs.values(), *(m for _, _, m in pending)], cfg, seed=cfg.seed, gate=gate
     )
-    tracker.add({n: t.cpu_us for n, t in zip(refs, timed) if isinstance(t, Timing)})
+    tracker.add({n: t.latency_us for n, t in zip(refs, timed) if isinstance(t, Timing)})
     timings = timed[len(refs) :]
     run_knobs = knobs()  # the overhead as re-calibrated up to now
     for (base, feats, _), t in zip(pending, timings, strict=True):
         if isinstance(t, Exception):
             reason = f"runtime: {type(t).__name__}: {(str(t).splitlines() or [''])[0][:160]}"
-            write_record(f, {"type": "skip", **base, **feats, "reason": reason})
+            record = {"type": "skip", **base, **feats, "reason": reason}
+            record["device"] = run_knobs["device"]
+            write_record(f, record)
             stats["skipped"] += 1
         else:
             write_record(f, {"type": "op", **base, **feats, **_timing_fields(t), **run_knobs})
@@ -320,8 +374,8 @@ def _measure_chunk(
 
 def _timing_fields(t: Timing) -> dict[str, Any]:
     return {
-        "latency_us": round(t.cpu_us, 4),
-        "latency_median_us": round(t.cpu_median_us, 4),
+        "latency_us": round(t.latency_us, 4),
+        "latency_median_us": round(t.latency_median_us, 4),
         "wall_us": round(t.wall_us, 4),
         "wall_median_us": round(t.wall_median_us, 4),
         "batch": t.batch,

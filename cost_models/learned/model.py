@@ -67,6 +67,7 @@ from tacopt.cost_models.base import (
     register_model_format,
 )
 from tacopt.cost_models.learned.features import FEATURES, design_row, op_vector
+from tacopt.cost_models.learned.fingerprint import records_fingerprint
 from tacopt.cost_models.learned.kind_models import (
     KindModels,
     alias_group,
@@ -174,6 +175,7 @@ def fit(
     sources = _choose_sources(records, device, learner) if kinds else (None, [], [])
     model = _fit(records, device, learner, *sources)
     model["anchor_speed"] = model["speed"] = anchor
+    model["fingerprint"] = records_fingerprint(records)  # the device they were measured on
     return model
 
 
@@ -436,7 +438,7 @@ class LearnedCostModel(CostModelBase):
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
     ) -> float | None:
         """Predicted latency (us) of op ``node`` inside a model on this model's device."""
-        from tacopt.cost_models.learned.singleop import op_features, op_key
+        from tacopt.cost_models.learned.singleop import folded_reason, op_features, op_key
 
         self.check_device(device)
         check_inference_type(inference_type, model=self.name)
@@ -445,8 +447,8 @@ class LearnedCostModel(CostModelBase):
         op = G.nodes[node]["op"]
         if op.kind == "WHILE":
             return self._while_cost(G, node, device, inference_type)
-        if op.kind in UNMEASURABLE:
-            return 0.0
+        if op.kind in UNMEASURABLE or folded_reason(G, node) is not None:
+            return 0.0  # state, or an op of constants: computed once, at init
         feats = op_features(G, node, root=G)
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type

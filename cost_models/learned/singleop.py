@@ -1,11 +1,13 @@
 """Single-op graphs: an op cut out of its model with its constants filled, the features a learned
-model sees, and the key that identifies its configuration."""
+model sees, and the key that identifies its configuration; and the graph that is measured, the one
+the partitioner prices (:func:`priced_graph`: fused, ops of constants folded)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping
+import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,7 +15,7 @@ import networkx as nx
 import numpy as np
 
 from tacopt.cost_models.ops import inference_type, op_counts, trip_count
-from tacopt.fusion.ir import Buffer, Op, make_graph, ops_of
+from tacopt.fusion.ir import DTYPE_NBYTES, Buffer, Op, Tensor, make_graph, ops_of
 from tacopt.fusion.tflite.rehydrate import rehydrate
 
 #: Kinds that cannot run as a single op: control flow needs its bodies, the rest need state.
@@ -38,6 +40,258 @@ def unmeasurable(S: nx.MultiDiGraph, node: str) -> str | None:
     ):
         return "resource / variant / string tensors"
     return None
+
+
+#: Kinds LiteRT computes once, at init, when every input is constant (their output becomes a
+#: persistent constant, which XNNPACK packs like a stored weight). Measured with ``python -m
+#: tacopt.benchmarks check_folding`` (``y = x + op(constants)`` against ``y = x + constant``): under
+#: XNNPACK and the builtin kernels alike these add nothing per invoke, while other ops of constants
+#: (SELECT_V2, ADD, CAST, TRANSPOSE, ...; MUL and CONCATENATION under XNNPACK) run on every invoke,
+#: so they are measured like any op.
+FOLDED_KINDS = frozenset({"DEQUANTIZE", "DENSIFY", "RESHAPE"})
+
+
+def folded_reason(S: nx.MultiDiGraph, node: str) -> str | None:
+    """Why op ``node`` costs nothing per invoke, or None: it is of a kind the runtime folds
+    (:data:`FOLDED_KINDS`) and every input is a constant, so it is computed once, at init
+    (TFLite evaluates it in ``Prepare`` and keeps the output as a persistent constant; XNNPACK
+    packs a DEQUANTIZE-d float16 or DENSIFY-d sparse weight into its kernels). Never an op
+    whose output is an output of its graph.
+
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> w = Tensor("w", (4, 2), "float16", buffer=Buffer.placeholder(16))
+    >>> ts = [w, Tensor("wf", (4, 2), "float32"), Tensor("x", (1, 2), "float32"),
+    ...       Tensor("y", (1, 4), "float32")]
+    >>> G = make_graph("g", ts, [Op("dq", "DEQUANTIZE", ("w",), ("wf",)),
+    ...     Op("fc", "FULLY_CONNECTED", ("x", "wf", None), ("y",))], ["x"], ["y"])
+    >>> folded_reason(G, "dq"), folded_reason(G, "fc")
+    ('folded at init: every input is constant (DEQUANTIZE float16 -> float32)', None)
+    >>> sorted(constant_inputs(G, "fc"))  # the DEQUANTIZE's output: constant at run time
+    ['wf']
+    """
+    op: Op = S.nodes[node]["op"]
+    ins = [t for t in op.inputs if t is not None]
+    if not _foldable_kind(op, S.graph["outputs"]) or not ins:
+        return None
+    if set(ins) <= constant_inputs(S, node):
+        return _reason_text(op, S.graph["tensors"])
+    return None
+
+
+#: How many ops of constants deep a chain is followed (DENSIFY -> DEQUANTIZE is 2).
+FOLD_DEPTH = 4
+
+
+def constant_inputs(S: nx.MultiDiGraph, node: str) -> set[str]:
+    """The input tensors of op ``node`` that are constant when the model runs: stored
+    constants, and outputs of ops of constants (:func:`folded_reason`, folded at init), up to
+    :data:`FOLD_DEPTH` ops deep."""
+    tensors = S.graph["tensors"]
+    graph_inputs = set(S.graph["inputs"])
+
+    def const_tensor(n: str, t: str, depth: int) -> bool:
+        if tensors[t].is_constant:
+            return not tensors[t].is_variable
+        if depth >= FOLD_DEPTH or t in graph_inputs:
+            return False
+        src = next((u for u, _, k in S.in_edges(n, keys=True) if k == t), None)
+        if src is None:
+            return False
+        op: Op = S.nodes[src]["op"]
+        ins = [x for x in op.inputs if x is not None]
+        return (
+            _foldable_kind(op, S.graph["outputs"])
+            and bool(ins)
+            and all(const_tensor(src, x, depth + 1) for x in ins)
+        )
+
+    op: Op = S.nodes[node]["op"]
+    return {t for t in op.inputs if t is not None and const_tensor(node, t, 0)}
+
+
+def _foldable_kind(op: Op, graph_outputs: Sequence[str]) -> bool:
+    if op.kind not in FOLDED_KINDS:
+        return False
+    return not any(t in graph_outputs for t in op.outputs)
+
+
+def _folded_reason(
+    op: Op, tensors: Mapping[str, Tensor], graph_outputs: Sequence[str]
+) -> str | None:
+    ins = [t for t in op.inputs if t is not None]
+    if not ins or not _foldable_kind(op, graph_outputs):
+        return None
+    if not all(tensors[t].is_constant and not tensors[t].is_variable for t in ins):
+        return None
+    return _reason_text(op, tensors)
+
+
+def _reason_text(op: Op, tensors: Mapping[str, Tensor]) -> str:
+    src = tensors[next(t for t in op.inputs if t is not None)]
+    out = tensors[op.outputs[0]]
+    what = f"{op.kind} {src.dtype} -> {out.dtype}"
+    if src.sparsity is not None:
+        what = f"{op.kind} sparse {src.dtype} -> dense {out.dtype}"
+    return f"folded at init: every input is constant ({what})"
+
+
+def fold_constants(
+    G: nx.MultiDiGraph, *, root: nx.MultiDiGraph | None = None
+) -> tuple[nx.MultiDiGraph, list[tuple[str, dict[str, Any], str]]]:
+    """``G`` with every op of constants (:func:`folded_reason`) replaced by the constants it
+    computes, in execution order (so chains of them fold too), nested graphs included.
+
+    A folded output holds the op's real result when every input holds data (DEQUANTIZE in
+    numpy, other kinds run once on LiteRT's builtin kernels), else a placeholder of its size
+    (a structure-only model: :func:`fill_constants` fills it like any weight). So the op that
+    reads it is cut, measured and featured with constant weights, as the runtime runs it.
+
+    Returns
+    -------
+    (graph, folded)
+        The new graph (``G`` itself when nothing folds) and, per folded op, ``(op name, its
+        features before folding, reason)``.
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> import numpy as np
+    >>> w = Tensor("w", (4, 2), "float16", buffer=Buffer.from_bytes(np.ones((4, 2), "float16")))
+    >>> ts = [w, Tensor("wf", (4, 2), "float32"), Tensor("x", (1, 2), "float32"),
+    ...       Tensor("y", (1, 4), "float32")]
+    >>> G = make_graph("g", ts, [Op("dq", "DEQUANTIZE", ("w",), ("wf",)),
+    ...     Op("fc", "FULLY_CONNECTED", ("x", "wf", None), ("y",))], ["x"], ["y"])
+    >>> H, folded = fold_constants(G)
+    >>> list(H), [name for name, _, _ in folded], float(H.graph["tensors"]["wf"].data().sum())
+    (['fc'], ['dq'], 8.0)
+    """
+    root = G if root is None else root
+    subs = G.graph.get("subgraphs", {})
+    folded: list[tuple[str, dict[str, Any], str]] = []
+    new_subs = {}
+    for name, S in subs.items():
+        S2, f = _fold_one(S, _with_subs(S, subs))
+        new_subs[name] = S2
+        folded += f
+    main, f = _fold_one(G, root)
+    folded = f + folded
+    if not folded:
+        return G, []
+    if main is G:
+        main = G.copy()
+    if subs:
+        main.graph["subgraphs"] = new_subs
+    return main, folded
+
+
+def _with_subs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> nx.MultiDiGraph:
+    if "subgraphs" in S.graph:
+        return S
+    view = S.copy()
+    view.graph["subgraphs"] = dict(subs)
+    return view
+
+
+def _fold_one(
+    S: nx.MultiDiGraph, root: nx.MultiDiGraph
+) -> tuple[nx.MultiDiGraph, list[tuple[str, dict[str, Any], str]]]:
+    tensors: dict[str, Tensor] = dict(S.graph["tensors"])
+    kept: list[Op] = []
+    folded: list[tuple[str, dict[str, Any], str]] = []
+    for node, op in ops_of(S):
+        reason = _folded_reason(op, tensors, S.graph["outputs"])
+        if reason is None:
+            kept.append(op)
+            continue
+        folded.append((node, op_features(_retensored(S, tensors), node, root=root), reason))
+        for name, value in zip(op.outputs, _evaluate(op, tensors), strict=True):
+            t = tensors[name]
+            buf = (
+                Buffer.placeholder(math.ceil(t.num_elements * DTYPE_NBYTES.get(t.dtype, 4)))
+                if value is None
+                else Buffer.from_bytes(np.ascontiguousarray(value, dtype=value.dtype))
+            )
+            tensors[name] = replace(t, buffer=buf, quantization=t.quantization)
+    if not folded:
+        return S, []
+    H = make_graph(
+        S.graph["name"], tensors.values(), kept, S.graph["inputs"], S.graph["outputs"]
+    )
+    for k, v in S.graph.items():
+        if k not in H.graph:
+            H.graph[k] = v
+    return H, folded
+
+
+def _retensored(S: nx.MultiDiGraph, tensors: dict[str, Tensor]) -> nx.MultiDiGraph:
+    """A shallow view of ``S`` whose tensor records are ``tensors`` (folded outputs constant)."""
+    view = nx.MultiDiGraph(S)
+    view.graph.update(S.graph)
+    view.graph["tensors"] = tensors
+    return view
+
+
+def _evaluate(op: Op, tensors: Mapping[str, Tensor]) -> list[np.ndarray | None]:
+    """The outputs of an op of constants (None each when an input's bytes were dropped, or
+    when the runtime cannot run it alone)."""
+    ins = [tensors[t] for t in op.inputs if t is not None]
+    none: list[np.ndarray | None] = [None] * len(op.outputs)
+    if any(t.buffer is None or t.buffer.is_placeholder for t in ins):
+        return none
+    out = tensors[op.outputs[0]]
+    if op.kind == "DEQUANTIZE" and len(ins) == 1 and out.dtype == "float32":
+        src = ins[0]
+        x = np.asarray(src.data(), dtype=np.float32)
+        q = src.quantization
+        if q is not None and q.scale:
+            scale, zero = np.asarray(q.scale, np.float32), np.asarray(q.zero_point, np.float32)
+            if scale.size > 1:  # per channel, along the quantized dimension
+                shape = [1] * x.ndim
+                shape[int(q.axis)] = -1
+                scale, zero = scale.reshape(shape), zero.reshape(shape)
+            x = (x - zero) * scale
+        return [x.astype(np.float32).reshape(out.shape)]
+    try:
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+        from tacopt.fusion.tflite.writer import serialize_tflite
+
+        names = list(dict.fromkeys([*(t for t in op.inputs if t is not None), *op.outputs]))
+        alone = make_graph("fold", [tensors[t] for t in names], [op], [], op.outputs)
+        interp = Interpreter(
+            model_content=bytes(serialize_tflite(alone)),
+            experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        )
+        interp.allocate_tensors()
+        interp.invoke()
+        details = interp.get_output_details()  # in the order of the graph's outputs
+        return [np.array(interp.get_tensor(d["index"])) for d in details]
+    except Exception:  # the runtime cannot run it alone: its output is filled like a weight
+        return none
+
+
+def priced_graph(
+    G: nx.MultiDiGraph,
+) -> tuple[nx.MultiDiGraph, list[tuple[str, dict[str, Any], str]], str | None]:
+    """The graph the partitioner prices on the CPU: ``G`` with its ops of constants folded
+    (:func:`fold_constants`: float16 weights behind a DEQUANTIZE, sparse ones behind a DENSIFY,
+    ...), then fused with the rules whose fused ops are LiteRT builtins
+    (:data:`~tacopt.fusion.fuse.BUILTIN_ONLY_RULES`; the CPU lowers the others back to these
+    ops, ``partitioner.lowerings.unfuse_unrunnable``).
+
+    Returns
+    -------
+    (graph, folded, note)
+        The graph, the folded ops (:func:`fold_constants`) and None; or, when fusion refuses
+        the model, the folded graph unfused and a note saying why.
+    """
+    from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse
+
+    H, folded = fold_constants(G)
+    try:
+        return fuse(H, rules=BUILTIN_ONLY_RULES).graph, folded, None
+    except Exception as exc:  # a model fusion refuses is measured unfused
+        return H, folded, f"not fused: {type(exc).__name__}: {str(exc)[:160]}"
 
 
 def fill_constants(G: nx.MultiDiGraph, *, seed: int) -> nx.MultiDiGraph:
@@ -98,12 +352,16 @@ def op_features(G: nx.MultiDiGraph, node: str, *, root: nx.MultiDiGraph) -> dict
     """The features of op ``node`` that a learned model sees (and that identify its config)."""
     op: Op = G.nodes[node]["op"]
     tensors = G.graph["tensors"]
+    # constant when the model runs: stored, or computed at init from constants (a DEQUANTIZE of
+    # float16 weights, a DENSIFY): the runtime packs such weights like stored ones
+    folded = constant_inputs(G, node) - {t for t in op.inputs if t and tensors[t].is_constant}
 
     def desc(name: str | None) -> list[Any] | None:
         if name is None:
             return None
         t = tensors[name]
-        d: list[Any] = [list(t.shape), t.dtype, t.is_constant, t.is_quantized]
+        const = t.is_constant or name in folded
+        d: list[Any] = [list(t.shape), t.dtype, const, t.is_quantized]
         if (
             t.is_constant
             and t.buffer is not None

@@ -48,10 +48,16 @@ class MeasureConfig:
     samples gets up to ``retry_rounds`` more passes, each extra sample after waiting up to
     ``wait_s`` for the machine to be quiet, at most ``max_wait_s`` of waiting per chunk and
     ``run_wait_s`` per :class:`Gate` (per run). Its latency is the median over instances of the
-    lowest quiet sample of thread CPU time per invoke. Whole models get ``model_samples``.
+    lowest quiet sample of thread CPU time per invoke (wall-clock time with ``threads`` > 1:
+    the kernels then run on other threads too). Whole models get ``model_samples``.
+
+    ``resolver`` names the kernels (:data:`tacopt.cost_models.learned.fingerprint.RESOLVERS`):
+    ``xnnpack`` (LiteRT's default, the XNNPACK delegate), ``builtin`` (LiteRT's optimized
+    builtin kernels without default delegates) or ``ref`` (its reference kernels).
     """
 
     threads: int = 1
+    resolver: str = "xnnpack"
     warmup: int = 3
     samples: int = 9
     min_samples: int = 3
@@ -72,18 +78,40 @@ class MeasureConfig:
 
     def knobs(self) -> dict[str, Any]:
         """The timing knobs as written into records."""
+        clock = "wall" if self.wall_clock else "thread-cpu"
         return {
             "threads": self.threads,
-            "method": f"median-instance-min-quiet-thread-cpu/{self.samples}x"
+            "resolver": self.resolver,
+            "method": f"median-instance-min-quiet-{clock}/{self.samples}x"
             f"{self.sample_s * 1e3:g}ms/{self.rounds}r/gate{self.gate:g}",
         }
+
+    @property
+    def wall_clock(self) -> bool:
+        """Whether latencies are taken on the wall clock (several interpreter threads) rather
+        than on the calling thread's CPU time (one thread: every kernel runs on it)."""
+        return self.threads > 1
+
+    def interpreter(self, model: bytes) -> Any:
+        """A LiteRT interpreter of ``model`` with this run's threads and op resolver."""
+        from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+        from tacopt.cost_models.learned.fingerprint import RESOLVERS, check_resolver
+
+        kind = RESOLVERS[check_resolver(self.resolver)][0]
+        return Interpreter(
+            model_content=bytes(bytearray(model)),
+            num_threads=self.threads,
+            experimental_op_resolver_type=OpResolverType[kind],
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class Timing:
     """Per-``invoke()`` latency of one model, CPU and wall clock.
 
-    ``cpu_us`` (the figure records call ``latency_us``) is taken on the calling thread's CPU
+    ``cpu_us`` (the figure records call ``latency_us``, unless ``wall_clock``: then ``wall_us``
+    is) is taken on the calling thread's CPU
     time (``time.thread_time_ns``: with one interpreter thread the kernels run on the caller, so
     preemption by other processes is not counted) over *quiet* samples only (the probe read just
     before and just after shows the machine in its fast state, see :class:`Gate`): the lowest
@@ -103,6 +131,17 @@ class Timing:
     rejected: int = 0
     quiet: bool = True
     instances: int = 1
+    wall_clock: bool = False
+
+    @property
+    def latency_us(self) -> float:
+        """The latency records carry: ``cpu_us``, or ``wall_us`` when taken on the wall clock
+        (several interpreter threads, :attr:`MeasureConfig.wall_clock`)."""
+        return self.wall_us if self.wall_clock else self.cpu_us
+
+    @property
+    def latency_median_us(self) -> float:
+        return self.wall_median_us if self.wall_clock else self.cpu_median_us
 
 
 class Gate:
@@ -201,11 +240,14 @@ class _Timer:
         self.invoke = self.new_instance()
         interp_invoke = self.invoke
         n = 1
+        # CPU time: a preempted calibration does not shrink the batch (wall time when other
+        # threads run kernels too)
+        clock = time.perf_counter if cfg.wall_clock else time.thread_time
         while True:  # calibrate: batches of 1, 4, 16, ... invokes until one lasts sample_s / 4
-            t0 = time.thread_time()  # CPU time: a preempted calibration does not shrink the batch
+            t0 = clock()
             for _ in range(n):
                 interp_invoke()
-            elapsed = time.thread_time() - t0
+            elapsed = clock() - t0
             if elapsed >= cfg.sample_s / 4 or n >= 100_000:
                 break
             n *= 4
@@ -221,10 +263,8 @@ class _Timer:
     def new_instance(self) -> Callable[[], object]:
         """A new interpreter on a fresh copy of the model, inputs set and warmed up; samples
         are taken on it from now on."""
-        from ai_edge_litert.interpreter import Interpreter
-
         cfg = self.cfg
-        interp = Interpreter(model_content=bytes(bytearray(self.model)), num_threads=cfg.threads)
+        interp = cfg.interpreter(self.model)
         for d in interp.get_input_details():
             if -1 in list(d.get("shape_signature", [])):
                 interp.resize_tensor_input(d["index"], [max(int(x), 1) for x in d["shape"]])
@@ -280,6 +320,7 @@ class _Timer:
             len(self.cpu) - len(keep),
             bool(keep),
             len(best_cpu),
+            self.cfg.wall_clock,
         )
 
 

@@ -1,0 +1,122 @@
+"""``tacopt evaluate`` and ``tacopt inspect-model``: any learned model file, on any records, and
+the device it was fitted on."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from tacopt.cost_models.cli import check_records_file
+
+
+def register_evaluate(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "evaluate",
+        help="how well a learned model predicts measured records (any model, any records)",
+        description="Evaluate a learned model file (or 'learned', the shipped one) on records from "
+        "`tacopt measure`: share of ops within ±10 %, MAPE, Spearman, median whole-model error, "
+        "skip share, and the device fingerprints of the model and of the records. Records are "
+        "first put in the model's units by the speed measured beside them. The figures are "
+        "those of `tacopt fit --eval` (one implementation: cost_models/accuracy.py).",
+    )
+    p.add_argument("model", help="a learned model file (.json / .json.gz), or 'learned'")
+    p.add_argument("records", type=Path, help="records from `tacopt measure` (JSON lines)")
+    p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
+    p.set_defaults(run=run_evaluate)
+
+
+def run_evaluate(args: argparse.Namespace) -> int:
+    from tacopt.cost_models.learned.accuracy import evaluate, report_lines
+    from tacopt.cost_models.learned.fingerprint import records_fingerprint
+    from tacopt.cost_models.learned.records import read_records
+
+    model = load_learned(args.model)
+    check_records_file(args.records, what="records file")
+    records = read_records(args.records)
+    result = evaluate(model, records, train_keys=set(model.table))
+    result["fingerprints"] = {
+        "model": model.doc.get("fingerprint"),
+        "records": records_fingerprint(records),
+    }
+    if args.json:
+        print(json.dumps(result, sort_keys=True))
+    else:
+        print("\n".join(report_lines(result)))
+    return 0
+
+
+def load_learned(spec: str) -> Any:
+    """The learned model of a file, or the shipped one for ``"learned"``.
+
+    Raises
+    ------
+    CostModelError
+        A missing or unreadable file, or one that is not a learned model (one line).
+    """
+    from tacopt.cost_models.learned.model import FORMAT, LearnedCostModel, default_learned_model
+    from tacopt.cost_models.model_file import read_model_doc
+    from tacopt.cost_models.protocol import CostModelError
+
+    if spec == "learned":
+        return default_learned_model()
+    doc = read_model_doc(spec)
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CostModelError(f"learned model '{spec}': format is not '{FORMAT}'")
+    return LearnedCostModel(doc, source=spec)
+
+
+def register_inspect_model(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "inspect-model",
+        help="what a learned model file is: its device fingerprint, training data, calibration",
+        description="Print a learned model file's device fingerprint (CPU, ISA extensions, "
+        "cores, LiteRT version, op resolver / delegate, threads), what it was trained on and "
+        "its calibration, and whether this machine is the device it was fitted on.",
+    )
+    p.add_argument("model", help="a learned model file (.json / .json.gz), or 'learned'")
+    p.add_argument("--json", action="store_true", help="print it as JSON")
+    p.set_defaults(run=run_inspect_model)
+
+
+def run_inspect_model(args: argparse.Namespace) -> int:
+    from tacopt.cost_models.learned.fingerprint import (
+        describe,
+        device_differences,
+        host_fingerprint,
+    )
+
+    model = load_learned(args.model)
+    doc = model.doc
+    fp = doc.get("fingerprint")
+    host = host_fingerprint()
+    diff = device_differences(fp, host, hardware_only=True) if fp else None
+    info = {
+        "model": args.model,
+        "format": doc.get("format"),
+        "version": doc.get("version"),
+        "device": doc.get("device", "CPU"),
+        "fingerprint": fp,
+        "trained_on": doc.get("trained_on"),
+        "calibrated": doc.get("calibrated"),
+        "this_machine": host,
+        "differences": diff,
+    }
+    if args.json:
+        print(json.dumps(info, sort_keys=True))
+        return 0
+    print(f"{args.model}: {doc.get('format')} version {doc.get('version')}")
+    print(f"fitted on: {describe(fp)}")
+    for k, v in sorted((fp or {}).items()):
+        print(f"  {k}: {json.dumps(v)}")
+    if doc.get("trained_on"):
+        print(f"trained on: {json.dumps(doc['trained_on'], sort_keys=True)}")
+    if doc.get("calibrated"):
+        print(f"calibrated: {json.dumps(doc['calibrated'], sort_keys=True)}")
+    print(f"this machine: {describe(host)}")
+    if diff is None:
+        print("same device: unknown (the model records no fingerprint)")
+    else:
+        print("same device: " + ("yes" if not diff else "no (" + "; ".join(diff) + ")"))
+    return 0

@@ -1,0 +1,155 @@
+"""Measure what the partitioner prices: ops of constants folded at init (float16 weights behind a
+DEQUANTIZE, sparse ones behind a DENSIFY), the ops reading them cut with constant weights."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tacopt.benchmarks.scripts.zoo_variants import float16_weights, sparse_weights
+from tacopt.cost_models.learned.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.records import read_records
+from tacopt.cost_models.learned.singleop import (
+    constant_inputs,
+    fill_constants,
+    fold_constants,
+    folded_reason,
+    op_features,
+    op_key,
+    priced_graph,
+)
+from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, ops_of, validate_graph
+from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.partitioner.cli import main
+
+
+def float_net() -> object:
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    y = b.op("CONV_2D", x, np.ones((16, 3, 3, 8)), np.zeros(16), padding="SAME")
+    y = b.op("DEPTHWISE_CONV_2D", y, np.ones((1, 3, 3, 16)), np.zeros(16), padding="SAME")
+    y = b.op("CONV_2D", y, np.ones((32, 1, 1, 16)), np.zeros(32))
+    y = b.op("RESHAPE", y, np.array([1, 16 * 16 * 32], np.int32))
+    y = b.op("FULLY_CONNECTED", y, np.ones((10, 16 * 16 * 32)), np.zeros(10))
+    return b.build(outputs=[y])
+
+
+@pytest.fixture(scope="module")
+def variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    from tacopt.fusion.tflite.writer import write_tflite
+
+    folder = tmp_path_factory.mktemp("variants")
+    G = float_net()
+    return {
+        name: write_tflite(H, folder / f"net_{name}.tflite")
+        for name, H in (("float", G), ("fp16", float16_weights(G)), ("sparse", sparse_weights(G)))
+    }
+
+
+def weight_descs(records: list[dict]) -> list[list]:
+    return [r["inputs"][1] for r in records if r["type"] == "op" and len(r["inputs"]) > 1
+            and r["kind"] in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")]  # fmt: skip
+
+
+def test_float16_and_sparse_weights_are_measured_constant_and_folded_not_skipped(
+    variants: dict[str, Path], tmp_path: Path
+) -> None:
+    recs = {}
+    for name, path in variants.items():
+        out = tmp_path / f"{name}.jsonl"
+        assert main(["measure", str(path), "--out", str(out), "--quiet", "--repeats", "3"]) == 0
+        recs[name] = read_records(out)
+    for name in ("fp16", "sparse"):
+        rs = recs[name]
+        assert not [r for r in rs if r["type"] == "skip"]
+        folded = [r for r in rs if r["type"] == "folded"]
+        kind = "DEQUANTIZE" if name == "fp16" else "DENSIFY"
+        assert folded and {r["kind"] for r in folded} == {kind}
+        reason = "folded at init: every input is constant"
+        assert all(r["reason"].startswith(reason) for r in folded)
+        # the ops reading them: featured (and keyed) with constant float32 weights, as stored
+        assert all(d[1] == "float32" and d[2] is True for d in weight_descs(rs))
+        model = next(r for r in rs if r["type"] == "model")
+        assert len(model["folded"]) == len(folded)  # one record per configuration
+        stored = read_tflite(variants[name])
+        assert sum(n for _, n in model["folded"]) == sum(
+            op.kind == kind for _, op in ops_of(stored)
+        )
+        assert model["latency_us"] > 0  # the model as stored runs whole
+    ops = {name: {r["key"] for r in rs if r["type"] == "op"} for name, rs in recs.items()}
+    assert ops["fp16"] == ops["float"]  # the same configurations as the float32 model
+    assert ops["sparse"] == ops["float"]
+
+
+def test_learned_model_prices_folded_ops_at_zero_and_knows_the_weights_constant() -> None:
+    G = float16_weights(float_net())
+    dq = [n for n, op in ops_of(G) if op.kind == "DEQUANTIZE"]
+    conv = next(n for n, op in ops_of(G) if op.kind == "CONV_2D")
+    assert dq and all(folded_reason(G, n) for n in dq)
+    assert G.nodes[conv]["op"].inputs[1] in constant_inputs(G, conv)
+    H, folded, note = priced_graph(G)
+    validate_graph(H)
+    assert note is None and {f["kind"] for _, f, _ in folded} == {"DEQUANTIZE"}
+    # the stored graph and the priced one give the conv the same features, so the same key
+    key = op_key(op_features(G, conv, root=G))
+    assert key == op_key(op_features(H, conv, root=H))
+    recs = [{"type": "op", "key": key, "kind": "CONV_2D", "inference_type": "FLOAT",
+             "flops": 1e5, "bytes": 1e4, "outputs": [[[1, 16, 16, 16]]], "latency_us": 30.0,
+             "overhead_us": 0.5}] * 3  # fmt: skip
+    model = LearnedCostModel(fit(recs, learner="trees", kinds=False))
+    assert model.op_cost(G, dq[0], "CPU", "FLOAT") == 0.0
+    assert model.predict(op_features(G, conv, root=G), key=key).source == "exact"
+
+
+def test_only_kinds_the_runtime_folds_are_folded() -> None:
+    """SELECT_V2 of constants runs on every invoke (benchmarks/scripts/check_folding.py: +33 us)."""
+    shape = (1, 4)
+    ts = [
+        Tensor("m", shape, "bool", buffer=Buffer.from_bytes(np.ones(shape, bool))),
+        Tensor("a", shape, "float32", buffer=Buffer.placeholder(16)),
+        Tensor("b", shape, "float32", buffer=Buffer.placeholder(16)),
+        Tensor("c", shape, "float32"),
+        Tensor("x", shape, "float32"),
+        Tensor("y", shape, "float32"),
+    ]
+    ops = [Op("sel", "SELECT_V2", ("m", "a", "b"), ("c",)),
+           Op("add", "ADD", ("x", "c"), ("y",), {"fused_activation_function": "NONE"})]  # fmt: skip
+    G = make_graph("g", ts, ops, ["x"], ["y"])
+    assert folded_reason(G, "sel") is None and constant_inputs(G, "add") == set()
+    assert fold_constants(G) == (G, [])
+
+
+def test_folded_values_are_the_real_ones_when_the_weights_are_stored() -> None:
+    G = fill_constants(float_net(), seed=3)
+    H, folded = fold_constants(float16_weights(G))
+    assert folded
+    for name, t in G.graph["tensors"].items():
+        if t.is_constant and t.dtype == "float32" and t.num_elements > 1:
+            want = np.asarray(t.data()).astype(np.float16).astype(np.float32)
+            assert np.array_equal(H.graph["tensors"][name].data(), want)
+    S, sfolded = fold_constants(sparse_weights(G, density=0.5, seed=1))
+    fc = next(op for _, op in ops_of(S) if op.kind == "FULLY_CONNECTED")
+    dense = S.graph["tensors"][fc.inputs[1]].data()
+    assert sfolded and np.mean(dense == 0) == pytest.approx(0.5)  # densified by the runtime
+
+
+def test_int8_weights_dequantized_per_channel_fold_to_their_real_values() -> None:
+    from tacopt.fusion.ir.records import Quantization
+
+    q = np.arange(-6, 6, dtype=np.int8).reshape(3, 4)
+    quant = Quantization(scale=(0.5, 1.0, 2.0), zero_point=(0, 1, -1), axis=0)
+    ts = [
+        Tensor("q", (3, 4), "int8", quantization=quant, buffer=Buffer.from_bytes(q)),
+        Tensor("w", (3, 4), "float32"),
+        Tensor("x", (1, 4), "float32"),
+        Tensor("y", (1, 3), "float32"),
+    ]
+    ops = [Op("dq", "DEQUANTIZE", ("q",), ("w",)),
+           Op("fc", "FULLY_CONNECTED", ("x", "w", None), ("y",))]  # fmt: skip
+    H, folded = fold_constants(make_graph("g", ts, ops, ["x"], ["y"]))
+    want = (q - np.array([[0], [1], [-1]])) * np.array([[0.5], [1.0], [2.0]])
+    assert np.array_equal(H.graph["tensors"]["w"].data(), want.astype(np.float32))
+    assert folded[0][2] == "folded at init: every input is constant (DEQUANTIZE int8 -> float32)"
