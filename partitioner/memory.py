@@ -49,10 +49,7 @@ class Overflow:
 def graph_peak_memory(H: Any, host: str = "CPU") -> dict[str, float]:
     """Peak bytes per device of a partitioned graph (ops tagged ``device``), each op a step.
 
-    Ops run in ``H``'s order. Each constant counts once on each device whose ops read it, for
-    the whole run; each other tensor occupies its bytes on its producer's device (``host`` for
-    a graph input) and on each reader's device (``host`` for a graph output), from its
-    producer's step to its last reader's step (the last step for a graph output).
+    The peak of :func:`graph_usage`.
 
     Examples
     --------
@@ -62,6 +59,29 @@ def graph_peak_memory(H: Any, host: str = "CPU") -> dict[str, float]:
     >>> H.nodes["a"]["device"], H.nodes["b"]["device"] = "GPU", "CPU"
     >>> graph_peak_memory(H)  # CPU: x (host), y (read by b), z; GPU: x, y
     {'CPU': 96.0, 'GPU': 64.0}
+    """
+    devices, usage = graph_usage(H, host)
+    peak = usage.max(axis=1)
+    return {device: float(peak[i]) for i, device in enumerate(devices)}
+
+
+def graph_usage(H: Any, host: str = "CPU") -> tuple[list[str], np.ndarray]:
+    """Bytes held per device at each step of a partitioned graph, each op a step.
+
+    Ops run in ``H``'s order. Each constant counts once on each device whose ops read it, for
+    the whole run; each other tensor occupies its bytes on its producer's device (``host`` for
+    a graph input) and on each reader's device (``host`` for a graph output), from its
+    producer's step to its last reader's step (the last step for a graph output).
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> H = make_graph("one", [Tensor("x", (2, 4), "float32"), Tensor("y", (2, 4), "float32")],
+    ...                [Op("a", "TANH", ("x",), ("y",))], ["x"], ["y"])
+    >>> H.nodes["a"]["device"] = "GPU"
+    >>> graph_usage(H)  # one step: the host and the GPU both hold x and y
+    (['CPU', 'GPU'], array([[64.],
+           [64.]]))
     """
     tensors = H.graph["tensors"]
     ops = [(H.nodes[n]["op"], H.nodes[n]["device"]) for n in H]
@@ -103,8 +123,7 @@ def graph_peak_memory(H: Any, host: str = "CPU") -> dict[str, float]:
         for d in on:
             delta[d, start[name]] += nbytes(name)
             delta[d, end.get(name, start[name]) + 1] -= nbytes(name)
-    peak = (np.cumsum(delta, axis=1)[:, :n_steps] + resident[:, None]).max(axis=1)
-    return {device: float(peak[i]) for i, device in enumerate(devices)}
+    return devices, np.cumsum(delta, axis=1)[:, :n_steps] + resident[:, None]
 
 
 def internal_activation_peak(S: Any) -> float:

@@ -269,7 +269,7 @@ def page_data(
         For no results, or results of different problems.
     """
     from tacopt.partitioner.explain import op_costs, op_refusals
-    from tacopt.partitioner.memory import usage_batch
+    from tacopt.partitioner.memory import graph_usage
     from tacopt.partitioner.plan import choice_indices, unit_label
     from tacopt.partitioner.problem import activation_format, index_problem
 
@@ -322,7 +322,6 @@ def page_data(
         edges.append([op_index[u], op_index[v], k, nbytes])
 
     index = index_problem(problem)
-    step = {index.unit_names[u]: int(s) for u, s in enumerate(index.step)}
     by_unit = {u.name: u for u in problem.units}
     units = []
     for name, ops_of_unit in unit_list:
@@ -332,7 +331,6 @@ def page_data(
         units.append({
             "name": name, "ops": [op_index[n] for n in ops_of_unit],
             "box": [round(x, 1), round(y, 1), round(w, 1), round(h, 1)],
-            "step": step.get(name, 0),
             "views": [
                 {"device": c.device, "type": c.type, "format": activation_format(c.type),
                  "cost": c.cost, "memory": c.memory, "lowerings": list(v.lowerings)}
@@ -343,7 +341,8 @@ def page_data(
     plans = []
     for r in results:
         chosen = choice_indices(problem, index, r.plan.assignment)
-        usage = usage_batch(index, chosen)[0]
+        held, usage = graph_usage(r.graph)
+        at = {n: i for i, n in enumerate(r.graph)}
         local = chosen - index.choice_start[:-1]
         by_name = dict(zip(index.unit_names, local.tolist()))
         b = r.plan.breakdown
@@ -354,8 +353,9 @@ def page_data(
                           "pairwise": b.pairwise},
             "choice": [int(by_name[name]) for name, _ in unit_list],
             "peak": dict(r.plan.peak_memory),
-            "memory": {d: np.round(usage[i]).astype(np.int64).tolist()
-                       for i, d in enumerate(index.devices)},
+            "memory": {d: np.round(usage[held.index(d)]).astype(np.int64).tolist()
+                       if d in held else [0] * usage.shape[1] for d in first.devices},
+            "op_step": [at.get(op["name"], -1) for op in ops],
         })  # fmt: skip
     return {
         "title": title or str(G.graph.get("name") or "model"),
@@ -365,7 +365,6 @@ def page_data(
         "cost_model": first.cost_model,
         "cost_unit": unit_label(getattr(problem, "cost_unit", "cost")),
         "capacity": finite,
-        "memory_order": [index.unit_names[int(u)] for u in index.order],
         "size": [round(layout.width, 1), round(layout.height, 1)],
         "node": [NODE_W, NODE_H],
         "ops": ops,

@@ -174,8 +174,9 @@
         const isChosen = v === chosen;
         let note = isChosen ? "chosen" : "";
         if (!isChosen && D.capacity[d] !== undefined) {
-          const used = plan.memory[d][unit.step] + v.memory;
-          if (used > D.capacity[d]) note = `memory: needs ${bytes(used)} at step ${unit.step}, capacity ${bytes(D.capacity[d])}`;
+          const step = plan.op_step[i];
+          const used = step >= 0 ? plan.memory[d][step] + v.memory : v.memory;
+          if (used > D.capacity[d]) note = `memory: would hold ${bytes(used)} here, capacity ${bytes(D.capacity[d])}`;
         }
         if (op.refused[d]) note += (note ? "; " : "") + `the op alone: ${esc(op.refused[d])}`;
         if (v.lowerings.length) note += (note ? "; " : "") + "lowerings: " + v.lowerings.map(esc).join(", ");
@@ -199,7 +200,7 @@
   function drawMemory() {
     const plan = D.plans[state.plan];
     const W = 380, H = 70;
-    const at = state.sel >= 0 ? D.units[D.ops[state.sel].unit].step : -1;
+    const at = state.sel >= 0 ? plan.op_step[state.sel] : -1;
     $("memory-charts").innerHTML = devices.map((d) => {
       const use = plan.memory[d] || [];
       const cap = D.capacity[d];
@@ -216,7 +217,7 @@
         `<svg class="mem" viewBox="0 0 ${W} ${H}" preserveAspectRatio="none"><polygon class="use" points="${pts}"></polygon>` +
         (cap !== undefined ? `<line class="cap" x1="0" x2="${W}" y1="${sy(cap)}" y2="${sy(cap)}"></line>` : "") +
         (at >= 0 ? `<line class="at" x1="${sx(at + 0.5)}" x2="${sx(at + 0.5)}" y1="0" y2="${H}"></line>` : "") + `</svg>`;
-    }).join("") + `<p class="hint">Bytes held per step (units in execution order): weights of the chosen views plus live tensors.</p>`;
+    }).join("") + `<p class="hint">Bytes held at each step of the partitioned graph (each op a step, conversions included): weights read there plus live tensors, as the plan's peak_memory counts them; the marker is the selected op.</p>`;
   }
 
   // ---- zoom, pan, search -------------------------------------------------------------------
