@@ -142,7 +142,7 @@ def register(subparsers: Any) -> None:
         help="import a module or .py file that registers pickers, cost models or devices "
         "first, here and in every worker (repeatable)",
     )
-    from tacopt.partitioner.cli_partition import add_memory_option
+    from tacopt.partitioner.cli.partition import add_memory_option
 
     add_memory_option(p)
     p.add_argument(
