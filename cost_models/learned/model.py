@@ -66,6 +66,7 @@ from tacopt.cost_models.base import (
     register_cost_model,
     register_model_format,
 )
+from tacopt.cost_models.learned.adapt import correction_of
 from tacopt.cost_models.learned.features import FEATURES, design_row, op_vector
 from tacopt.cost_models.learned.fingerprint import records_fingerprint
 from tacopt.cost_models.learned.kind_models import (
@@ -75,7 +76,12 @@ from tacopt.cost_models.learned.kind_models import (
     group_of,
 )
 from tacopt.cost_models.learned.singleop import UNMEASURABLE
-from tacopt.cost_models.learned.speed import normalize_records, run_speed, speed_index
+from tacopt.cost_models.learned.speed import (
+    family,
+    family_indices,
+    normalize_records,
+    run_speed,
+)
 from tacopt.cost_models.learned.trees import (
     LIGHTGBM_PARAMS,
     TREE_PARAMS,
@@ -189,6 +195,7 @@ def _choose_sources(
     fit on 4 in 5 (by key hash), count ops within ±10 % on the rest. A movement kind without 5
     held-out ops keeps the copy model (it extrapolates more safely); a group needs 8 held-out
     ops and strictly more hits for a kind model (its own wins ties with the alias)."""
+
     def held(r: Mapping[str, Any]) -> bool:
         digest = hashlib.sha1(str(r.get("key")).encode()).hexdigest()
         return r.get("type") == "op" and int(digest[:8], 16) % 5 == 0
@@ -275,7 +282,6 @@ def _fit(
         "tree_kinds": kinds,
         "learner": learner,
         "tree_params": dict(LEARNERS[learner][1]),
-
         "min_group": MIN_GROUP,
         "table": {k: round(statistics.median(v), 4) for k, v in sorted(table.items())},
         "fits": fits,
@@ -346,7 +352,14 @@ class LearnedCostModel(CostModelBase):
             #: can be)
             kg = doc.get("kind_groups")
             self.kind_groups: set[str] | None = None if kg is None else set(kg)
-            self.overhead_us = float(doc["overhead_us"])
+            #: the invoke overhead of the base fit (its table and fits include it) and of the
+            #: device predicted for (the adapted one's, :mod:`~tacopt.cost_models.adapt`)
+            self.base_overhead_us = float(doc["overhead_us"])
+            adapted = doc.get("adapted") or {}
+            self.overhead_us = float(adapted.get("overhead_us", self.base_overhead_us))
+            self.corrections = {str(k): float(v) for k, v in adapted.get("corrections", {}).items()}
+            self.adapt_table = {str(k): float(v) for k, v in adapted.get("table", {}).items()}
+            self.adapt_trees = stack_trees(adapted["trees"]) if adapted.get("trees") else None
             self.scale = float(doc.get("in_model_scale", 1.0))
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
             self.per_op_us = float(doc.get("per_op_us", 0.0))
@@ -367,15 +380,33 @@ class LearnedCostModel(CostModelBase):
         if "*" not in self.fits:
             raise CostModelError(f"learned model '{source}': no global fit '*'")
         # version 1 files stored net latencies in the table: add the overhead back
-        self.table_offset = 0.0 if gross else self.overhead_us
+        self.table_offset = 0.0 if gross else self.base_overhead_us
         self.doc = doc
         self.strict = strict
-        #: how much slower the machine predicted for is than the anchor (``tacopt calibrate``)
-        self.speed_factor = speed_index(self.speed, self.anchor_speed)
+        #: how much slower the machine predicted for is than the anchor (``tacopt calibrate``),
+        #: per kernel family (:func:`~tacopt.cost_models.speed.family`; ``"*"``: blended)
+        self.speed_factors = family_indices(self.speed, self.anchor_speed)
+        self.speed_factor = self.speed_factors["*"]
 
     def predict(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
-        module docstring for the order)."""
+        module docstring for the order); an adapted model (:mod:`~tacopt.cost_models.adapt`)
+        looks up what it measured on its device, else corrects the base's net latency by the
+        op's kind or family."""
+        if key is not None and key in self.adapt_table:
+            return Prediction(self.adapt_table[key], "exact")
+        p = self._predict_base(features, key=key)
+        if not self.corrections:
+            return p
+        c = correction_of(self.corrections, features["kind"], features.get("inference_type"))
+        net = max(p.latency_us - self.base_overhead_us, FLOOR_US) * math.exp(c)
+        gross = self.overhead_us + net
+        if self.adapt_trees is not None:
+            x = np.asarray([op_vector(features, self.tree_kinds)])
+            gross *= math.exp(float(predict_stacked(self.adapt_trees, x)[0]))
+        return Prediction(gross, p.source)
+
+    def _predict_base(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         if key is not None and key in self.table:
             return Prediction(self.table[key] + self.table_offset, "exact")
         kind, group = features["kind"], group_of(features)
@@ -386,7 +417,7 @@ class LearnedCostModel(CostModelBase):
         if kind in MOVEMENT and (self.movement_kinds is None or kind in self.movement_kinds):
             net = predict_movement(self.movement, features)
             if net is not None:
-                return Prediction(self.overhead_us + max(net, FLOOR_US), "movement")
+                return Prediction(self.base_overhead_us + max(net, FLOOR_US), "movement")
         row = np.asarray(design_row(features))
         log_net, source = float(row @ self.fits["*"]), "fallback"
         for name in (f"{kind}|{features.get('inference_type')}", kind):
@@ -395,13 +426,13 @@ class LearnedCostModel(CostModelBase):
                 break
         if source == "fallback" and self.strict:
             raise CostModelError(f"cost model 'learned': op kind {kind} was never measured")
-        gross = self.overhead_us + math.exp(log_net)
+        gross = self.base_overhead_us + math.exp(log_net)
         if self.trees is not None:
             x = np.asarray([op_vector(features, self.tree_kinds)])
             gross *= math.exp(float(predict_stacked(self.trees, x)[0]))
         if source == "fallback" and self.gemm_rate > 0:
             # an unseen kind (a fused LSTM, ...) is at least as slow as a GEMM of its FLOPs
-            gross = max(gross, self.overhead_us + features.get("flops", 0.0) / self.gemm_rate)
+            gross = max(gross, self.base_overhead_us + features.get("flops", 0.0) / self.gemm_rate)
         return Prediction(gross, source)
 
     def predict_net(self, features: Mapping[str, Any], *, key: str | None = None) -> float:
@@ -453,7 +484,7 @@ class LearnedCostModel(CostModelBase):
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type
         net = self.scale * self.predict_net(feats, key=key) + self.per_op_us
-        return self.speed_factor * net
+        return self.speed_factors[family(op.kind, inference_type)] * net
 
     def _while_cost(self, G: nx.MultiDiGraph, node: str, device: str, itype: str) -> float:
         op = G.nodes[node]["op"]
@@ -476,7 +507,7 @@ class LearnedCostModel(CostModelBase):
     def conversion_cost_per_element(self, src_type: str, dst_type: str) -> float:
         if not needs_conversion(src_type, dst_type, model=self.name):
             return 0.0
-        return self.speed_factor * self.conversion_us
+        return self.speed_factors["elementwise"] * self.conversion_us
 
 
 def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> nx.MultiDiGraph:

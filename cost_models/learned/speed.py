@@ -10,8 +10,15 @@ ADD, int8 and float), interleaved with the ops, by the same gated method. Each r
 ``latency / speed index`` (:func:`speed_index`), converted back with the speed of the machine
 at hand (``tacopt calibrate``, :func:`measure_speed`).
 
+Each op is normalized and re-anchored by the reference of the **kernel family** it runs in
+(:func:`family`, :data:`FAMILIES`: float GEMM / conv, int8 GEMM / conv, depthwise, elementwise,
+data movement), never by one blended scalar: from one CPU to another the int8 and float paths
+can differ 5x (issue 22: an AVX-512 VNNI machine runs the int8 conv 5.0x faster than a Zen 3
+without VNNI, the float conv 1.13x). Records without a family's reference (measured before it
+existed) fall back to the geometric mean over the references they have (:func:`speed_index`).
+
 >>> sorted(REFERENCES)
-['add', 'conv', 'conv_int8', 'dwconv']
+['add', 'add_l2', 'conv', 'conv_int8', 'dwconv', 'move']
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.cost_models.ops import MOVEMENT, RECURRENT
 from tacopt.fusion.ir import Quantization
 from tacopt.fusion.ir.builder import GraphBuilder
 
@@ -60,10 +68,16 @@ def _dwconv() -> nx.MultiDiGraph:
     return b.build(outputs=[y])
 
 
-def _add() -> nx.MultiDiGraph:
-    b = GraphBuilder("ref_add")
-    x, z = b.input("x", (1, 64, 64, 32)), b.input("z", (1, 64, 64, 32))
+def _add(shape: tuple[int, ...] = (1, 64, 64, 32)) -> nx.MultiDiGraph:
+    b = GraphBuilder("ref_add" if shape == (1, 64, 64, 32) else "ref_add_l2")
+    x, z = b.input("x", shape), b.input("z", shape)
     return b.build(outputs=[b.op("ADD", x, z)])
+
+
+def _move() -> nx.MultiDiGraph:
+    b = GraphBuilder("ref_move")
+    x = b.input("x", (1, 32, 32, 64))
+    return b.build(outputs=[b.op("TRANSPOSE", x, np.array([0, 3, 1, 2], np.int32))])
 
 
 #: The reference models, by name (built on first use).
@@ -72,7 +86,69 @@ REFERENCES: dict[str, Callable[[], nx.MultiDiGraph]] = {
     "conv_int8": lambda: _conv(True),
     "dwconv": _dwconv,
     "add": _add,
+    "add_l2": lambda: _add((1, 32, 32, 32)),
+    "move": _move,
 }
+
+#: Kernel family -> the references that anchor it, the first both sides have. The elementwise
+#: family's is an ADD whose operands stay in a core's L2 (384 kB), like most elementwise ops of
+#: a network: the older 1.5 MB ``add`` streams from the L3, which neighbours share, and read
+#: 24-39 us in one loaded run here while the other references moved by 2 %.
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "gemm_float": ("conv",),
+    "gemm_int8": ("conv_int8",),
+    "depthwise": ("dwconv",),
+    "elementwise": ("add_l2", "add"),
+    "movement": ("move",),
+}
+#: Kinds XNNPACK / TFLite run as a GEMM (the recurrent ones are GEMMs per step).
+GEMM_KINDS = frozenset(
+    {"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D", *RECURRENT}
+)
+
+
+def family(kind: str, inference_type: str | None) -> str:
+    """The kernel family an op of ``kind`` runs in, in ``inference_type``.
+
+    >>> family("CONV_2D", "QUANTIZED_INT8"), family("FULLY_CONNECTED", "FLOAT")
+    ('gemm_int8', 'gemm_float')
+    >>> family("DEPTHWISE_CONV_2D", "FLOAT"), family("PAD", "FLOAT"), family("MUL", "FLOAT")
+    ('depthwise', 'movement', 'elementwise')
+    """
+    if kind in GEMM_KINDS:
+        return "gemm_int8" if "INT" in str(inference_type) else "gemm_float"
+    if kind == "DEPTHWISE_CONV_2D":
+        return "depthwise"
+    if kind in MOVEMENT or kind == "GATHER":
+        return "movement"
+    return "elementwise"
+
+
+def family_index(speed: Mapping[str, float], anchor: Mapping[str, float], fam: str | None) -> float:
+    """How much slower the machine of ``speed`` runs family ``fam`` than that of ``anchor``:
+    the ratio of the family's reference, or, when either side lacks it (or ``fam`` is None),
+    the geometric mean over the references both have (:func:`speed_index`).
+
+    >>> family_index({"conv": 20.0, "add": 10.0}, {"conv": 10.0, "add": 10.0}, "gemm_float")
+    2.0
+    >>> round(family_index({"conv": 20.0, "add": 10.0}, {"conv": 10.0, "add": 10.0}, "movement"), 4)
+    1.4142
+    """
+    for ref in FAMILIES.get(fam or "", ()):
+        if speed.get(ref, 0) > 0 and anchor.get(ref, 0) > 0:
+            return float(speed[ref]) / float(anchor[ref])
+    return speed_index(speed, anchor)
+
+
+def family_indices(speed: Mapping[str, float], anchor: Mapping[str, float]) -> dict[str, float]:
+    """:func:`family_index` of every family (and ``"*"``: the blended index).
+
+    >>> family_indices({"add": 2.0}, {"add": 1.0})["elementwise"]
+    2.0
+    """
+    out = {fam: family_index(speed, anchor, fam) for fam in FAMILIES}
+    out["*"] = speed_index(speed, anchor)
+    return out
 
 
 @cache
@@ -164,18 +240,20 @@ def normalize_records(
     records: Iterable[Mapping[str, Any]], anchor: Mapping[str, float]
 ) -> list[dict[str, Any]]:
     """Copies of ``records`` with their times in the units of the machine of ``anchor``: each op
-    or model record that carries a ``speed`` has its times divided by
-    ``speed_index(speed, anchor)`` (``speed_index`` field added); others are copied as they are.
+    record that carries a ``speed`` has its times divided by its kernel family's index
+    (:func:`family_index`), each model record by the blended :func:`speed_index` (a model
+    runs every family); ``speed_index`` field added. Others are copied as they are.
 
-    >>> r = {"type": "op", "latency_us": 20.0, "speed": {"conv": 2.0}}
-    >>> normalize_records([r], {"conv": 1.0})[0]["latency_us"]
+    >>> r = {"type": "op", "kind": "ADD", "latency_us": 20.0, "speed": {"conv": 4.0, "add": 2.0}}
+    >>> normalize_records([r], {"conv": 1.0, "add": 1.0})[0]["latency_us"]
     10.0
     """
     out = []
     for r in records:
         r = dict(r)
         if r.get("speed") and anchor:
-            s = speed_index(r["speed"], anchor)
+            fam = family(r["kind"], r.get("inference_type")) if r.get("kind") else None
+            s = family_index(r["speed"], anchor, fam if r.get("type") != "model" else None)
             for f in TIMED_FIELDS:
                 if isinstance(r.get(f), (int, float)):
                     r[f] = r[f] / s

@@ -47,7 +47,8 @@ def test_sweep_measures_resumes_and_records_speed(tmp_path: Path, capsys) -> Non
     stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert stats["measured"] + stats["skipped"] == 5
     ops = [r for r in read_records(out) if r["type"] == "op"]
-    assert ops and all(set(r["speed"]) == {"add", "conv", "conv_int8", "dwconv"} for r in ops)
+    refs = {"add", "add_l2", "conv", "conv_int8", "dwconv", "move"}
+    assert ops and all(set(r["speed"]) == refs for r in ops)
     assert all(r["probe_us"] > 0 and r["model"].count(":") == 2 for r in ops)
     assert main(args) == 0  # resumed: every label done
     assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["reused"] == 5
@@ -146,7 +147,7 @@ def test_calibrate_command_rewrites_speed(tmp_path: Path, capsys) -> None:
     path.write_text(json.dumps(fit(_records(1.0), learner="trees")))
     assert main(["calibrate", str(path), "--rounds", "1"]) == 0
     doc = json.loads(path.read_text())
-    assert set(doc["speed"]) == {"add", "conv", "conv_int8", "dwconv"}
+    assert set(doc["speed"]) == {"add", "add_l2", "conv", "conv_int8", "dwconv", "move"}
     assert doc["calibrated"]["speed_index"] > 0
     assert "this machine runs at" in capsys.readouterr().out
     bad = tmp_path / "bad.json"
@@ -242,3 +243,29 @@ def test_sweep_without_n_runs_the_whole_recipe_resumably(
     assert main(args) == 0  # everything done: nothing measured again
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert again["measured"] == 0 and again["reused"] == 60
+
+
+def test_each_kernel_family_is_re_anchored_by_its_own_reference() -> None:
+    """Issue 22: a machine whose int8 conv is 5x slower and float conv 1.1x slower scales int8
+    GEMMs by 5, float GEMMs by 1.1 and elementwise ops by the ADD reference, never by one
+    blended index."""
+    from tacopt.cost_models.learned.speed import family_index
+
+    anchor = {"conv": 10.0, "conv_int8": 10.0, "dwconv": 10.0, "add": 10.0, "move": 10.0}
+    there = {"conv": 11.0, "conv_int8": 50.0, "dwconv": 17.0, "add": 13.0, "move": 10.0}
+    assert family_index(there, anchor, "gemm_int8") == pytest.approx(5.0)
+    assert family_index(there, anchor, "gemm_float") == pytest.approx(1.1)
+    doc = fit(_records(1.0), learner="trees")
+    doc = {**doc, "anchor_speed": anchor, "speed": there}
+    model = LearnedCostModel(doc)
+    base = LearnedCostModel({**doc, "speed": anchor})
+    G = GraphBuilder("g")
+    y = G.op("ADD", G.input("x", (1000,)), G.input("z", (1000,)))
+    g = G.build(outputs=[y])
+    assert model.op_cost(g, "add_0", "CPU", "FLOAT") == pytest.approx(
+        1.3 * base.op_cost(g, "add_0", "CPU", "FLOAT")
+    )
+    # a record of the other machine is normalized by its family: an int8 conv by 5
+    rec = {"type": "op", "kind": "CONV_2D", "inference_type": "QUANTIZED_INT8",
+           "latency_us": 50.0, "speed": there}  # fmt: skip
+    assert normalize_records([rec], anchor)[0]["latency_us"] == pytest.approx(10.0)

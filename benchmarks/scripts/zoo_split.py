@@ -7,8 +7,8 @@ keras ConvNeXts are ``convnext_tiny``) go to the same half, so no test model has
 choice was tuned on. Architectures are ordered by the SHA-256 of their name and alternate:
 even positions tune, odd positions test. Nothing about the models' latencies or ops is read.
 
-Run ``python benchmarks/zoo_split.py`` to (re)write ``benchmarks/zoo_split.json`` (committed:
-the split is fixed; the script shows how it was made and checks it is unchanged).
+Run ``python -m tacopt.benchmarks zoo_split`` to (re)write ``benchmarks/zoo_split.json``
+(committed: the split is fixed; the script shows how it was made and checks it is unchanged).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import json
 import re
 from pathlib import Path
 
-ZOO = Path(__file__).resolve().parents[1] / ".." / "shared" / "zoo"
-SPLIT = Path(__file__).with_name("zoo_split.json")
+ZOO = Path(__file__).resolve().parents[2].parent / "shared" / "zoo"
+SPLIT = Path(__file__).resolve().parents[1] / "zoo_split.json"
 SUFFIX = re.compile(r"_(float32|int8aeq|int8|dynamic)$")
 
 

@@ -1,0 +1,214 @@
+"""Adapt a learned model to another device with few samples (issue 22, ``tacopt learn --from``).
+
+A model fitted on one device predicts another in two steps:
+
+1. **Re-anchor per kernel family** (:mod:`~tacopt.cost_models.learned.speed`): every record
+   carries the reference timings of its machine; each op is put in the base model's units by
+   the reference of its family (float GEMM, int8 GEMM, depthwise, elementwise, data movement).
+2. **Correct per family and per kind** (:func:`adapt`): a few hundred ops measured on the new
+   device give, for each (kind, inference type), the log ratio of the measured net latency to the
+   base model's, shrunk towards its family's ratio, itself shrunk towards the global one
+   (``SHRINK`` pseudo-records at each level), so a kind with three samples moves little and an
+   unsampled kind follows its family. The measured configurations are looked up exactly.
+
+Where to measure (:func:`uncertain_weights`): the samplers of the generic and the ``net``
+priors, each weighted by its prior weight x how unsure the base model is about that kind: the
+disagreement (median absolute log ratio) between its two predictors of a kind (the kind model
+and the shared trees) over a pool of candidate samples, plus its training fit's residual
+(``rmse_log``). Nothing about the new device is needed to choose them, so the measurement can
+be planned before it starts and resumed.
+
+>>> round(_shrunk([0.5, 0.7], parent=0.0, k=2.0), 4)
+0.3
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tacopt.cost_models.learned.speed import family, normalize_records, run_speed
+from tacopt.cost_models.learned.whole_model import net_latency
+
+#: Pseudo-records pulling a group's correction towards its parent's (family, then global).
+SHRINK = 3.0
+#: Corrections are kept within e^-CLIP .. e^CLIP (a ratio of 20 either way).
+CLIP = 3.0
+#: LightGBM's residual trees on top of the corrected base (few samples: small, slow-learning).
+ADAPT_TREE_PARAMS: dict[str, Any] = {
+    "objective": "regression",
+    "learning_rate": 0.05,
+    "num_leaves": 15,
+    "min_data_in_leaf": 5,
+    "lambda_l2": 1.0,
+    "feature_fraction": 0.9,
+    "bagging_fraction": 0.8,
+    "bagging_freq": 1,
+    "max_bin": 255,
+    "num_boost_round": 300,
+    "seed": 0,
+}
+
+
+def _shrunk(values: Sequence[float], *, parent: float, k: float) -> float:
+    """Mean of ``values`` with ``k`` pseudo-values at ``parent``."""
+    return (sum(values) + k * parent) / (len(values) + k)
+
+
+def corrections(
+    base: Any, records: Sequence[Mapping[str, Any]], *, shrink: float = SHRINK
+) -> dict[str, float]:
+    """Log corrections of the base model's net latency: ``"*"``, one per kernel family
+    (``"family:NAME"``) and one per ``KIND|TYPE`` group, each shrunk towards its parent.
+
+    ``records`` must already be in the base model's units (:func:`normalize_records`).
+
+    >>> class Base:
+    ...     overhead_us = 0.0
+    ...     def predict_net(self, r, key=None):
+    ...         return 10.0
+    >>> recs = [{"type": "op", "kind": "ADD", "inference_type": "FLOAT", "latency_us": 20.0,
+    ...          "overhead_us": 0.0, "key": str(i)} for i in range(6)]
+    >>> c = corrections(Base(), recs)
+    >>> round(math.exp(c["ADD|FLOAT"]), 3), round(math.exp(c["family:elementwise"]), 3)
+    (2.0, 2.0)
+    """
+    by_group: dict[str, list[float]] = defaultdict(list)
+    by_family: dict[str, list[float]] = defaultdict(list)
+    every: list[float] = []
+    for r in records:
+        if r.get("type") != "op":
+            continue
+        pred = base.predict_net(r, key=None)  # the base's own guess, never its table
+        v = max(-CLIP, min(CLIP, math.log(net_latency(r) / pred)))
+        by_group[f"{r['kind']}|{r.get('inference_type')}"].append(v)
+        by_family[family(r["kind"], r.get("inference_type"))].append(v)
+        every.append(v)
+    if not every:
+        return {}
+    out = {"*": round(statistics.median(every), 6)}
+    for fam, vs in sorted(by_family.items()):
+        out[f"family:{fam}"] = round(_shrunk(vs, parent=out["*"], k=shrink), 6)
+    for g, vs in sorted(by_group.items()):
+        kind, itype = g.split("|", 1)
+        parent = out[f"family:{family(kind, itype)}"]
+        out[g] = round(_shrunk(vs, parent=parent, k=shrink), 6)
+    return out
+
+
+def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
+    """The log correction of an op: its group's, else its family's, else the global one.
+
+    >>> correction_of({"*": 0.1, "family:movement": 0.2}, "PAD", "FLOAT")
+    0.2
+    """
+    for name in (f"{kind}|{inference_type}", f"family:{family(kind, inference_type)}", "*"):
+        if name in corr:
+            return float(corr[name])
+    return 0.0
+
+
+def adapt(
+    base_doc: Mapping[str, Any],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    device: str | None = None,
+    trees: bool = True,
+) -> dict[str, Any]:
+    """The base model (a learned model's JSON doc) adapted to the device of ``records``
+    (op records measured there, carrying ``speed``): anchored on the base's units, its
+    ``speed`` that of the new device (so each family is re-anchored), its predictions corrected
+    per family and per kind (``adapted.corrections``), the new configurations looked up
+    exactly (``adapted.table``), the invoke overhead the new device's.
+
+    Raises
+    ------
+    ValueError
+        When ``records`` hold no op record carrying ``speed``.
+    """
+    from tacopt.cost_models.learned.model import LearnedCostModel
+
+    base_doc = {k: v for k, v in base_doc.items() if k != "adapted"}
+    ops = [r for r in records if r.get("type") == "op" and r.get("speed")]
+    if not ops:
+        raise ValueError("adapt: no op records with the machine's speed to adapt on")
+    anchor = dict(base_doc.get("anchor_speed") or {})
+    speed = run_speed(ops)
+    norm = normalize_records(ops, anchor)
+    base = LearnedCostModel(base_doc)
+    table: dict[str, list[float]] = defaultdict(list)
+    for r in norm:
+        table[r["key"]].append(r["latency_us"])
+    corr = corrections(base, norm)
+    doc = dict(base_doc)
+    doc["speed"] = speed
+    if device is not None:
+        doc["device"] = device
+    doc["adapted"] = {
+        "corrections": corr,
+        "table": {k: round(statistics.median(v), 4) for k, v in sorted(table.items())},
+        "overhead_us": round(statistics.median(r.get("overhead_us", 0.0) for r in norm), 4),
+        "ops": len(norm),
+        "base_device": base_doc.get("device"),
+        "base_fingerprint": base_doc.get("fingerprint"),
+        "base_anchor_speed": anchor,
+    }
+    if trees and len(norm) >= 20:
+        doc["adapted"]["trees"] = _residual_trees(doc, norm)
+    return doc
+
+
+def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -> list[Any]:
+    """Boosted trees (LightGBM, as JSON lists) on the log residual of the corrected base."""
+    import numpy as np
+
+    from tacopt.cost_models.learned.features import op_vector
+    from tacopt.cost_models.learned.model import LearnedCostModel
+    from tacopt.cost_models.learned.trees import fit_lightgbm
+
+    model = LearnedCostModel(doc)
+    X = np.array([op_vector(r, model.tree_kinds) for r in norm])
+    base = np.log([model.predict(r).latency_us for r in norm])
+    y = np.log([max(r["latency_us"], 0.05) for r in norm])
+    return fit_lightgbm(X, y, base, ADAPT_TREE_PARAMS)
+
+
+def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
+    """Sampler weights for adapting the model ``base_doc``: each sampler of the generic and
+    ``net-rnn`` priors at its prior weight x (how unsure the base is about its kind + 0.1).
+    Unsureness: the log residual (``rmse_log``) of the base's fits of the kind, the largest over
+    its inference types (its fit of the kind as a whole when it has none; 1.0 for a kind it never
+    measured). Read from the model file alone, so the plan is known before measuring starts.
+
+    >>> fits = {"CONV_2D|FLOAT": {"rmse_log": 0.9}, "ADD": {"rmse_log": 0.1}}
+    >>> w = uncertain_weights({"fits": fits})
+    >>> w["ADD"] < w["CONV_2D"] and w["CONV_2D_NET"] == w["CONV_2D"]
+    True
+    """
+    from tacopt.cost_models.learned.samplers import BASE_SAMPLERS, SAMPLERS
+    from tacopt.cost_models.learned.samplers_net import NET_RNN_PRIOR
+
+    prior = {**{k: SAMPLERS[k][1] for k in BASE_SAMPLERS}, **NET_RNN_PRIOR}
+    fits = base_doc.get("fits", {})
+    resid: dict[str, float] = {}
+    for name, v in fits.items():
+        kind = name.split("|")[0]
+        if "|" in name or kind not in resid:
+            r = float(v.get("rmse_log", 1.0))
+            resid[kind] = max(resid.get(kind, 0.0), r) if "|" in name else r
+    out: dict[str, float] = {}
+    for name in sorted(prior):
+        kind = _kind_of_sampler(name)
+        out[name] = round(prior[name] * (resid.get(kind, 1.0) + 0.1), 4)
+    return out
+
+
+#: The op kind of a sampler whose name is not a kind.
+SAMPLED_KIND = {"TRANSPOSE_HEADS": "TRANSPOSE", "SLICE_ROWS": "SLICE"}
+
+
+def _kind_of_sampler(name: str) -> str:
+    return SAMPLED_KIND.get(name, name.removesuffix("_NET"))

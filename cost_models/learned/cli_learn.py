@@ -1,0 +1,377 @@
+"""``tacopt learn``: measure and fit a learned cost model on the machine at hand, in a time budget.
+
+``tacopt learn -o my_device.json`` measures sampled single ops (and small chain models) of the
+sweep's priors (:mod:`~tacopt.cost_models.learned.sweep`) in phases (:data:`FULL_PLAN`), each
+given a share of the budget (``--minutes``, 15 by default), then fits
+(:func:`~tacopt.cost_models.learned.model.fit`). The sample count follows from the budget: each
+phase measures as many ops as its share of the time allows (on this 2-core machine ~5-9 ops
+per second).
+
+``tacopt learn --from base.json -o my_device.json --minutes 3`` adapts a model fitted on
+another device instead (:mod:`~tacopt.cost_models.learned.adapt`): one phase of ops drawn
+where the base model is least sure (:func:`~tacopt.cost_models.learned.adapt.
+uncertain_weights`), then per-family re-anchoring, per-kind corrections and residual trees.
+
+Resumable: the records go to ``--records`` (default: next to ``-o``, ``NAME.records.jsonl``)
+and the time spent per phase to ``RECORDS.state.json``; re-running the same command goes on
+where it stopped (an interrupted phase gets only the rest of its share). ``-o`` is written only
+when the fit succeeded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+#: Seconds of the budget kept for fitting (at most a quarter of it; ~5,000 records took 200 s
+#: to fit on this loaded 2-core machine, niced).
+FIT_RESERVE_S = 120.0
+#: Share of a phase's time for its chain models (whole-model effects), after its ops.
+CHAIN_SHARE = 0.12
+#: Upper bound of the measuring rate (ops per second) used to size a phase's sample list.
+MAX_RATE = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Phase:
+    """One phase of a learn run: ``share`` of the measuring time on ops of ``prior`` drawn
+    with ``seed`` (``weights``: "adaptive" = the earlier phases' cross-validated misses,
+    "uncertain" = where the base model is least sure), then chain models if ``chains``."""
+
+    name: str
+    seed: int
+    prior: str
+    share: float
+    weights: str = "prior"
+    chains: bool = True
+
+
+#: A full learn: the generic prior, where networks put ops, more of what the fit misses, RNNs.
+FULL_PLAN: tuple[Phase, ...] = (
+    Phase("generic", 0, "generic", 0.30),
+    Phase("net", 3, "net", 0.35),
+    Phase("adaptive", 1, "generic", 0.15, weights="adaptive", chains=False),
+    Phase("net-rnn", 4, "net-rnn", 0.20),
+)
+#: Adapting a base model: one phase where it is least sure, no chains (its whole-model terms stay).
+ADAPT_PLAN: tuple[Phase, ...] = (
+    Phase("adapt", 7, "generic", 1.0, weights="uncertain", chains=False),
+)
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "learn",
+        help="measure and fit a learned cost model on this machine in a time budget",
+        description="Measure sampled ops on this machine (sweep priors, in phases sharing the "
+        "time budget) and fit a learned cost model (JSON, loadable with --cost-model); with "
+        "--from, adapt a model fitted on another device with few samples instead. Resumable: "
+        "re-run the same command to go on. A timing run: run it alone (under the timing lock).",
+    )
+    p.add_argument("-o", "--out", type=Path, required=True, help="model file (.json or .json.gz)")
+    p.add_argument(
+        "--minutes", type=float, default=None, help="time budget (default 15; 3 with --from)"
+    )
+    p.add_argument("--from", dest="base", type=Path, help="adapt this learned model file")
+    p.add_argument(
+        "--records", type=Path, help="records file (default: OUT without suffix + .records.jsonl)"
+    )
+    p.add_argument("--threads", type=int, default=1, help="interpreter threads (default 1)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(run=run_learn)
+
+
+def records_path(out: Path) -> Path:
+    """The default records file of model file ``out``.
+
+    >>> records_path(Path("dev/my_device.json.gz")).as_posix()
+    'dev/my_device.records.jsonl'
+    """
+    name = out.name
+    for suffix in (".gz", ".json"):
+        name = name.removesuffix(suffix)
+    return out.with_name(name + ".records.jsonl")
+
+
+def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
+    """Measuring seconds per phase: the budget minus :data:`FIT_RESERVE_S` (at most a quarter of
+    it), split by the phases' shares.
+
+    >>> plan_seconds(FULL_PLAN, 15)["net"]
+    273.0
+    """
+    total = minutes * 60.0
+    measure = total - min(FIT_RESERVE_S, total / 4)
+    share = sum(p.share for p in plan)
+    return {p.name: round(measure * p.share / share, 3) for p in plan}
+
+
+def run_learn(args: argparse.Namespace) -> int:
+    from tacopt.cost_models.base import CostModelError
+    from tacopt.cost_models.cli import check_output_path, check_records_file
+    from tacopt.cost_models.learned.records import MeasureError
+
+    minutes = args.minutes if args.minutes is not None else (3.0 if args.base else 15.0)
+    if not minutes > 0:
+        raise MeasureError(f"--minutes: must be more than 0, got {args.minutes}")
+    if args.threads < 1:
+        raise MeasureError(f"--threads: must be at least 1, got {args.threads}")
+    check_output_path(args.out, what="-o")
+    records = args.records or records_path(args.out)
+    if records.exists():
+        check_records_file(records, what="--records")
+    base_doc = None
+    if args.base is not None:
+        from tacopt.cost_models.learned.model import FORMAT
+        from tacopt.cost_models.model_file import read_model_doc
+
+        base_doc = read_model_doc(args.base)
+        if not isinstance(base_doc, dict) or base_doc.get("format") != FORMAT:
+            raise CostModelError(f"learned model '{args.base}': format is not '{FORMAT}'")
+        if not base_doc.get("anchor_speed"):
+            raise CostModelError(
+                f"learned model '{args.base}': fitted on records without speed; refit it"
+            )
+    plan = ADAPT_PLAN if base_doc is not None else FULL_PLAN
+    state_file = records.with_name(records.name + ".state.json")
+    state = _read_state(state_file, plan, minutes, base=str(args.base) if args.base else None)
+    seconds = plan_seconds(plan, minutes)
+    print(
+        f"learn: {minutes:g} min budget, {sum(seconds.values()) / 60:.1f} min measuring in "
+        f"{len(plan)} phase(s) ({', '.join(f'{k} {v / 60:.1f}' for k, v in seconds.items())}), "
+        f"then the fit; records {records}",
+        file=sys.stderr,
+    )
+    records.parent.mkdir(parents=True, exist_ok=True)
+    bar = _Bar(sum(seconds.values()), quiet=args.quiet)
+    try:
+        for phase in plan:
+            _run_phase(phase, seconds[phase.name], records, args, state, state_file, bar, base_doc)
+    finally:
+        bar.close()
+    return _fit_and_write(args, records, base_doc, state)
+
+
+def _read_state(path: Path, plan: tuple[Phase, ...], minutes: float, base: str | None) -> dict:
+    from tacopt.cost_models.learned.records import MeasureError
+
+    fresh = {"minutes": minutes, "base": base, "spent_s": {p.name: 0.0 for p in plan}}
+    if not path.exists():
+        return fresh
+    try:
+        state = json.loads(path.read_text())
+        spent = {str(k): float(v) for k, v in state["spent_s"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise MeasureError(
+            f"learn: state file '{path}' is broken; delete it to start over"
+        ) from None
+    if set(spent) != set(fresh["spent_s"]) or state.get("base") != base:
+        raise MeasureError(
+            f"learn: '{path}' belongs to another kind of learn run (phases {sorted(spent)}, "
+            f"--from {state.get('base')}); give another --records or delete it"
+        )
+    return {**fresh, "spent_s": spent}
+
+
+def _save_state(path: Path, state: Mapping[str, Any]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(state, sort_keys=True) + "\n")
+    tmp.replace(path)
+
+
+class _Bar:
+    """A progress bar over the measuring budget (seconds), with the ops measured and an ETA."""
+
+    def __init__(self, total_s: float, *, quiet: bool) -> None:
+        self.bar = None
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(
+                total=round(total_s),
+                unit="s",
+                file=sys.stderr,
+                bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{elapsed}<{remaining}] {postfix}",
+            )
+
+    def show(self, spent_s: float, text: str) -> None:
+        if self.bar is not None:
+            self.bar.n = min(spent_s, self.bar.total)
+            self.bar.set_postfix_str(text, refresh=False)
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _measure_config(args: argparse.Namespace) -> Any:
+    from tacopt.cost_models.learned.timing import MeasureConfig
+
+    return MeasureConfig(threads=args.threads)
+
+
+def _run_phase(
+    phase: Phase,
+    budget_s: float,
+    records: Path,
+    args: argparse.Namespace,
+    state: dict[str, Any],
+    state_file: Path,
+    bar: _Bar,
+    base_doc: Mapping[str, Any] | None,
+) -> None:
+    from tacopt.cost_models.cli import silence_xnnpack_banner
+    from tacopt.cost_models.learned.measure import measure_graphs
+    from tacopt.cost_models.learned.sweep import PRIORS, iter_samples
+
+    spent = state["spent_s"]
+    left = budget_s - spent[phase.name]
+    if left <= 1.0:
+        return
+    silence_xnnpack_banner()
+    t0 = time.monotonic()
+    before = sum(spent.values())
+    weights, chain, ops_per_chain = PRIORS[phase.prior]
+    weights = _phase_weights(phase, weights, records, base_doc)
+    counted = [0]
+
+    def progress(done: int, total: int, label: str) -> None:
+        counted[0] += 1
+        now = time.monotonic() - t0
+        if counted[0] % 8 == 0:
+            bar.show(before + now, f"{phase.name}: {label.split(':')[0][:24]}")
+
+    ops_s = left * (1 - CHAIN_SHARE) if phase.chains else left
+    cap = _measured(records, phase.seed) + int(left * MAX_RATE)
+    cfg = _measure_config(args)
+    stats = measure_graphs(
+        iter_samples(cap, seed=phase.seed, weights=weights),
+        records,
+        cfg,
+        max_s=max(ops_s - (time.monotonic() - t0), 1.0),
+        progress=progress,
+    )
+    spent[phase.name] += time.monotonic() - t0
+    _save_state(state_file, state)
+    if phase.chains:
+        t1 = time.monotonic()
+        n = _measured(records, phase.seed) // ops_per_chain
+        _measure_chains(records, cfg, phase.seed, n, chain, budget_s - spent[phase.name], bar,
+                        before + time.monotonic() - t0, phase.name)  # fmt: skip
+        spent[phase.name] += time.monotonic() - t1
+        _save_state(state_file, state)
+    if not args.quiet:
+        print(
+            f"learn: phase {phase.name}: {stats['measured']} ops measured "
+            f"({stats['skipped']} skipped), {spent[phase.name]:.0f} s of {budget_s:.0f}",
+            file=sys.stderr,
+        )
+
+
+def _phase_weights(
+    phase: Phase,
+    weights: Mapping[str, float] | None,
+    records: Path,
+    base_doc: Mapping[str, Any] | None,
+) -> Mapping[str, float] | None:
+    if phase.weights == "adaptive":
+        from tacopt.cost_models.learned.records import read_records
+        from tacopt.cost_models.learned.sweep import adaptive_weights
+
+        return adaptive_weights(read_records(records), seed=phase.seed)
+    if phase.weights == "uncertain":
+        from tacopt.cost_models.learned.adapt import uncertain_weights
+
+        assert base_doc is not None
+        return uncertain_weights(base_doc)
+    return weights
+
+
+def _measured(records: Path, seed: int) -> int:
+    """Sampled op records of ``seed`` in ``records`` (labels ``KIND:seed:i``)."""
+    if not records.exists():
+        return 0
+    from tacopt.cost_models.learned.records import read_records
+
+    tag = f":{seed}:"
+    return sum(
+        1
+        for r in read_records(records)
+        if r.get("type") in ("op", "skip") and tag in str(r.get("model", ""))
+    )
+
+
+def _measure_chains(
+    records: Path,
+    cfg: Any,
+    seed: int,
+    n: int,
+    chain: Callable[[int, int], Any],
+    left_s: float,
+    bar: _Bar,
+    before_s: float,
+    name: str,
+) -> None:
+    """Chain models ``0..n-1`` of ``seed``, a few at a time, until ``left_s`` is spent."""
+    import tempfile
+
+    from tacopt.cost_models.learned.measure import measure_models
+    from tacopt.fusion.writer import write_tflite
+
+    t0 = time.monotonic()
+    with tempfile.TemporaryDirectory() as tmp:
+        for start in range(0, n, 4):
+            if time.monotonic() - t0 >= left_s:
+                break
+            graphs = [chain(seed, i) for i in range(start, min(start + 4, n))]
+            paths = [write_tflite(G, Path(tmp) / f"{G.graph['name']}.tflite") for G in graphs]
+            measure_models(paths, records, cfg)
+            bar.show(before_s + time.monotonic() - t0, f"{name}: chain models {start + 4}/{n}")
+
+
+def _fit_and_write(
+    args: argparse.Namespace,
+    records: Path,
+    base_doc: Mapping[str, Any] | None,
+    state: Mapping[str, Any],
+) -> int:
+    from tacopt.cost_models.learned.records import read_records
+    from tacopt.cost_models.model_file import model_bytes
+    from tacopt.fusion.io import all_or_nothing
+
+    t0 = time.monotonic()
+    recs = read_records(records)
+    ops = sum(1 for r in recs if r.get("type") == "op")
+    with all_or_nothing([("-o", args.out)]) as out:
+        if base_doc is not None:
+            from tacopt.cost_models.learned.adapt import adapt
+            from tacopt.cost_models.learned.records import MeasureError
+
+            try:
+                doc = adapt(base_doc, recs)
+            except ValueError as exc:
+                raise MeasureError(f"learn: {exc} (give more --minutes)") from None
+        else:
+            from tacopt.cost_models.learned.model import fit
+
+            doc = fit(recs)
+        doc["learn"] = {
+            "minutes": state["minutes"],
+            "measured_s": round(sum(state["spent_s"].values()), 1),
+            "ops": ops,
+            "from": state.get("base"),
+        }
+        out.write(args.out, model_bytes(doc, args.out))
+    print(
+        f"wrote {args.out}: {ops} ops measured in {sum(state['spent_s'].values()) / 60:.1f} min, "
+        f"fitted in {time.monotonic() - t0:.0f} s"
+        + (" (adapted from --from)" if base_doc is not None else "")
+    )
+    return 0

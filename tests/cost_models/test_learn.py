@@ -1,0 +1,114 @@
+"""`tacopt learn` (measure + fit in a time budget, resumable) and few-sample adaptation to
+another device (`--from`, cost_models/adapt.py), issue 22."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from tacopt.cost_models.learned import cli_learn
+from tacopt.cost_models.learned.adapt import adapt, correction_of, corrections
+from tacopt.cost_models.learned.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.timing import MeasureConfig
+from tacopt.cost_models.model_file import read_model_doc
+from tacopt.partitioner.cli import main
+
+FAST = MeasureConfig(samples=3, rounds=1, probe_reads=5, max_wait_s=0.5, sample_s=0.0005)
+
+
+def _records(factor: float, kind: str = "ADD", speed: float = 10.0) -> list[dict]:
+    """Ops of 10^2..10^6 elements whose net latency is ``factor`` x 10^i / 1000 us."""
+    return [
+        {"type": "op", "key": f"{kind}{i}", "kind": kind, "inference_type": "FLOAT",
+         "model": "m", "flops": 10.0**i, "bytes": 12.0 * 10**i,
+         "outputs": [[[10**i], "float32"]], "options": {},
+         "inputs": [[[10**i], "float32"], [[10**i], "float32"]],
+         "latency_us": 0.5 + factor * 10.0**i / 1000, "overhead_us": 0.5,
+         "speed": {"add": speed, "conv": 10.0}}
+        for i in range(2, 7)
+    ]  # fmt: skip
+
+
+def test_adapt_corrects_a_kind_and_looks_up_what_it_measured() -> None:
+    base = fit(_records(1.0) + _records(1.0, "MUL"), learner="trees")
+    # the new device runs ADD 2x slower at the same reference speed; MUL as before
+    new = [{**r, "key": r["key"] + "n"} for r in _records(2.0)[:3]] + _records(1.0, "MUL")[:3]
+    doc = adapt(base, new, trees=False)
+    model = LearnedCostModel(doc)
+    c = doc["adapted"]["corrections"]
+    assert c["ADD|FLOAT"] > 0.3 and abs(c["MUL|FLOAT"]) < c["ADD|FLOAT"]
+    # an unmeasured ADD of the new device: closer to 2x than the base says
+    probe = _records(2.0)[4]
+    got = model.predict(probe).latency_us
+    assert abs(math.log(got / probe["latency_us"])) < abs(
+        math.log(LearnedCostModel(base).predict(probe).latency_us / probe["latency_us"])
+    )
+    # what was measured on the new device is looked up as measured
+    assert model.predict(new[0], key=new[0]["key"]).source == "exact"
+    assert model.predict(new[0], key=new[0]["key"]).latency_us == pytest.approx(
+        new[0]["latency_us"]
+    )
+    assert correction_of(c, "SUB", "FLOAT") == c["family:elementwise"]
+
+
+def test_adapt_re_anchors_each_family_by_its_reference() -> None:
+    """A device whose ADD reference is 3x slower: its ADDs are normalized by 3 first, so no
+    correction is left to learn."""
+    base = fit(_records(1.0), learner="trees")
+    slow = [{**r, "latency_us": 3 * r["latency_us"], "overhead_us": 1.5} for r in
+            _records(1.0, speed=30.0)]  # fmt: skip
+    doc = adapt(base, slow, trees=False)
+    assert abs(doc["adapted"]["corrections"]["ADD|FLOAT"]) < 0.05
+    assert doc["speed"]["add"] == 30.0 and doc["anchor_speed"]["add"] == 10.0
+
+
+def test_corrections_of_nothing_and_bad_input() -> None:
+    assert corrections(LearnedCostModel(fit(_records(1.0), learner="trees")), []) == {}
+    with pytest.raises(ValueError, match="no op records"):
+        adapt(fit(_records(1.0), learner="trees"), [{"type": "op", "latency_us": 1.0}])
+
+
+def test_learn_measures_fits_resumes_and_adapts(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.setattr(cli_learn, "_measure_config", lambda args: FAST)
+    out = tmp_path / "dev.json"
+    assert main(["learn", "-o", str(out), "--minutes", "0.1", "--quiet"]) == 0
+    records = tmp_path / "dev.records.jsonl"
+    state = json.loads((tmp_path / "dev.records.jsonl.state.json").read_text())
+    assert set(state["spent_s"]) == {p.name for p in cli_learn.FULL_PLAN}
+    doc = read_model_doc(out)
+    assert doc["learn"]["ops"] > 0 and doc["trained_on"]["ops"] == doc["learn"]["ops"]
+    lines = records.read_text().count("\n")
+    # the budget is spent: the same command measures nothing more and fits the same records
+    assert main(["learn", "-o", str(out), "--minutes", "0.1", "--quiet"]) == 0
+    assert records.read_text().count("\n") == lines
+    # adapt it, as if to another device
+    adapted = tmp_path / "other.json"
+    assert main(["learn", "--from", str(out), "-o", str(adapted), "--minutes", "0.05",
+                 "--quiet"]) == 0  # fmt: skip
+    a = read_model_doc(adapted)
+    assert a["adapted"]["ops"] > 0 and a["learn"]["from"] == str(out)
+    LearnedCostModel(a)  # loads
+    capsys.readouterr()
+    # a state file of a full learn is not resumed as an adaptation
+    assert main(["learn", "--from", str(out), "-o", str(adapted), "--records", str(records),
+                 "--minutes", "0.05", "--quiet"]) == 2  # fmt: skip
+    assert "another kind of learn run" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--minutes", "0"], "--minutes: must be more than 0"),
+        (["--threads", "0"], "--threads: must be at least 1"),
+        (["--from", "nope.json"], "nope.json"),
+    ],
+)
+def test_learn_bad_input_is_one_line(tmp_path: Path, capsys, argv, message) -> None:
+    out = tmp_path / "m.json"
+    assert main(["learn", "-o", str(out), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and "Traceback" not in err and len(err.splitlines()) == 1
+    assert not out.exists()
