@@ -93,7 +93,7 @@ def test_grouped_conv_feature_and_chains() -> None:
     assert len(chain) >= 3 and chain.graph["name"] == "chain_2_3"
 
 
-def test_speed_index_tracker_and_normalization() -> None:
+def test_speed_index_tracker_and_normalization(monkeypatch) -> None:
     assert speed_index({"conv": 3.0}, {"conv": 1.5}) == pytest.approx(2.0)
     assert speed_index({}, {"conv": 1.0}) == 1.0
     t = SpeedTracker()
@@ -106,9 +106,17 @@ def test_speed_index_tracker_and_normalization() -> None:
         {"type": "skip", "key": "k"},
     ]
     assert run_speed(recs) == {"conv": 1.5}
+    # records of one block share its pooled (median) speed, 1.5
+    norm = normalize_records(recs, {"conv": 1.0})
+    assert [r.get("latency_us") for r in norm] == pytest.approx([4 / 1.5, 2 / 1.5, None])
+    assert recs[0]["latency_us"] == 4.0  # copies
+    # blocks of one record: each by its own speed
+    import tacopt.cost_models.learned.speed as speed_module
+
+    monkeypatch.setattr(speed_module, "SPEED_BLOCK", 1)
     norm = normalize_records(recs, {"conv": 1.0})
     assert [r.get("latency_us") for r in norm] == [2.0, 2.0, None]
-    assert norm[0]["overhead_us"] == 0.2 and recs[0]["latency_us"] == 4.0  # copies
+    assert norm[0]["overhead_us"] == 0.2
 
 
 def _records(factor: float) -> list[dict]:
