@@ -323,7 +323,7 @@ def _measure_chains(
     import tempfile
 
     from tacopt.cost_models.learned.measure import measure_models
-    from tacopt.fusion.writer import write_tflite
+    from tacopt.fusion.tflite.writer import write_tflite
 
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -344,7 +344,7 @@ def _fit_and_write(
 ) -> int:
     from tacopt.cost_models.learned.records import read_records
     from tacopt.cost_models.model_file import model_bytes
-    from tacopt.fusion.io import all_or_nothing
+    from tacopt.fusion.ir.io import all_or_nothing
 
     t0 = time.monotonic()
     recs = read_records(records)

@@ -275,24 +275,43 @@ def normalize_records(
 ) -> list[dict[str, Any]]:
     """Copies of ``records`` with their times in the units of the machine of ``anchor``: each op
     record that carries a ``speed`` has its times divided by its kernel family's index
-    (:func:`family_index`) of its block's pooled speed (:func:`block_speeds`), each model
-    record by the blended :func:`speed_index` (a model runs every family); ``speed_index`` field
-    added. Others are copied as they are.
+    (:func:`family_index`) of its block's pooled speed (:func:`block_speeds`); each model record
+    (a model runs every family) by its ops' indices weighted by their measured time (the blended
+    :func:`speed_index` when none of its ops is in ``records``); ``speed_index`` field added.
+    Others are copied as they are.
 
     >>> r = {"type": "op", "kind": "ADD", "latency_us": 20.0, "speed": {"conv": 4.0, "add": 2.0}}
     >>> normalize_records([r], {"conv": 1.0, "add": 1.0})[0]["latency_us"]
     10.0
     """
     records = list(records)
-    out = []
+    out: list[dict[str, Any]] = []
+    index: dict[str, float] = {}  # op key -> its index
+    raw: dict[str, float] = {}  # op key -> its measured latency
+    models: list[tuple[dict[str, Any], float]] = []
     for r, speed in zip(records, block_speeds(records), strict=True):
         r = dict(r)
-        if speed and anchor:
-            fam = family(r["kind"], r.get("inference_type")) if r.get("kind") else None
-            s = family_index(speed, anchor, fam if r.get("type") != "model" else None)
-            for f in TIMED_FIELDS:
-                if isinstance(r.get(f), (int, float)):
-                    r[f] = r[f] / s
-            r["speed_index"] = s
         out.append(r)
+        if not (speed and anchor):
+            continue
+        if r.get("type") == "model":
+            models.append((r, speed_index(speed, anchor)))
+            continue
+        fam = family(r["kind"], r.get("inference_type")) if r.get("kind") else None
+        s = family_index(speed, anchor, fam)
+        if r.get("type") == "op" and isinstance(r.get("latency_us"), (int, float)):
+            index[str(r.get("key"))], raw[str(r.get("key"))] = s, float(r["latency_us"])
+        _scale(r, s)
+    for r, blended in models:
+        # a model runs every family: its index is that of its ops, weighted by their time
+        ops = [(raw[k], index[k], c) for k, c in r.get("ops", []) if k in index]
+        total = sum(c * t for t, _, c in ops)
+        _scale(r, total / sum(c * t / s for t, s, c in ops) if total > 0 else blended)
     return out
+
+
+def _scale(r: dict[str, Any], s: float) -> None:
+    for f in TIMED_FIELDS:
+        if isinstance(r.get(f), (int, float)):
+            r[f] = r[f] / s
+    r["speed_index"] = s

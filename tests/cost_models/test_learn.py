@@ -112,3 +112,22 @@ def test_learn_bad_input_is_one_line(tmp_path: Path, capsys, argv, message) -> N
     err = capsys.readouterr().err.strip()
     assert message in err and "Traceback" not in err and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+def test_a_model_record_is_normalized_by_its_ops_families() -> None:
+    """A model of a float conv (2x slower family) and an ADD (same speed): its index is their
+    time-weighted mix, so the normalized model is the sum of its normalized ops."""
+    from tacopt.cost_models.learned.speed import normalize_records
+
+    sp, anchor = {"conv": 2.0, "add": 1.0}, {"conv": 1.0, "add": 1.0}
+    recs = [
+        {"type": "op", "key": "a", "kind": "CONV_2D", "inference_type": "FLOAT",
+         "latency_us": 20.0, "speed": sp},
+        {"type": "op", "key": "b", "kind": "ADD", "inference_type": "FLOAT", "latency_us": 10.0,
+         "speed": sp},
+        {"type": "model", "model": "m", "ops": [["a", 1], ["b", 1]], "latency_us": 30.0,
+         "speed": sp},
+    ]  # fmt: skip
+    conv, add, model = normalize_records(recs, anchor)
+    assert (conv["latency_us"], add["latency_us"]) == (10.0, 10.0)
+    assert model["latency_us"] == pytest.approx(20.0) and model["speed_index"] == 1.5
