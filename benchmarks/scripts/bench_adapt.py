@@ -42,8 +42,8 @@ def first_minutes(records: list[dict], minutes: float, duty: float) -> list[dict
     """The op records a run had measured after ``minutes`` of wall time (see the module doc).
 
     >>> recs = [{"type": "op", "latency_us": 1000.0, "batch": 2, "repeats": 9}] * 5
-    >>> len(first_minutes(recs, 0.001, 1.0))
-    3
+    >>> len(first_minutes(recs, 0.001, 1.0))  # 60 ms: 18 ms per record
+    4
     """
     budget_us = minutes * 60e6 * duty
     out, spent = [], 0.0
