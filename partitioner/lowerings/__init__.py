@@ -4,7 +4,7 @@ The table :data:`LOWERINGS` lists ``(name, kind, predicate, rewrite)`` rows, tin
 rewrite returns fusion's :class:`~tacopt.fusion.rules.base.Rewrite` (the one rewrite record of
 fusion rules and device lowerings: the op it removes, new ops and tensors) whose last ops write the
 original op's outputs, so consumers are untouched. The rewrites themselves are in
-:mod:`tacopt.partitioner.lowering_rules`. :func:`lower_graph` applies rows to every op a
+:mod:`tacopt.partitioner.lowerings.rewrites`. :func:`lower_graph` applies rows to every op a
 ``supports`` predicate rejects, again on what they produce, until the ops are supported or no
 row applies (TAC's GPU / NNAPI transformations: ``LowerPackIntoConcatReshape``, ``UnrollSplit(V)``,
 ``SubToAdd``, ``SquaredDifference``, ``PadSlice``, ``PadConcat``, ``FullyConnectedToConv``,
@@ -30,7 +30,7 @@ import networkx as nx
 
 from tacopt.fusion.ir import Op, Tensor, make_graph, ops_of
 from tacopt.fusion.rules.base import Rewrite
-from tacopt.partitioner import lowering_rules as rules
+from tacopt.partitioner.lowerings import rewrites as rules
 
 Supports = Callable[[nx.MultiDiGraph, str], bool]
 
