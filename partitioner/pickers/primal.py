@@ -113,7 +113,9 @@ def search(
     g = graph if graph is not None else prepare(c)
     if threads > 1 and time.monotonic() < deadline - 2.0:
         return _parallel(c, g, deadline, seed, start, threads)
-    return _Search(c, g, np.random.default_rng(seed), deadline).run(start)
+    # two kinds of thread: even seeds mostly cheap forest rounds, odd ones more whole solves
+    every = 8 if seed % 2 == 0 else 3
+    return _Search(c, g, np.random.default_rng(seed), deadline, every).run(start)
 
 
 def _parallel(c, g, deadline, seed, start, threads) -> np.ndarray | None:
@@ -277,14 +279,16 @@ _DEBUG = False  # print each round (tuning only)
 class _Search:
     """One search thread (state of the adaptive weights and the best choice)."""
 
-    def __init__(self, c: Compact, g: Graph, rng: np.random.Generator, deadline: float):
+    def __init__(
+        self, c: Compact, g: Graph, rng: np.random.Generator, deadline: float, whole_every: int = 8
+    ):
         self.c, self.g, self.rng, self.deadline = c, g, rng, deadline
         self.best: np.ndarray | None = None
         self.best_val = np.inf
         self.low = ls.lowest_usage(c, g.nb)
         self.hard = np.isfinite(c.limit)
         self.build_s = 0.0
-        self.whole_every = 8  # rounds without a better choice before a whole solve
+        self.whole_every = whole_every  # rounds without a better choice before a whole solve
         self.toulbar2 = has_toulbar2()
 
     def left(self) -> float:
@@ -339,12 +343,14 @@ class _Search:
         base = self._base_weight(x)
         tight = c.item_tight
         weight = np.where(tight, base, 0.0)
-        rounds, since = 0, 0
+        rounds, since, last = 0, 0, 0
         while self.left() > 0.5:
             rounds += 1
             pen = penalties(c, g, weight)
             before = self.best_val
-            if since >= self.whole_every and self.toulbar2 and self._slice() > 0:
+            due = since >= self.whole_every or rounds - last >= 2 * self.whole_every
+            if due and self.toulbar2 and self._slice() > 0:
+                last = rounds
                 t = time.monotonic()
                 seconds = self._slice()
                 x = _bounded(
@@ -381,6 +387,10 @@ class _Search:
                 hit = (excess > 0) & tight
                 weight[hit] = weight[hit] * 1.15 + base * (0.02 + np.minimum(excess[hit], 0.5))
             since = 0 if self.best_val < before else since + 1
+        if self.best is None:  # out of time before anything fitted: one repair, whatever it takes
+            fixed = self.repair(self.low, c.profile(self.low), anytime=False)
+            if fixed is not None:
+                self.offer(fixed)
         return self.best
 
     def _slice(self) -> int:
@@ -409,16 +419,16 @@ class _Search:
             return 1.0
         return float(np.median(spread_c[ok] / per_node[ok]))
 
-    def repair(self, x: np.ndarray, prof: np.ndarray) -> np.ndarray | None:
+    def repair(self, x: np.ndarray, prof: np.ndarray, anytime: bool = True) -> np.ndarray | None:
         """Move nodes on steps over the limit, cheapest cost per usage saved first, until the
-        choice fits (None if it cannot)."""
+        choice fits (None if it cannot; ``anytime``: None also once the deadline passed)."""
         c, g = self.c, self.g
         x = x.copy()
         for _ in range(200):
             over = prof > c.limit
             if not over.any():
                 return x
-            if self.left() <= 0:
+            if anytime and self.left() <= 0:
                 return None
             cnt = np.concatenate(([0], np.cumsum(over)))
             hit_items = np.flatnonzero(cnt[c.item_end] - cnt[c.item_start] > 0)
