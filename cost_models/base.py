@@ -225,3 +225,22 @@ def _load_builtins() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != mod:  # a real import error inside the module, not "not written yet"
                 raise
+
+
+#: The model that prices the devices a cost model does not know, by the model's unit: a model
+#: in microseconds (``learned`` knows only the CPU it was measured on) is completed by
+#: ``roofline``'s profiles. TAC units have no default: ``tac`` knows CPU, GPU and NNAPI.
+DEFAULT_FOR_UNIT = {"us": "roofline"}
+
+
+def with_unit_default(model: CostModel) -> CostModel | None:
+    """``model`` chained with its unit's default model (:data:`DEFAULT_FOR_UNIT`), which then
+    prices the devices ``model`` does not know; None when its unit has no default.
+
+    >>> with_unit_default(get_cost_model("learned")).name
+    'learned+roofline'
+    >>> with_unit_default(get_cost_model("tac")) is None
+    True
+    """
+    spec = DEFAULT_FOR_UNIT.get(model.unit)
+    return None if spec is None else FallbackCostModel([model, get_cost_model(spec)])

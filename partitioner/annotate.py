@@ -22,25 +22,17 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import networkx as nx
 
 from tacopt.cost_models.ops import inference_type as tac_inference_type
 from tacopt.fusion.ir import Op, ops_of
+from tacopt.partitioner.refusals import runnable_refusal
+from tacopt.partitioner.subgraphs import Annotation
 from tacopt.partitioner.targets import PartitionError, Target, get_target
 
 #: A pin pattern starting with this matches op kinds (``kind:CONV_2D=GPU``).
 KIND_PREFIX = "kind:"
-
-
-@dataclass(frozen=True, slots=True)
-class Annotation:
-    """Where an op runs first (TAC's initial placement) and in which inference type."""
-
-    device: str
-    inference_type: str
-    pinned: bool = False
 
 
 def inference_type(G: nx.MultiDiGraph, node: str) -> str:
@@ -133,10 +125,8 @@ def annotate_targets(
     PartitionError
         When a pin names a device not in ``targets``, matches no op, only matches ops an earlier
         pin took, or pins an op to a device that cannot run it, even after lowering (the
-        message names the op and why, as :func:`tacopt.partitioner.explain.refusal` does).
+        message names the op and why, as :func:`tacopt.partitioner.refusals.refusal` does).
     """
-    from tacopt.partitioner.explain import runnable_refusal
-
     by_name = {t.name: t for t in targets}
     if "CPU" not in by_name:
         raise PartitionError("the device list must include CPU, the fallback for every op")

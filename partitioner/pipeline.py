@@ -141,7 +141,7 @@ def cover_devices(model: Any, targets: Sequence[Target]) -> tuple[Any, dict[str,
 
     A cost model prices the devices it knows; a target it cannot price
     (:func:`~tacopt.partitioner.targets.pricing_device`) is priced by the default model of the
-    same unit (:data:`tacopt.cost_models.chain.DEFAULT_FOR_UNIT`: ``roofline`` for models in
+    same unit (:data:`tacopt.cost_models.base.DEFAULT_FOR_UNIT`: ``roofline`` for models in
     microseconds, such as ``learned``, which knows the CPU it was measured on). Returns the model
     to use and, for each such device, the name of the model that prices it; when no default
     knows the device, ``model`` is returned unchanged (costing then names the device).
@@ -155,8 +155,7 @@ def cover_devices(model: Any, targets: Sequence[Target]) -> tuple[Any, dict[str,
     >>> cover_devices(get_cost_model("tac"), resolve_devices("GPU,CPU"))[1]
     {}
     """
-    from tacopt.cost_models.base import get_cost_model
-    from tacopt.cost_models.chain import with_unit_default
+    from tacopt.cost_models.base import get_cost_model, with_unit_default
     from tacopt.partitioner.targets import TargetError, pricing_device
 
     def priced(m: Any, t: Target) -> bool:

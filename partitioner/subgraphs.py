@@ -23,7 +23,6 @@ TAC's README example (``ADD, MUL, ADD -> PACK`` on ``GPU,CPU``)::
 Examples
 --------
 >>> from tacopt.fusion.ir import Op, Tensor, make_graph
->>> from tacopt.partitioner.annotate import Annotation
 >>> G = make_graph("g", [Tensor(n, (2,), "float32") for n in "abcd"],
 ...     [Op("relu_0", "RELU", ("a",), ("b",)), Op("neg_1", "NEG", ("b",), ("c",)),
 ...      Op("relu_2", "RELU", ("c",), ("d",))], ["a"], ["d"])
@@ -41,8 +40,17 @@ from dataclasses import dataclass
 import networkx as nx
 
 from tacopt.fusion.ir import make_graph
-from tacopt.partitioner.annotate import Annotation
 from tacopt.partitioner.targets import PartitionError
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    """Where an op runs first (TAC's initial placement) and in which inference type."""
+
+    device: str
+    inference_type: str
+    pinned: bool = False
+
 
 #: How many earlier same-label subgraphs an unconnected one may join (bounds the search).
 _SIBLING_WINDOW = 4
