@@ -316,22 +316,24 @@ def _options_per_picker(options: PickOptions, given: dict[str, Any]) -> dict[str
 
 
 _COLUMNS = ("picker", "status", "objective", "bound", "gap", "compute", "transfer", "quant",
-            "seconds")  # fmt: skip
+            "pairwise", "seconds")  # fmt: skip
 
 
 def _table(records: Sequence[dict[str, Any]]) -> str:
-    rows = [list(_COLUMNS)]
+    # The pairwise column only when some plan pays pairwise costs (an IOPDDL instance does).
+    pairwise = any(r.get("breakdown", {}).get("pairwise") for r in records)
+    columns = [c for c in _COLUMNS if pairwise or c != "pairwise"]
+    rows = [columns]
     why = []
     for r in records:
         if "error" in r:
-            rows.append([r["picker"], r.get("status", "ERROR")] + ["-"] * (len(_COLUMNS) - 2))
+            rows.append([r["picker"], r.get("status", "ERROR")] + ["-"] * (len(columns) - 2))
             why.append(f"{r['picker']}: {one_line(r['error'])}")
             continue
         b = r["breakdown"]
-        rows.append(
-            [r["picker"], r["status"], _num(r["objective"]), _num(r["bound"]), _gap(r["gap"]),
-             _num(b["compute"]), _num(b["transfer"]), _num(b["quant"]), f"{r['seconds']:.3f}"]
-        )  # fmt: skip
+        row = [r["picker"], r["status"], _num(r["objective"]), _num(r["bound"]), _gap(r["gap"]),
+               _num(b["compute"]), _num(b["transfer"]), _num(b["quant"])]  # fmt: skip
+        rows.append(row + ([_num(b["pairwise"])] if pairwise else []) + [f"{r['seconds']:.3f}"])
     return "\n".join([align_columns(rows, left=2), *why])
 
 
