@@ -5,7 +5,9 @@ registered by name with :func:`register_picker`. The built-ins register when thi
 imported:
 
 ========== =====================================================================
-exact      integer program in OR-Tools; proves optimality (or reports the gap)
+exact      one solver in stages: reductions, primal search, bounds, proof (engine.py on
+           problems in pairwise form, e.g. IOPDDL files; formulation.py + decompose.py with
+           tensors); proves optimality (or reports the bound and gap)
 mincut     s-t minimum cut; exact and polynomial when units use two choices
 tac        TAC's greedy pick-subgraphs pass, quirks included (the baseline)
 greedy     topological greedy: each unit minimises its cost plus its inputs' moves

@@ -255,7 +255,7 @@ def forest_dp(c: Compact, g: Graph, x: np.ndarray, pen: np.ndarray, free: np.nda
 
 def _segment_argmin(vals: np.ndarray, start: np.ndarray, k: np.ndarray) -> np.ndarray:
     """Per segment ``vals[start:start + k]``, the position of its (first) minimum."""
-    idx = np.repeat(start, k) + ls._ranges(k)
+    idx = np.repeat(start, k) + ranges(k)
     v = vals[idx]
     seg = np.cumsum(k) - k
     low = np.minimum.reduceat(v, seg)
