@@ -45,7 +45,7 @@ def fingerprint_of(doc_or_records: Any) -> str:
     if not fp:
         return "no fingerprint"
     try:
-        from tacopt.cost_models.fingerprint import describe
+        from tacopt.cost_models.learned.fingerprint import describe
 
         return describe(fp.get("fingerprint", fp) if "fingerprint" in fp else fp)
     except ImportError:  # before fingerprints landed

@@ -32,7 +32,7 @@ import numpy as np
 
 from tacopt.cost_models.learned.measure import measure_models
 from tacopt.cost_models.learned.records import gate_summary, read_records
-from tacopt.cost_models.learned.speed import run_speed, speed_index
+from tacopt.cost_models.learned.speed import normalize_records, run_speed, speed_index
 from tacopt.cost_models.learned.timing import MeasureConfig
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -105,9 +105,18 @@ def compare(a_path: Path, b_path: Path) -> int:
         "probe_us": statistics.median(r["probe_us"] for r in ops[0].values()),
     }
     keys = sorted(k for k in ops[0] if k in ops[1])
-    for how in ("raw", "probe", "run", "speed"):
-        a = np.array([normalized(ops[0][k], anchor, speeds[0], how) for k in keys])
-        b = np.array([normalized(ops[1][k], anchor, speeds[1], how) for k in keys])
+    # as the learned model normalizes: per kernel family, references pooled over blocks
+    family = [
+        {r["key"]: r for r in normalize_records(recs, speeds[0]) if r["type"] == "op"}
+        for recs in runs
+    ]
+    for how in ("raw", "probe", "run", "speed", "family"):
+        if how == "family":
+            a = np.array([family[0][k]["latency_us"] for k in keys])
+            b = np.array([family[1][k]["latency_us"] for k in keys])
+        else:
+            a = np.array([normalized(ops[0][k], anchor, speeds[0], how) for k in keys])
+            b = np.array([normalized(ops[1][k], anchor, speeds[1], how) for k in keys])
         dev = np.abs(b / a - 1)
         lat = np.array([ops[0][k]["latency_us"] for k in keys])
         bands = "; ".join(

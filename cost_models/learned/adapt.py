@@ -143,8 +143,11 @@ def adapt(
     for r in norm:
         table[r["key"]].append(r["latency_us"])
     corr = corrections(base, norm)
+    from tacopt.cost_models.learned.fingerprint import records_fingerprint
+
     doc = dict(base_doc)
     doc["speed"] = speed
+    doc["fingerprint"] = records_fingerprint(records)  # the device adapted to
     if device is not None:
         doc["device"] = device
     doc["adapted"] = {

@@ -83,6 +83,11 @@ def register(subparsers: Any) -> None:
         "--records", type=Path, help="records file (default: OUT without suffix + .records.jsonl)"
     )
     p.add_argument("--threads", type=int, default=1, help="interpreter threads (default 1)")
+    p.add_argument(
+        "--resolver",
+        default="xnnpack",
+        help="op kernels: 'xnnpack' (default), 'builtin' (no delegate) or 'ref' (reference)",
+    )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run_learn)
 
@@ -122,6 +127,11 @@ def run_learn(args: argparse.Namespace) -> int:
         raise MeasureError(f"--minutes: must be more than 0, got {args.minutes}")
     if args.threads < 1:
         raise MeasureError(f"--threads: must be at least 1, got {args.threads}")
+    from tacopt.cost_models.learned.fingerprint import RESOLVERS
+
+    if args.resolver not in RESOLVERS:
+        known = ", ".join(RESOLVERS)
+        raise MeasureError(f"--resolver: unknown op resolver '{args.resolver}' (known: {known})")
     check_output_path(args.out, what="-o")
     records = args.records or records_path(args.out)
     if records.exists():
@@ -214,7 +224,7 @@ class _Bar:
 def _measure_config(args: argparse.Namespace) -> Any:
     from tacopt.cost_models.learned.timing import MeasureConfig
 
-    return MeasureConfig(threads=args.threads)
+    return MeasureConfig(threads=args.threads, resolver=args.resolver)
 
 
 def _run_phase(

@@ -13,9 +13,9 @@ at hand (``tacopt calibrate``, :func:`measure_speed`).
 Each op is normalized and re-anchored by the reference of the **kernel family** it runs in
 (:func:`family`, :data:`FAMILIES`: float GEMM / conv, int8 GEMM / conv, depthwise, elementwise,
 data movement), never by one blended scalar: from one CPU to another the int8 and float paths
-can differ 5x (issue 22: an AVX-512 VNNI machine runs the int8 conv 5.0x faster than a Zen 3
-without VNNI, the float conv 1.13x). Records without a family's reference (measured before it
-existed) fall back to the geometric mean over the references they have (:func:`speed_index`).
+can differ 5x (issue 22: the AVX-512 machine of the shipped model runs the int8 conv 5.0x faster
+than this AVX2 Zen 3, the float conv 1.13x). Records without a family's reference (measured
+before it existed) fall back to the geometric mean of the references they have (`speed_index`).
 
 >>> sorted(REFERENCES)
 ['add', 'add_l2', 'conv', 'conv_int8', 'dwconv', 'move']
@@ -237,11 +237,11 @@ TIMED_FIELDS = ("latency_us", "latency_median_us", "wall_us", "wall_median_us", 
 
 
 #: Consecutive records with a speed whose reference timings are pooled (median) to normalize
-#: them: a minute or two of measuring. Per record, the references' own noise under load (the
-#: ops of two runs 45 min apart here agreed within ±10 % for 71 % after per-record
-#: normalization, 83 % raw) outweighs the drift they exist for; pooled over a run, they agree
-#: more than raw (float GEMMs 62 -> 77 %, data movement 81 -> 88 %).
-SPEED_BLOCK = 400
+#: them: about one `tacopt learn` or zoo run on this machine. Per record, the references' own
+#: noise under load outweighs the drift they exist for (two runs 45 min apart here, 1,305 ops:
+#: float GEMMs within ±10 % 62 % raw, 69 % pooled per 400 records, 77 % per run; a records
+#: file of several runs still gets one speed per block).
+SPEED_BLOCK = 2000
 
 
 def block_speeds(records: Sequence[Mapping[str, Any]]) -> list[dict[str, float] | None]:

@@ -103,6 +103,7 @@ def test_learn_measures_fits_resumes_and_adapts(tmp_path: Path, monkeypatch, cap
     [
         (["--minutes", "0"], "--minutes: must be more than 0"),
         (["--threads", "0"], "--threads: must be at least 1"),
+        (["--resolver", "gpu"], "--resolver: unknown op resolver 'gpu'"),
         (["--from", "nope.json"], "nope.json"),
     ],
 )
