@@ -37,7 +37,8 @@ def evaluate(
     ``model_error_median`` (median over models of |predicted - measured| / measured, %, see
     :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), counts
     (``unseen_share``, ``skips`` and ``skip_share`` of op records that could not run alone,
-    ``folded``: ops folded at init, priced 0 and counted as neither),
+    ``skip_reasons``: kind and reason -> count, ``folded``: ops folded at init, priced 0 and
+    counted as neither),
     the share of predictions per source and ``per_kind``: the same figures per (kind, inference
     type).
     """
@@ -80,8 +81,13 @@ def evaluate(
             else float("nan"),
             "mape": float(np.mean(np.abs(P[sel] - M[sel]) / M[sel]) * 100),
         }
-    skips = sum(1 for r in records if r.get("type") == "skip")
+    skip_records = [r for r in records if r.get("type") == "skip"]
+    skips = len(skip_records)
+    reasons: dict[str, int] = defaultdict(int)
+    for r in skip_records:
+        reasons[f"{r.get('kind')}: {str(r.get('reason', ''))[:100]}"] += 1
     return {
+        "skip_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
         "folded": sum(1 for r in records if r.get("type") == "folded"),
         "ops": len(ops),
         "ops_unseen": int(U.sum()),
@@ -119,6 +125,7 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         f"unseen configurations {r['unseen_share'] * 100:.1f} %, skips {r['skips']} "
         f"({r['skip_share'] * 100:.1f} % of op records), folded at init {r.get('folded', 0)}",
     ]
+    lines += [f"  skipped {n} x {why}" for why, n in r.get("skip_reasons", {}).items()]
     if "fingerprints" in r:
         lines.append(f"model fitted on: {describe(r['fingerprints']['model'])}")
         lines.append(f"records measured on: {describe(r['fingerprints']['records'])}")

@@ -128,6 +128,7 @@ def test_fit_stores_the_fingerprint_and_inspect_evaluate_print_it(
     assert res["fingerprints"]["model"] == res["fingerprints"]["records"] == doc["fingerprint"]
     assert res["ops"] == 6 and res["within_10pct"] == 1.0  # its own records: the lookup table
     assert res["skip_share"] == 0.0 and res["model_error_median"] >= 0
+    assert res["skip_reasons"] == {} and res["folded"] == 0
     assert main(["evaluate", str(path), str(recs_path)]) == 0
     text = capsys.readouterr().out
     assert "within ±10 %: 100.0 %" in text
