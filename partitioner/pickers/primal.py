@@ -110,6 +110,9 @@ def search(
     numpy.ndarray or None
         One strategy per reduced node, within the limit; None if none was found in time.
     """
+    # room for what follows (mapping back, checking and writing the plan, ending processes),
+    # which a loaded machine stretches as much as the search
+    deadline -= 0.03 * max(0.0, deadline - time.monotonic())
     g = graph if graph is not None else prepare(c)
     if threads > 1 and time.monotonic() < deadline - 2.0:
         return _parallel(c, g, deadline, seed, start, threads)
