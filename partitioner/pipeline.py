@@ -206,7 +206,7 @@ def build_pick_problem(
     from tacopt.cost_models.base import get_cost_model
     from tacopt.fusion.ir import validate_graph
     from tacopt.partitioner.costing import build_problem
-    from tacopt.partitioner.views import enumerate_views
+    from tacopt.partitioner.views import enumerate_views, fusion_regions
 
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
@@ -231,6 +231,7 @@ def build_pick_problem(
     lap("setup")
     fusions: dict[str, int] = {}
     unfused: dict[str, int] = {}
+    plain, regions = G, []
     if fuse:
         from tacopt.cost_models.ops import inference_type
         from tacopt.fusion.fuse import fuse as fuse_graph
@@ -243,13 +244,22 @@ def build_pick_problem(
         fused = fuse_graph(G)
         G, unfused = unfuse_unrunnable(fused.graph, runs)
         fusions = fused.counts
+        regions = fusion_regions(G, plain)
         lap("fuse")
     annotations = annotate_targets(G, targets, pins=pins)
+    # The ops of a fusion region start with one label, so that they land in one unit, whose
+    # views then include the region unfused (a pinned region is left as the pins say).
+    regions = [r for r in regions if not any(annotations[n].pinned for n in r)]
+    for region in regions:
+        for n in region[1:]:
+            annotations[n] = annotations[region[0]]
     raise_units = raise_subgraphs if granularity == "subgraph" else op_units
     part = raise_units(G, annotations)
+    if granularity == "op" and regions:
+        part = _group_regions(part, regions)
     validate_partition(G, part)
     lap("raise")
-    units = enumerate_views(G, part, targets)
+    units = enumerate_views(G, part, targets, original=plain, regions=regions)
     lap("views")
     problem, views = build_problem(G, units, targets, model)
     problem = replace(problem, cost_unit=getattr(model, "unit", "cost"))
@@ -259,6 +269,21 @@ def build_pick_problem(
         problem, part, annotations, views, tuple(targets), model, seconds, G, fusions, unfused,
         defaulted,
     )  # fmt: skip
+
+
+def _group_regions(part: Partition, regions: list[tuple[str, ...]]) -> Partition:
+    """``op`` units with each fusion region's ops in one unit, named after its first op."""
+    from tacopt.partitioner.subgraphs import Subgraph
+
+    region_of = {n: r for r in regions for n in r}
+    out: list[Subgraph] = []
+    for s in part.subgraphs:
+        region = region_of.get(s.ops[0])
+        if region is None:
+            out.append(s)
+        elif s.ops[0] == region[0]:
+            out.append(replace(s, ops=region))
+    return Partition(tuple(out))
 
 
 def _with_memory(problem: Any, views: dict[str, tuple[Any, ...]]) -> Any:

@@ -35,7 +35,8 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.ir import Buffer, Tensor, make_graph
+from tacopt.fusion.ir import Buffer, Tensor, make_graph, ops_of
+from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.lowerings import LOWERINGS, lower_graph
 from tacopt.partitioner.subgraphs import Partition, Subgraph, extract_subgraph
 from tacopt.partitioner.targets import Target
@@ -178,8 +179,122 @@ def view_weight_bytes(view: View) -> int:
     return sum(t.priced_nbytes for t in constants)
 
 
+#: The lowering name a view of a unit's unfused form carries (fusion regions back to the
+#: original ops, :func:`unfused_form`).
+UNFUSED = "unfused_form"
+
+
+def fusion_regions(F: nx.MultiDiGraph, original: nx.MultiDiGraph) -> list[tuple[str, ...]]:
+    """Groups of ops of the fused graph ``F`` that stand for other kinds of ops of ``original``.
+
+    Ops that share an ``origin`` index (:func:`tacopt.fusion.fuse.fuse`) form one group; a
+    group is kept when one of its ops has a kind none of its original ops has (an LSTM that was
+    a WHILE loop, a HARD_SWISH that was ADD / RELU6 / MUL), not when an op only absorbed others
+    (a CONV_2D with its activation). Groups in ``F``'s order.
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> from dataclasses import replace
+    >>> G = make_graph("g", [Tensor(n, (1, 4), "float32") for n in "xyz"],
+    ...     [Op("a", "LOGISTIC", ("x",), ("y",)), Op("b", "MUL", ("x", "y"), ("z",))], ["x"], ["z"])
+    >>> F = make_graph("f", [Tensor(n, (1, 4), "float32") for n in "xz"],
+    ...     [replace(Op("s", "CUSTOM:Swish", ("x",), ("z",)), origin=(0, 1))], ["x"], ["z"])
+    >>> fusion_regions(F, G)
+    [('s',)]
+    """
+    kinds = [op.kind for _, op in ops_of(original)]
+    by_index: dict[int, list[str]] = {}
+    for name, op in ops_of(F):
+        for i in op.origin:
+            by_index.setdefault(i, []).append(name)
+    # union the ops that share an origin index
+    parent = {name: name for name, _ in ops_of(F)}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for names in by_index.values():
+        for other in names[1:]:
+            parent[root(other)] = root(names[0])
+    groups: dict[str, list[str]] = {}
+    for name, _ in ops_of(F):
+        groups.setdefault(root(name), []).append(name)
+    out = []
+    for members in groups.values():
+        origin = {i for n in members for i in F.nodes[n]["op"].origin}
+        if not origin or max(origin) >= len(kinds):
+            continue
+        was = {kinds[i] for i in origin}
+        if any(F.nodes[n]["op"].kind not in was for n in members):
+            out.append(tuple(members))
+    return out
+
+
+def unfused_form(
+    S: nx.MultiDiGraph,
+    F: nx.MultiDiGraph,
+    original: nx.MultiDiGraph,
+    regions: Sequence[tuple[str, ...]],
+) -> nx.MultiDiGraph | None:
+    """Unit ``S`` (cut from ``F``) with each fusion region inside it replaced by the original
+    ops it stands for, or None when no region lies inside it or the swap does not fit (an
+    original op reads a tensor the unit does not have, or a boundary output goes missing).
+    """
+    inside = [r for r in regions if all(n in S for n in r)]
+    if not inside:
+        return None
+    originals = [(n, op) for n, op in ops_of(original)]
+    swapped = {n for r in inside for n in r}
+    ops: list = []
+    tensors = dict(S.graph["tensors"])
+    orig_tensors = original.graph["tensors"]
+    for n in S:
+        if n not in swapped:
+            ops.append(S.nodes[n]["op"])
+            continue
+        region = next(r for r in inside if n in r)
+        if n != region[0]:
+            continue  # the region's original ops go where its first op was
+        for i in sorted({i for m in region for i in F.nodes[m]["op"].origin}):
+            op = originals[i][1]
+            ops.append(op)
+            for t in (*op.inputs, *op.outputs, *op.intermediates):
+                if t is not None and t not in tensors:
+                    tensors[t] = orig_tensors[t]
+    produced = {t for op in ops for t in op.outputs}
+    available = produced | set(S.graph["inputs"])
+    for op in ops:
+        for t in op.inputs:
+            if t is not None and t not in available and not tensors[t].is_constant:
+                return None  # the original ops read something the unit does not hold
+    if not set(S.graph["outputs"]) <= produced | set(S.graph["inputs"]):
+        return None
+    used = {t for op in ops for t in (*op.inputs, *op.outputs, *op.intermediates) if t}
+    subgraphs = {**(original.graph.get("subgraphs") or {}), **(S.graph.get("subgraphs") or {})}
+    try:
+        return make_graph(
+            S.graph["name"],
+            [tensors[t] for t in tensors if t in used],
+            ops,
+            S.graph["inputs"],
+            S.graph["outputs"],
+            subgraphs=subgraphs,
+        )
+    except TacoptError:
+        return None
+
+
 def enumerate_views(
-    G: nx.MultiDiGraph, partition: Partition, targets: Sequence[Target]
+    G: nx.MultiDiGraph,
+    partition: Partition,
+    targets: Sequence[Target],
+    *,
+    original: nx.MultiDiGraph | None = None,
+    regions: Sequence[tuple[str, ...]] = (),
 ) -> tuple[UnitViews, ...]:
     """Every runnable view of every unit of ``partition``.
 
@@ -191,6 +306,10 @@ def enumerate_views(
         The units (raised subgraphs or single ops).
     targets : sequence of Target
         The user's devices; must include the CPU.
+    original, regions : optional
+        The model before fusion and :func:`fusion_regions` of ``G``: a unit holding a whole
+        region also gets views of its unfused form (:func:`unfused_form`, lowering name
+        ``unfused_form``), so that fusing never removes a plan the model as it is had.
 
     Returns
     -------
@@ -215,6 +334,18 @@ def enumerate_views(
                 view = _view_for(s, bases[itype], target, itype)
                 if view is not None:
                     views.append(view)
+        alt = None if original is None else unfused_form(S, G, original, regions)
+        if alt is not None:
+            alt_bases: dict[str, nx.MultiDiGraph | None] = {s.inference_type: alt}
+            for target in targets:
+                if s.pinned and target.name != s.device:
+                    continue
+                for itype in types:
+                    if itype not in alt_bases:
+                        alt_bases[itype] = float_view(alt)
+                    view = _view_for(s, alt_bases[itype], target, itype)
+                    if view is not None:
+                        views.append(replace(view, lowerings=(UNFUSED, *view.lowerings)))
         views.sort(key=lambda v: (v.device, v.inference_type) != (s.device, s.inference_type))
         out.append(UnitViews(s, tuple(views)))
     return tuple(out)

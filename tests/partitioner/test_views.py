@@ -84,3 +84,42 @@ def test_float_view_dequantizes_per_channel_weights_and_skips_packed_ones():
                     ["x"], ["y"])  # fmt: skip
     validate_graph(S4)
     assert float_view(S4) is None
+
+
+# -- a fused op's unfused form as an alternative view (issue 23) -----------------------------
+
+
+def test_the_lstm_region_gets_an_unfused_view_and_its_plan_is_no_worse(bundled_models):
+    """Fusing the LSTM (a WHILE loop) made keras__text_lstm_float32's exact plan 1.04x dearer."""
+    from tacopt.fusion.ir import validate_graph
+    from tacopt.fusion.tflite.reader import read_tflite
+    from tacopt.partitioner.pipeline import partition
+    from tacopt.partitioner.views import UNFUSED
+
+    G = read_tflite(bundled_models["keras__text_lstm_float32.tflite"])
+    for devices in ("GPU,CPU", "NNAPI,CPU", "GPU,NNAPI,CPU"):
+        for granularity in ("subgraph", "op"):
+            fused = partition(G, devices, granularity=granularity)
+            plain = partition(G, devices, granularity=granularity, fuse=False)
+            assert fused.plan.objective <= plain.plan.objective * (1 + 1e-9), devices
+            lstm = [u for u, vs in fused.views.items() if any(UNFUSED in v.lowerings for v in vs)]
+            assert len(lstm) == 1  # the unit holding the LSTM and its last-step slice
+            kinds = {
+                d["op"].kind for v in fused.views[lstm[0]] if UNFUSED in v.lowerings
+                for _, d in v.graph.nodes(data=True)
+            }  # fmt: skip
+            assert "WHILE" in kinds and "UNIDIRECTIONAL_SEQUENCE_LSTM" not in kinds
+            validate_graph(fused.graph)
+
+
+def test_a_fused_conv_with_its_activation_is_no_region():
+    from dataclasses import replace
+
+    from tacopt.partitioner.views import fusion_regions
+
+    ts = [Tensor(n, (1, 4), "float32") for n in "xyz"]
+    G = make_graph("g", ts, [Op("a", "ADD", ("x", "x"), ("y",)), Op("b", "RELU", ("y",), ("z",))],
+                   ["x"], ["z"])  # fmt: skip
+    add = Op("a", "ADD", ("x", "x"), ("z",), {"fused_activation_function": "RELU"})
+    F = make_graph("f", [ts[0], ts[2]], [replace(add, origin=(0, 1))], ["x"], ["z"])
+    assert fusion_regions(F, G) == []
