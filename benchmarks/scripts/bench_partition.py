@@ -3,9 +3,14 @@
 CPU time (user + sys of the child process) is printed next to the wall time: on a machine
 loaded by other jobs the wall time mostly measures waiting for a core.
 
+With ``--pairs``, each run is a pair, in one process tree and back to back: the bare imports
+of numpy, networkx, scipy.sparse and ortools (what any solver front end pays), then the command;
+the figure is the ratio of their medians (the goal: at most 1.2x), with the min-max of the
+per-pair ratios, the machine's CPU and its load average before and after.
+
 Usage::
 
-    python -m tacopt.benchmarks bench_partition [--runs 7] [MODEL.tflite] [-- extra tacopt args]
+    python -m tacopt.benchmarks bench_partition [--runs 7] [--pairs] [MODEL.tflite] [-- extra]
 """
 
 from __future__ import annotations
@@ -20,6 +25,30 @@ from pathlib import Path
 
 MODEL = Path(__file__).resolve().parents[1] / "models" / "keras__mobilenet_v2_float32.tflite"
 BUDGET_S = 1.5
+#: The bare imports the start-up is compared with (issue 23: goal <= 1.2x).
+BARE = "import numpy, networkx, scipy.sparse, ortools"
+RATIO_GOAL = 1.2
+
+
+def machine() -> str:
+    """The CPU model and the flags that matter for timing, from /proc/cpuinfo (Linux)."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return "unknown CPU"
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines()
+                 if line.startswith("model name")), "unknown CPU")  # fmt: skip
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines()
+                  if line.startswith("flags")), [])  # fmt: skip
+    wanted = [f for f in ("avx2", "avx512f", "avx512_vnni", "avx_vnni") if f in flags]
+    return f"{name} ({', '.join(wanted) or 'no avx2'})"
+
+
+def load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def _children_cpu_s() -> float:
@@ -40,6 +69,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--devices", default="GPU,CPU")
     parser.add_argument("--granularity", default="subgraph")
+    parser.add_argument("--pairs", action="store_true", help="time against the bare imports")
     args, extra = parser.parse_known_args()
     cmd = [
         sys.executable,
@@ -54,6 +84,8 @@ def main() -> int:
         *extra,
     ]
     time_run(cmd)  # warm the file cache
+    if args.pairs:
+        return _pairs(cmd, args)
     runs = [time_run(cmd) for _ in range(args.runs)]
     walls, cpus = [w for w, _ in runs], [c for _, c in runs]
     print(
@@ -63,6 +95,27 @@ def main() -> int:
         f"budget {BUDGET_S} s), CPU user+sys median {statistics.median(cpus):.3f} s "
         f"(min {min(cpus):.3f}, max {max(cpus):.3f})"
     )
+    return 0
+
+
+def _pairs(cmd: list[str], args: argparse.Namespace) -> int:
+    bare_cmd = [sys.executable, "-c", BARE]
+    time_run(bare_cmd)
+    before = load()
+    bare, full = [], []
+    for _ in range(args.runs):
+        bare.append(time_run(bare_cmd)[0])
+        full.append(time_run(cmd)[0])
+    ratios = [f / b for b, f in zip(bare, full)]
+    print(f"machine: {machine()}; load average before {before}, after {load()}")
+    print(f"bare imports ({BARE}): wall median {statistics.median(bare):.3f} s "
+          f"(min {min(bare):.3f}, max {max(bare):.3f})")  # fmt: skip
+    print(f"tacopt partition {args.model.name} --devices {args.devices}: wall median "
+          f"{statistics.median(full):.3f} s "
+          f"(min {min(full):.3f}, max {max(full):.3f})")  # fmt: skip
+    print(f"ratio of medians {statistics.median(full) / statistics.median(bare):.2f}x "
+          f"(per pair {min(ratios):.2f}-{max(ratios):.2f}x, {args.runs} pairs; goal <= "
+          f"{RATIO_GOAL}x)")  # fmt: skip
     return 0
 
 

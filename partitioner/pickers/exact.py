@@ -20,7 +20,6 @@ import numpy as np
 
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.memory import fits_batch
-from tacopt.partitioner.pickers.decompose import certify
 from tacopt.partitioner.pickers.engine import solve_pairwise
 from tacopt.partitioner.pickers.formulation import build_model
 from tacopt.partitioner.pickers.greedy import greedy_choices
@@ -39,6 +38,7 @@ from tacopt.partitioner.plan import NoPlanError, Plan, evaluate_index, plan_from
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
 DEFAULT_BACKEND = "highs"
+
 #: The backend of branch-and-bound with capacities when none is asked for.
 MEMORY_BACKEND = "scip"
 
@@ -145,6 +145,17 @@ def pick_exact(
             problem, index, np.zeros(0, np.int64), picker="exact", status="OPTIMAL",
             started=started, params=params,
         )  # fmt: skip
+    if index.n_units == 1 and backend is None and method in METHODS:
+        # A trivial problem: trying each choice proves the optimum, and starting a solver was
+        # most of `tacopt partition`'s time on a one-unit problem.
+        from tacopt.partitioner.pickers.brute import pick_brute
+
+        found = pick_brute(problem)
+        params.update(backend=None, method="enumeration", assignments=len(problem.units[0].choices))
+        return replace(found, picker="exact", params=params,
+                       seconds=time.perf_counter() - started)  # fmt: skip
+    # The region certificate loads scipy's LP solver: only now, when a solver is needed.
+    from tacopt.partitioner.pickers.decompose import certify
     if backend is None and method == "decompose" and pairwise_scope(index) is None:
         # Choice costs and pairwise matrices only (an IOPDDL instance): the staged engine.
         params.update(backend="highs", method="engine")

@@ -25,7 +25,6 @@ from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order, maximum_flow
 
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.pickers.registry import register_picker
@@ -115,6 +114,9 @@ def pick_mincut(problem: PickProblem) -> Plan:
     # as a lower bound on any plan even when the scaling is not exact.
     scaled = np.round(graph.data * scale) if exact else np.floor(graph.data * scale)
     graph = sp.csr_matrix((scaled.astype(np.int32), graph.indices, graph.indptr), graph.shape)
+    # csgraph loads scipy.sparse.linalg: imported here so that `tacopt` starts without it
+    from scipy.sparse.csgraph import breadth_first_order, maximum_flow
+
     flow = maximum_flow(graph, 0, 1).flow
     residual = (graph - flow).tocsr()
     residual.data[residual.data < 0] = 0
