@@ -150,7 +150,13 @@ def pick_exact(
         # most of `tacopt partition`'s time on a one-unit problem.
         from tacopt.partitioner.pickers.brute import pick_brute
 
-        found = pick_brute(problem)
+        try:
+            found = pick_brute(problem)
+        except NoPlanError as exc:
+            raise NoPlanError(
+                "exact picker: no plan fits the capacities (every choice of the one unit tried)",
+                exc.status,
+            ) from None
         params.update(backend=None, method="enumeration", assignments=len(problem.units[0].choices))
         return replace(found, picker="exact", params=params,
                        seconds=time.perf_counter() - started)  # fmt: skip
