@@ -13,7 +13,7 @@ from tacopt.cost_models.learned.accuracy import evaluate
 from tacopt.cost_models.learned.model import LearnedCostModel, fit
 from tacopt.cost_models.learned.records import read_records
 from tacopt.cost_models.learned.singleop import cut_op, fill_constants, op_features, op_key
-from tacopt.cost_models.learned.speed import speed_index
+from tacopt.cost_models.learned.speed import normalize_records
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
 from tacopt.partitioner.cli import main
 
@@ -106,8 +106,10 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     fc = next(r for r in ops if r["kind"] == "FULLY_CONNECTED" and r["model"] == "m64")
     # (op_cost is the latency inside a model: net of the invoke overhead, times a fitted scale)
     assert doc["in_model_scale"] > 0 and doc["trees"]
-    # (in the model's units: the record's latency over its speed index against the anchor)
-    fc_us = fc["latency_us"] / speed_index(fc["speed"], doc["anchor_speed"])
+    # (in the model's units: the record's latency over its kernel family's index against the
+    # anchor, the references pooled over the run, as `fit` normalizes)
+    norm = normalize_records(read_records(out), doc["anchor_speed"])
+    fc_us = next(r for r in norm if r.get("key") == fc["key"])["latency_us"]
     assert model.op_cost(G, "fully_connected_1", "CPU", "FLOAT") == pytest.approx(
         doc["in_model_scale"] * max(fc_us - doc["overhead_us"], 0.05) + doc["per_op_us"], rel=1e-3
     )
