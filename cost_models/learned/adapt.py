@@ -99,18 +99,6 @@ def corrections(
     return out
 
 
-def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
-    """The log correction of an op: its group's, else its family's, else the global one.
-
-    >>> correction_of({"*": 0.1, "family:movement": 0.2}, "PAD", "FLOAT")
-    0.2
-    """
-    for name in (f"{kind}|{inference_type}", f"family:{family(kind, inference_type)}", "*"):
-        if name in corr:
-            return float(corr[name])
-    return 0.0
-
-
 def adapt(
     base_doc: Mapping[str, Any],
     records: Sequence[Mapping[str, Any]],

@@ -66,7 +66,6 @@ from tacopt.cost_models.base import (
     register_cost_model,
     register_model_format,
 )
-from tacopt.cost_models.learned.adapt import correction_of
 from tacopt.cost_models.learned.features import FEATURES, design_row, op_vector
 from tacopt.cost_models.learned.fingerprint import records_fingerprint
 from tacopt.cost_models.learned.kind_models import (
@@ -112,6 +111,18 @@ LEARNERS: dict[str, tuple[Any, Mapping[str, Any]]] = {
     "lightgbm": (fit_lightgbm, LIGHTGBM_PARAMS),
     "trees": (fit_trees, TREE_PARAMS),
 }
+
+
+def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
+    """The log correction of an op: its group's, else its family's, else the global one.
+
+    >>> correction_of({"*": 0.1, "family:movement": 0.2}, "PAD", "FLOAT")
+    0.2
+    """
+    for name in (f"{kind}|{inference_type}", f"family:{family(kind, inference_type)}", "*"):
+        if name in corr:
+            return float(corr[name])
+    return 0.0
 
 
 @dataclass(frozen=True, slots=True)

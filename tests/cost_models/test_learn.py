@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from tacopt.cost_models.learned import cli_learn
-from tacopt.cost_models.learned.adapt import adapt, correction_of, corrections
-from tacopt.cost_models.learned.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.adapt import adapt, corrections
+from tacopt.cost_models.learned.model import LearnedCostModel, correction_of, fit
 from tacopt.cost_models.learned.timing import MeasureConfig
 from tacopt.cost_models.model_file import read_model_doc
 from tacopt.partitioner.cli import main
