@@ -29,8 +29,8 @@ OVER_BUDGET: dict[str, str] = {
 #: Modules side by side in one package folder (``__init__`` not counted).
 FOLDER_BUDGET = 15
 CROWDED: dict[str, str] = {
-    "benchmarks/scripts": "independent entry points behind one dispatcher, like a bin/ folder",
-    "cost_models/learned": "measurement and fitting side by side (measurement: its own stage?)",
+    "benchmarks/scripts": "independent entry points behind one dispatcher (a bin/ folder)",
+    "cost_models/learned": "measuring and fitting import each other (records, speed, the sweep)",
 }
 
 
