@@ -57,8 +57,8 @@ def graph_peak_memory(H: Any, host: str = "CPU") -> dict[str, float]:
     >>> H = make_graph("g", [Tensor(n, (1, 8), "float32") for n in "xyz"],
     ...     [Op("a", "RELU", ("x",), ("y",)), Op("b", "TANH", ("y",), ("z",))], ["x"], ["z"])
     >>> H.nodes["a"]["device"], H.nodes["b"]["device"] = "GPU", "CPU"
-    >>> graph_peak_memory(H)  # CPU: x (host), y (read by b), z; GPU: x, y
-    {'CPU': 96.0, 'GPU': 64.0}
+    >>> graph_peak_memory(H)  # CPU: x and y at step 0, y and z at step 1; GPU: x, y
+    {'CPU': 64.0, 'GPU': 64.0}
     """
     devices, usage = graph_usage(H, host)
     peak = usage.max(axis=1)
