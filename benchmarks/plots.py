@@ -189,7 +189,7 @@ def breakdown_bars(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, 
             continue
         ratios.setdefault(r["picker"], []).append(x)
         total = math.fsum(b[c] for c in COMPONENTS) if b else 0.0
-        if total > 0:
+        if b and total > 0:
             shares.setdefault(r["picker"], []).append([b[c] / total for c in COMPONENTS])
     bars = {}
     for p in pickers_of(records):

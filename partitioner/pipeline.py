@@ -171,7 +171,7 @@ def cover_devices(model: Any, targets: Sequence[Target]) -> tuple[Any, dict[str,
     chained = with_unit_default(model)
     if chained is None or not all(priced(chained, t) for t in missing):
         return model, {}
-    default = chained.models[-1]
+    default = getattr(chained, "models", (chained,))[-1]
     return get_cost_model(chained), {t.name: default.name for t in missing}
 
 
@@ -252,7 +252,7 @@ def build_pick_problem(
     # one WHILE) starts with one label and shares a unit; other regions are not forced
     # together (on the zoo, holding a bidirectional LSTM's ops on one device cost up to 1.55x),
     # and a pinned region is left as the pins say.
-    grouped = [
+    grouped: list[tuple[str, ...]] = [
         r for r in regions
         if len(r) == 2 and set(G.successors(r[0])) == {r[1]}
         and not any(annotations[n].pinned for n in r)

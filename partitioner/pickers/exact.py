@@ -151,14 +151,14 @@ def pick_exact(
         from tacopt.partitioner.pickers.brute import pick_brute
 
         try:
-            found = pick_brute(problem)
+            tried = pick_brute(problem)
         except NoPlanError as exc:
             raise NoPlanError(
                 "exact picker: no plan fits the capacities (every choice of the one unit tried)",
                 exc.status,
             ) from None
         params.update(backend=None, method="enumeration", assignments=len(problem.units[0].choices))
-        return replace(found, picker="exact", params=params,
+        return replace(tried, picker="exact", params=params,
                        seconds=time.perf_counter() - started)  # fmt: skip
     # The region certificate loads scipy's LP solver: only now, when a solver is needed.
     from tacopt.partitioner.pickers.decompose import certify
