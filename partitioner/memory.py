@@ -180,6 +180,7 @@ def usage_batch(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
         np.add.at(resident, (np.repeat(rows, index.n_units), dev.ravel()),
                   index.choice_memory[chosen].ravel())  # fmt: skip
     else:  # over its unit's interval; an empty one (end <= start) holds nothing
+        assert index.hold_start is not None and index.hold_end is not None
         held = index.hold_start < index.hold_end
         unit_rows = np.repeat(rows, int(held.sum()))
         nbytes = index.choice_memory[chosen[:, held]].ravel()

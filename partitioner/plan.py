@@ -67,7 +67,7 @@ class Breakdown:
         """compute + transfer + quant + pairwise (an exact int when all four are ints)."""
         parts = (self.compute, self.transfer, self.quant, self.pairwise)
         if all(type(v) is int for v in parts):
-            return sum(parts)  # type: ignore[return-value]
+            return sum(parts)
         return math.fsum(parts)
 
 
@@ -271,7 +271,7 @@ def evaluate_index(index: ProblemIndex, chosen: np.ndarray) -> Breakdown:
         i = chosen[index.pair_a] - start[index.pair_a]
         j = chosen[index.pair_b] - start[index.pair_b]
         entry = index.pair_offset + i * np.diff(start)[index.pair_b] + j
-        return Breakdown(sum(index.choice_cost_int[chosen].tolist()), 0, 0,  # type: ignore[arg-type]
+        return Breakdown(sum(index.choice_cost_int[chosen].tolist()), 0, 0,
                          sum(index.pair_cost_int[entry].tolist()))  # fmt: skip
     terms = _objective_terms(index, chosen.reshape(1, -1))
     return Breakdown(*(math.fsum(cost.tolist()) for _, cost in terms))

@@ -120,10 +120,10 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
         # toward a quick plan of the price search.
         quick = search.price_search(c, nb, search.greedy_start(c, nb), min(deadline, t0 + 2.0))
         target = None if quick is None else search.objective(c, quick)
-        lagrangian = BoundProcess(c, t0 + BOUND_SHARE * (deadline - t0), target)
+        beside = BoundProcess(c, t0 + BOUND_SHARE * (deadline - t0), target)
         best = primal.search(c, deadline, seed=seed, threads=2)
         info["primal_s"] = round(time.monotonic() - t0, 3)
-        found = lagrangian.result()
+        found = beside.result()
         info["lagrangian_bound"] = found
         bound = edge_split_bound(c)
         return best, bound if found is None else max(bound, found), False

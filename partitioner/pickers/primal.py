@@ -144,10 +144,10 @@ def _parallel(c, g, deadline, seed, start, threads) -> np.ndarray | None:
                 proc.kill()
             proc.join()
             recv.close()
-    found = [x for x in found if x is not None]
-    if not found:
+    plans: list[np.ndarray] = [x for x in found if x is not None]
+    if not plans:
         return None
-    return min(found, key=lambda x: ls.objective(c, x))
+    return min(plans, key=lambda x: ls.objective(c, x))
 
 
 def _one(c, g, deadline, seed, start):

@@ -138,10 +138,10 @@ def _check_pairwise(problem: ProblemData, fail: Callable[[str], NoReturn]) -> fl
     values = _float_array(pairwise_entries(problem.pairwise))
     if values is None:
         for i, pair in enumerate(problem.pairwise):
-            where = f"pairwise[{i}] ({show(pair.a)}, {show(pair.b)})"
+            at = f"pairwise[{i}] ({show(pair.a)}, {show(pair.b)})"
             for r, row in enumerate(pair.cost):
                 for c, value in enumerate(row):
-                    _check_price(value, f"{where} cost[{r}][{c}]", fail)
+                    _check_price(value, f"{at} cost[{r}][{c}]", fail)
         return 0.0  # not reached: some entry failed
     starts = np.cumsum([0, *lengths[:-1]], dtype=np.int64)
     kept = np.where(values < MAX_TOTAL, values, 0.0)
