@@ -171,7 +171,8 @@ def run_learn(args: argparse.Namespace) -> int:
 def _read_state(path: Path, plan: tuple[Phase, ...], minutes: float, base: str | None) -> dict:
     from tacopt.cost_models.learned.records import MeasureError
 
-    fresh: dict[str, Any] = {"minutes": minutes, "base": base, "spent_s": {p.name: 0.0 for p in plan}}
+    spent_none = {p.name: 0.0 for p in plan}
+    fresh: dict[str, Any] = {"minutes": minutes, "base": base, "spent_s": spent_none}
     if not path.exists():
         return fresh
     try:
