@@ -140,6 +140,8 @@ def pick_exact(
         warm: np.ndarray | None = greedy_choices(index)
     except NoPlanError:  # greedy found no plan within the capacities; the solver may
         warm = None
+    if warm is not None and index.has_memory and not fits_batch(index, warm)[0]:
+        warm = None  # greedy's step-by-step check can miss what every plan holds (graph inputs)
     if index.n_units == 0:
         return plan_from_choices(
             problem, index, np.zeros(0, np.int64), picker="exact", status="OPTIMAL",

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from tacopt.partitioner.errors import PickerError, PlanError, ProblemError
@@ -487,6 +487,61 @@ def _plan_or_none(problem: PickProblem, name: str) -> tuple[Plan | None, str]:
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(memory_problems())
+@example(
+    problem=PickProblem(units=(Unit(name='u0',
+       choices=(Choice(device='CPU',
+         type='FLOAT',
+         cost=0.0,
+         memory=0.0,
+         variant=''),
+        Choice(device='CPU',
+         type='QUANTIZED_INT8',
+         cost=0.0,
+         memory=0.0,
+         variant='')),
+       initial=0,
+       interval=None),
+      Unit(name='u1',
+       choices=(Choice(device='CPU',
+         type='FLOAT',
+         cost=0.0,
+         memory=0.0,
+         variant=''),
+        Choice(device='CPU',
+         type='QUANTIZED_INT8',
+         cost=0.0,
+         memory=0.0,
+         variant=''),
+        Choice(device='CPU', type='HYBRID', cost=0.0, memory=0.0, variant='')),
+       initial=0,
+       interval=None)),
+     tensors=(TensorEdge(name='t0',
+       producer='u0',
+       consumers=(),
+       shape=(0,),
+       dtype='float32',
+       output=False),
+      TensorEdge(name='t1',
+       producer='u1',
+       consumers=(),
+       shape=(0,),
+       dtype='float32',
+       output=False),
+      TensorEdge(name='in',
+       producer=None,
+       consumers=('u0',),
+       shape=(8,),
+       dtype='float32',
+       output=False)),
+     transfer=Link(per_byte=0, fixed=0),
+     quant_per_element=0.0,
+     host='CPU',
+     boundaries=True,
+     links={},
+     cost_unit='cost',
+     capacity={'CPU': 0.0},
+     pairwise=()),
+).via('discovered failure')
 def test_exact_equals_brute_with_capacities_and_pairwise_costs(problem: PickProblem) -> None:
     brute, brute_status = _plan_or_none(problem, "brute")
     exact, exact_status = _plan_or_none(problem, "exact")
