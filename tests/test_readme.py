@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 MODEL = ROOT / "benchmarks" / "models" / "keras__mobilenet_v2_float32.tflite"
-SLOW_OR_NEEDS_ZOO = ("--zoo shared", "bench report", "--zoo iopddl", "--sweep")
+SLOW_OR_NEEDS_ZOO = ("--zoo shared", "bench report", "--zoo iopddl", "--sweep", "tacopt learn")
 #: The contest problems beside the clone (the README's ../shared/iopddl, from the clone's root).
 IOPDDL = ROOT.parent / "shared" / "iopddl"
 
