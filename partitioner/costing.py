@@ -42,7 +42,7 @@ from tacopt.fusion.ir.vocabulary import PRICED_DTYPE_NBYTES
 from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
 from tacopt.partitioner.subgraphs import boundary
 from tacopt.partitioner.targets import Target, TargetError, get_target, pricing_device
-from tacopt.partitioner.views import UnitViews, View
+from tacopt.partitioner.views import UNFUSED, UnitViews, View
 
 
 def view_cost(view: View, target: Target, cost_model: Any) -> float | None:
@@ -111,7 +111,10 @@ def build_problem(
         for view in uv.views:
             cost = view_cost(view, by_name[view.device], cost_model)
             if cost is not None:
-                choices.append(Choice(view.device, view.inference_type, cost))
+                # A unit's unfused form is another choice of the same device and type: its
+                # variant tells the two apart (a plan names its choice by all three).
+                variant = UNFUSED if UNFUSED in view.lowerings else ""
+                choices.append(Choice(view.device, view.inference_type, cost, variant=variant))
                 views.append(view)
         initial = next(
             (
