@@ -77,7 +77,7 @@ _REGISTRY: Registry[Callable[[], CostModel]] = Registry("cost model", CostModelE
 _BUILTIN_MODULES = (
     "tacopt.cost_models.tac",
     "tacopt.cost_models.roofline",
-    "tacopt.cost_models.learned.model",
+    "tacopt.cost_models.learned.fitting.model",
 )
 
 

@@ -63,7 +63,7 @@ def register_measure(subparsers: Any) -> None:
         help="measure single ops sampled over each kind's configuration space instead of "
         "models: N of them (one chunk: --seed, --prior, --adapt), or without N the whole "
         "training sweep of the shipped model (5 chunks, ~27 min here; "
-        "cost_models/learned/sweep.py); resumable",
+        "cost_models/learned/sampling/sweep.py); resumable",
     )
     p.add_argument("--seed", type=int, default=0, help="sweep seed (default 0)")
     p.add_argument(
@@ -77,8 +77,8 @@ def register_measure(subparsers: Any) -> None:
         default="generic",
         help="sweep: the samplers to draw from, 'generic' (each kind's space, the default) or "
         "'net' (where networks put ops: stages, squeeze-and-excitation, stems, heads, attention;"
-        " cost_models/learned/samplers_net.py) or 'net-rnn' (net, the fused LSTM, unrolled-RNN"
-        " chains)",
+        " cost_models/learned/sampling/samplers_net.py) or 'net-rnn' (net, the fused LSTM,"
+        " unrolled-RNN chains)",
     )
     p.add_argument(
         "--max-minutes",
@@ -120,11 +120,11 @@ def register_measure(subparsers: Any) -> None:
 
 
 def run_measure(args: argparse.Namespace) -> int:
-    from tacopt.cost_models.learned.fingerprint import RESOLVERS
-    from tacopt.cost_models.learned.measure import measure_models
-    from tacopt.cost_models.learned.records import MeasureError
-    from tacopt.cost_models.learned.retype import TYPE_NAMES
-    from tacopt.cost_models.learned.timing import MeasureConfig
+    from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS
+    from tacopt.cost_models.learned.measurement.measure import measure_models
+    from tacopt.cost_models.learned.measurement.records import MeasureError
+    from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
+    from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
     if args.resolver not in RESOLVERS:
         known = ", ".join(RESOLVERS)
@@ -186,9 +186,9 @@ SWEEP_RECIPE: tuple[tuple[int, str, int, bool], ...] = (
 def _run_sweep(args: argparse.Namespace) -> int:
     import time
 
-    from tacopt.cost_models.learned.records import MeasureError
-    from tacopt.cost_models.learned.sweep import PRIORS
-    from tacopt.cost_models.learned.timing import MeasureConfig
+    from tacopt.cost_models.learned.measurement.records import MeasureError
+    from tacopt.cost_models.learned.measurement.timing import MeasureConfig
+    from tacopt.cost_models.learned.sampling.sweep import PRIORS
 
     if args.models:
         raise MeasureError(
@@ -223,14 +223,14 @@ def _sweep_chunk(
 ) -> dict[str, int]:
     """Measure one chunk of a sweep: ``n`` ops of ``prior`` drawn with ``seed`` (weighted by
     the earlier seeds' misses when ``adapt``), then its chain models when every op is done."""
-    from tacopt.cost_models.learned.measure import measure_graphs
-    from tacopt.cost_models.learned.records import MeasureError
-    from tacopt.cost_models.learned.sweep import PRIORS, iter_samples
+    from tacopt.cost_models.learned.measurement.measure import measure_graphs
+    from tacopt.cost_models.learned.measurement.records import MeasureError
+    from tacopt.cost_models.learned.sampling.sweep import PRIORS, iter_samples
 
     weights, chain, ops_per_chain = PRIORS[prior]
     if adapt:
-        from tacopt.cost_models.learned.records import read_records
-        from tacopt.cost_models.learned.sweep import adaptive_weights
+        from tacopt.cost_models.learned.measurement.records import read_records
+        from tacopt.cost_models.learned.sampling.sweep import adaptive_weights
 
         if not out.exists():
             raise MeasureError("--adapt: --out holds no records of an earlier seed to learn from")
@@ -246,7 +246,7 @@ def _sweep_chunk(
 def _measure_chains(out: Path, cfg: Any, seed: int, n: int, chain: Any) -> int:
     import tempfile
 
-    from tacopt.cost_models.learned.measure import measure_models
+    from tacopt.cost_models.learned.measurement.measure import measure_models
     from tacopt.fusion.tflite.writer import write_tflite
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -263,7 +263,7 @@ def model_files(paths: Sequence[Path]) -> tuple[Path, ...]:
     MeasureError
         A path that does not exist, or a folder without a ``.tflite`` file.
     """
-    from tacopt.cost_models.learned.records import MeasureError
+    from tacopt.cost_models.learned.measurement.records import MeasureError
 
     files: list[Path] = []
     for path in paths:
@@ -283,14 +283,15 @@ def check_records_file(path: Path, *, what: str) -> Path:
     """``path`` if it is a readable records file whose first line is a JSON object.
 
     Only the first line is read: this catches a model or a text file given by mistake, which
-    :func:`tacopt.cost_models.learned.records.read_records` would take for a torn last line.
+    :func:`tacopt.cost_models.learned.measurement.records.read_records` would take for a torn
+    last line.
 
     Raises
     ------
     MeasureError
         A missing file, a folder, or a file that is not JSON lines.
     """
-    from tacopt.cost_models.learned.records import MeasureError
+    from tacopt.cost_models.learned.measurement.records import MeasureError
 
     if path.is_dir():
         raise MeasureError(f"{what}: '{path}' is a folder, not a records file")
@@ -381,9 +382,9 @@ def register_fit(subparsers: Any) -> None:
 
 
 def run_fit(args: argparse.Namespace) -> int:
-    from tacopt.cost_models.learned.accuracy import evaluate
-    from tacopt.cost_models.learned.model import LearnedCostModel, fit
-    from tacopt.cost_models.learned.records import read_records
+    from tacopt.cost_models.learned.fitting.accuracy import evaluate
+    from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+    from tacopt.cost_models.learned.measurement.records import read_records
     from tacopt.cost_models.model_file import model_bytes
     from tacopt.fusion.ir.io import all_or_nothing
 
@@ -411,7 +412,7 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
-        from tacopt.cost_models.learned.accuracy import report_lines
+        from tacopt.cost_models.learned.fitting.accuracy import report_lines
 
         print("\n".join(report_lines(result)))
     return 0
@@ -419,8 +420,8 @@ def run_fit(args: argparse.Namespace) -> int:
 
 def calibrate(doc: dict[str, Any], rounds: int = CALIBRATE_ROUNDS) -> dict[str, Any]:
     """``doc`` (a fitted learned model) re-anchored on this machine: the reference models of
-    :mod:`tacopt.cost_models.learned.speed` timed now become its ``speed``."""
-    from tacopt.cost_models.learned.speed import measure_speed, speed_index
+    :mod:`tacopt.cost_models.learned.measurement.speed` timed now become its ``speed``."""
+    from tacopt.cost_models.learned.measurement.speed import measure_speed, speed_index
 
     silence_xnnpack_banner()
     speed = measure_speed(rounds)
@@ -432,9 +433,9 @@ def register_calibrate(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "calibrate",
         help="re-anchor a learned model on the machine at hand (times its reference models)",
-        description="Time the reference models of cost_models/learned/speed.py (gated, as ops are "
-        "timed) and store them as the model's `speed`: its predictions then follow this machine's "
-        "speed today. A timing run: run it alone (under the timing lock).",
+        description="Time the reference models of cost_models/learned/measurement/speed.py "
+        "(gated, as ops are timed) and store them as the model's `speed`: its predictions then "
+        "follow this machine's speed today. A timing run: run it alone (under the timing lock).",
     )
     p.add_argument("model", type=Path, help="a learned model file from `tacopt fit`")
     p.add_argument("-o", "--out", type=Path, help="write here instead of over MODEL")
@@ -444,7 +445,7 @@ def register_calibrate(subparsers: Any) -> None:
 
 def run_calibrate(args: argparse.Namespace) -> int:
     from tacopt.cost_models.base import CostModelError
-    from tacopt.cost_models.learned.model import FORMAT
+    from tacopt.cost_models.learned.fitting.model import FORMAT
     from tacopt.cost_models.model_file import model_bytes, read_model_doc
     from tacopt.fusion.ir.io import all_or_nothing
 

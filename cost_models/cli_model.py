@@ -19,7 +19,8 @@ def register_evaluate(subparsers: Any) -> None:
         "`tacopt measure`: share of ops within ±10 %, MAPE, Spearman, median whole-model error, "
         "skip share, and the device fingerprints of the model and of the records. Records are "
         "first put in the model's units by the speed measured beside them. The figures are "
-        "those of `tacopt fit --eval` (one implementation: cost_models/accuracy.py).",
+        "those of `tacopt fit --eval` (one implementation: "
+        "cost_models/learned/fitting/accuracy.py).",
     )
     p.add_argument("model", help="a learned model file (.json / .json.gz), or 'learned'")
     p.add_argument("records", type=Path, help="records from `tacopt measure` (JSON lines)")
@@ -28,9 +29,9 @@ def register_evaluate(subparsers: Any) -> None:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
-    from tacopt.cost_models.learned.accuracy import evaluate, report_lines
-    from tacopt.cost_models.learned.fingerprint import records_fingerprint
-    from tacopt.cost_models.learned.records import read_records
+    from tacopt.cost_models.learned.fitting.accuracy import evaluate, report_lines
+    from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
+    from tacopt.cost_models.learned.measurement.records import read_records
 
     model = load_learned(args.model)
     check_records_file(args.records, what="records file")
@@ -55,7 +56,11 @@ def load_learned(spec: str) -> Any:
     CostModelError
         A missing or unreadable file, or one that is not a learned model (one line).
     """
-    from tacopt.cost_models.learned.model import FORMAT, LearnedCostModel, default_learned_model
+    from tacopt.cost_models.learned.fitting.model import (
+        FORMAT,
+        LearnedCostModel,
+        default_learned_model,
+    )
     from tacopt.cost_models.model_file import read_model_doc
     from tacopt.cost_models.protocol import CostModelError
 
@@ -81,7 +86,7 @@ def register_inspect_model(subparsers: Any) -> None:
 
 
 def run_inspect_model(args: argparse.Namespace) -> int:
-    from tacopt.cost_models.learned.fingerprint import (
+    from tacopt.cost_models.learned.measurement.fingerprint import (
         describe,
         device_differences,
         host_fingerprint,

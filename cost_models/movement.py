@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.cost_models.learned.features import bytes_moved, copy_runs
+from tacopt.cost_models.learned.fitting.features import bytes_moved, copy_runs
 from tacopt.cost_models.ops import MOVEMENT
 
 #: A kind's data-movement fit answers within this factor of the bytes it was fitted on.

@@ -30,7 +30,6 @@ OVER_BUDGET: dict[str, str] = {
 FOLDER_BUDGET = 15
 CROWDED: dict[str, str] = {
     "benchmarks/scripts": "independent entry points behind one dispatcher (a bin/ folder)",
-    "cost_models/learned": "measuring and fitting import each other (records, speed, the sweep)",
 }
 
 

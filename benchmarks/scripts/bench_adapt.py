@@ -31,10 +31,10 @@ from tacopt.benchmarks.scripts.bench_learn import (
     half_models,
     line,
 )
-from tacopt.cost_models.learned.accuracy import evaluate
-from tacopt.cost_models.learned.adapt import adapt
-from tacopt.cost_models.learned.model import LearnedCostModel
-from tacopt.cost_models.learned.records import read_records
+from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
+from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.sampling.adapt import adapt
 from tacopt.cost_models.model_file import read_model_doc
 
 

@@ -8,11 +8,11 @@ Every model file is evaluated, as it is (no refit), on every records file (one i
 measurement of the zoo's ``--half`` each: ``tacopt measure`` of the models listed in
 ``benchmarks/zoo_split.json``; records of other models are refused, so the tuning half cannot
 leak into a test figure). Each records file is put in the model's units by its own reference
-timings, per kernel family (cost_models/speed.py). Printed per (model, records): ops within
-±10 %, MAPE, Spearman, median whole-model error, skipped op records, the models' and records'
-device fingerprints (when they carry one) and their speed against the model's anchor; then
-the median and range (spread) over the records files of each model. ``--per-kind``: the
-figures per (kind, inference type), kinds with >= 10 ops.
+timings, per kernel family (cost_models/learned/measurement/speed.py). Printed per (model,
+records): ops within ±10 %, MAPE, Spearman, median whole-model error, skipped op records, the
+models' and records' device fingerprints (when they carry one) and their speed against the
+model's anchor; then the median and range (spread) over the records files of each model.
+``--per-kind``: the figures per (kind, inference type), kinds with >= 10 ops.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.learned.accuracy import evaluate
-from tacopt.cost_models.learned.model import LearnedCostModel
-from tacopt.cost_models.learned.records import read_records
-from tacopt.cost_models.learned.speed import family_indices, run_speed
+from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
+from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.speed import family_indices, run_speed
 from tacopt.cost_models.model_file import read_model_doc
 
 SPLIT = Path(__file__).resolve().parents[1] / "zoo_split.json"
@@ -45,7 +45,7 @@ def fingerprint_of(doc_or_records: Any) -> str:
     if not fp:
         return "no fingerprint"
     try:
-        from tacopt.cost_models.learned.fingerprint import describe
+        from tacopt.cost_models.learned.measurement.fingerprint import describe
 
         return describe(fp.get("fingerprint", fp) if "fingerprint" in fp else fp)
     except ImportError:  # before fingerprints landed

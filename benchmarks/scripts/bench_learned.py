@@ -34,12 +34,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.learned.accuracy import evaluate
-from tacopt.cost_models.learned.measure import measure_models
-from tacopt.cost_models.learned.model import LearnedCostModel, fit
-from tacopt.cost_models.learned.records import gate_summary, read_records
-from tacopt.cost_models.learned.retype import TYPE_NAMES
-from tacopt.cost_models.learned.timing import MeasureConfig
+from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.measurement.measure import measure_models
+from tacopt.cost_models.learned.measurement.records import gate_summary, read_records
+from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
+from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT.parent / "shared" / "zoo"

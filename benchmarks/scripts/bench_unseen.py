@@ -28,10 +28,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.learned.accuracy import evaluate
-from tacopt.cost_models.learned.model import LEARNERS, LearnedCostModel, fit
-from tacopt.cost_models.learned.records import read_records
-from tacopt.cost_models.learned.speed import run_speed, speed_index
+from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.model import LEARNERS, LearnedCostModel, fit
+from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.speed import run_speed, speed_index
 from tacopt.cost_models.model_file import model_bytes
 
 FIGURES = (

@@ -7,7 +7,7 @@
 
 ``measure`` times every op of every ``--every``-th shared-zoo model (sorted names; default 2)
 into a fresh records file; each record carries the machine's speed beside it (``speed``: the
-reference models of :mod:`tacopt.cost_models.learned.speed`, timed in every chunk). With
+reference models of :mod:`tacopt.cost_models.learned.measurement.speed`, timed in every chunk). With
 ``--background-load`` another process streams a 64 MB array all through the run: a machine
 slower in a way the gate's tiny probe cannot see (memory bandwidth), a larger drift than an
 hour brings on a quiet day. ``compare`` prints, for the ops measured in both, the share whose
@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.cost_models.learned.measure import measure_models
-from tacopt.cost_models.learned.records import gate_summary, read_records
-from tacopt.cost_models.learned.speed import normalize_records, run_speed, speed_index
-from tacopt.cost_models.learned.timing import MeasureConfig
+from tacopt.cost_models.learned.measurement.measure import measure_models
+from tacopt.cost_models.learned.measurement.records import gate_summary, read_records
+from tacopt.cost_models.learned.measurement.speed import normalize_records, run_speed, speed_index
+from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT.parent / "shared" / "zoo"

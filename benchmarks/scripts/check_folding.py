@@ -2,7 +2,8 @@
 
     flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks check_folding [--size 256]
 
-For each kind, two models are timed (gated, as ops are: ``cost_models/timing.py``):
+For each kind, two models are timed (gated, as ops are:
+``cost_models/learned/measurement/timing.py``):
 ``y = x + c`` with ``c`` a stored constant, and the same with ``c`` computed by the op from
 constants only (a DEQUANTIZE of float16 or int8 weights, a DENSIFY of sparse ones, a
 SELECT_V2 of a mask, ...). When the op is folded at init the two take the same time; when it
@@ -10,8 +11,8 @@ runs on every invoke the second takes longer by the op's cost. Prints, per resol
 time per invoke and whether it is within the noise (``folded``: extra <= 10 % of the base and
 <= 2 us).
 
-This decides :data:`tacopt.cost_models.learned.singleop.FOLDED_KINDS`: the kinds ``measure`` and the
-learned model price at 0 when every input is constant.
+This decides :data:`tacopt.cost_models.learned.measurement.singleop.FOLDED_KINDS`: the kinds
+``measure`` and the learned model price at 0 when every input is constant.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tacopt.cost_models.learned.timing import MeasureConfig, time_model
+from tacopt.cost_models.learned.measurement.timing import MeasureConfig, time_model
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph
 from tacopt.fusion.ir.records import Quantization
 from tacopt.fusion.tflite.writer import serialize_tflite

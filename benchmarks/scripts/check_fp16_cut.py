@@ -20,8 +20,19 @@ import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-from tacopt.cost_models.learned.singleop import cut_op, fill_constants, model_ops, priced_graph
-from tacopt.cost_models.learned.timing import Gate, MeasureConfig, Timing, time_model, time_models
+from tacopt.cost_models.learned.measurement.singleop import (
+    cut_op,
+    fill_constants,
+    model_ops,
+    priced_graph,
+)
+from tacopt.cost_models.learned.measurement.timing import (
+    Gate,
+    MeasureConfig,
+    Timing,
+    time_model,
+    time_models,
+)
 from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.fusion.tflite.writer import serialize_tflite
 

@@ -4,9 +4,9 @@
 
 Measures every op configuration of ../shared/zoo (or every N-th model with --every N) twice,
 into two fresh records files (``a.jsonl``, ``b.jsonl`` under --out), with the default
-:class:`tacopt.cost_models.learned.measure.MeasureConfig`, and prints for each recorded statistic
-(``latency_us``: lowest quiet sample per instance, median over instances; median quiet sample; the
-same on the wall clock) the share of ops whose two measurements agree within ±10 %
+:class:`tacopt.cost_models.learned.measurement.measure.MeasureConfig`, and prints for each recorded
+statistic (``latency_us``: lowest quiet sample per instance, median over instances; median quiet
+sample; the same on the wall clock) the share of ops whose two measurements agree within ±10 %
 and the median |b/a - 1|, overall and by latency band, plus the same for whole-model latencies.
 The ``latency_us`` line is the ceiling for a learned model's ``within_10pct`` on a fresh
 measurement. Each run's line says how many samples the gate rejected (the machine was slow) and
@@ -16,8 +16,9 @@ the invoke overhead it read at the start and the end.
 
 checks the synthetic quantization of ``tacopt measure --types`` instead: every int8 op of the
 training half's int8 models (split of benchmarks/scripts/bench_learned.py) timed as it is and
-rebuilt (dequantized, then quantized by :func:`tacopt.cost_models.learned.measure.retype_op`),
-interleaved; prints the share within ±10 % per kind.
+rebuilt (dequantized, then quantized by
+:func:`tacopt.cost_models.learned.measurement.measure.retype_op`), interleaved; prints the share
+within ±10 % per kind.
 
     python benchmarks/scripts/check_repeatability.py --episodes 60
 
@@ -37,9 +38,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tacopt.cost_models.learned.measure import measure_models
-from tacopt.cost_models.learned.records import gate_summary, read_records
-from tacopt.cost_models.learned.timing import MeasureConfig
+from tacopt.cost_models.learned.measurement.measure import measure_models
+from tacopt.cost_models.learned.measurement.records import gate_summary, read_records
+from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -57,15 +58,15 @@ def agreement(a: dict[str, dict], b: dict[str, dict], stat: str) -> tuple[int, f
 
 
 def check_retype() -> int:
-    from tacopt.cost_models.learned.retype import RetypeError, retype_op
-    from tacopt.cost_models.learned.singleop import (
+    from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
+    from tacopt.cost_models.learned.measurement.singleop import (
         cut_op,
         fill_constants,
         model_ops,
         op_features,
         op_key,
     )
-    from tacopt.cost_models.learned.timing import time_models
+    from tacopt.cost_models.learned.measurement.timing import time_models
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.fusion.tflite.writer import serialize_tflite
 
@@ -114,8 +115,8 @@ def check_episodes(seconds: float) -> int:
     """Alternate probe reads and one sample of one of 300+ single ops (every 7th op of the first
     12 zoo models) for ``seconds``; print how much slower ops run when the probe shows a slow
     episode, by latency band, and the share of time in slow episodes."""
-    from tacopt.cost_models.learned.singleop import cut_op, fill_constants, model_ops
-    from tacopt.cost_models.learned.timing import Gate, _Timer
+    from tacopt.cost_models.learned.measurement.singleop import cut_op, fill_constants, model_ops
+    from tacopt.cost_models.learned.measurement.timing import Gate, _Timer
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.fusion.tflite.writer import serialize_tflite
 

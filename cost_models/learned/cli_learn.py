@@ -1,15 +1,15 @@
 """``tacopt learn``: measure and fit a learned cost model on the machine at hand, in a time budget.
 
 ``tacopt learn -o my_device.json`` measures sampled single ops (and small chain models) of the
-sweep's priors (:mod:`~tacopt.cost_models.learned.sweep`) in phases (:data:`FULL_PLAN`), each
-given a share of the budget (``--minutes``, 15 by default), then fits
-(:func:`~tacopt.cost_models.learned.model.fit`). The sample count follows from the budget: each
-phase measures as many ops as its share of the time allows (on this 2-core machine ~5-9 ops
+sweep's priors (:mod:`~tacopt.cost_models.learned.sampling.sweep`) in phases (:data:`FULL_PLAN`),
+each given a share of the budget (``--minutes``, 15 by default), then fits
+(:func:`~tacopt.cost_models.learned.fitting.model.fit`). The sample count follows from the budget:
+each phase measures as many ops as its share of the time allows (on this 2-core machine ~5-9 ops
 per second).
 
 ``tacopt learn --from base.json -o my_device.json --minutes 3`` adapts a model fitted on
-another device instead (:mod:`~tacopt.cost_models.learned.adapt`): one phase of ops drawn
-where the base model is least sure (:func:`~tacopt.cost_models.learned.adapt.
+another device instead (:mod:`~tacopt.cost_models.learned.sampling.adapt`): one phase of ops drawn
+where the base model is least sure (:func:`~tacopt.cost_models.learned.sampling.adapt.
 uncertain_weights`), then per-family re-anchoring, per-kind corrections and residual trees.
 
 Resumable: the records go to ``--records`` (default: next to ``-o``, ``NAME.records.jsonl``)
@@ -120,14 +120,14 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
 def run_learn(args: argparse.Namespace) -> int:
     from tacopt.cost_models.base import CostModelError
     from tacopt.cost_models.cli import check_output_path, check_records_file
-    from tacopt.cost_models.learned.records import MeasureError
+    from tacopt.cost_models.learned.measurement.records import MeasureError
 
     minutes = args.minutes if args.minutes is not None else (3.0 if args.base else 15.0)
     if not minutes > 0:
         raise MeasureError(f"--minutes: must be more than 0, got {args.minutes}")
     if args.threads < 1:
         raise MeasureError(f"--threads: must be at least 1, got {args.threads}")
-    from tacopt.cost_models.learned.fingerprint import RESOLVERS
+    from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS
 
     if args.resolver not in RESOLVERS:
         known = ", ".join(RESOLVERS)
@@ -138,7 +138,7 @@ def run_learn(args: argparse.Namespace) -> int:
         check_records_file(records, what="--records")
     base_doc = None
     if args.base is not None:
-        from tacopt.cost_models.learned.model import FORMAT
+        from tacopt.cost_models.learned.fitting.model import FORMAT
         from tacopt.cost_models.model_file import read_model_doc
 
         base_doc = read_model_doc(args.base)
@@ -169,7 +169,7 @@ def run_learn(args: argparse.Namespace) -> int:
 
 
 def _read_state(path: Path, plan: tuple[Phase, ...], minutes: float, base: str | None) -> dict:
-    from tacopt.cost_models.learned.records import MeasureError
+    from tacopt.cost_models.learned.measurement.records import MeasureError
 
     spent_none = {p.name: 0.0 for p in plan}
     fresh: dict[str, Any] = {"minutes": minutes, "base": base, "spent_s": spent_none}
@@ -223,7 +223,7 @@ class _Bar:
 
 
 def _measure_config(args: argparse.Namespace) -> Any:
-    from tacopt.cost_models.learned.timing import MeasureConfig
+    from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
     return MeasureConfig(threads=args.threads, resolver=args.resolver)
 
@@ -239,8 +239,8 @@ def _run_phase(
     base_doc: Mapping[str, Any] | None,
 ) -> None:
     from tacopt.cost_models.cli import silence_xnnpack_banner
-    from tacopt.cost_models.learned.measure import measure_graphs
-    from tacopt.cost_models.learned.sweep import PRIORS, iter_samples
+    from tacopt.cost_models.learned.measurement.measure import measure_graphs
+    from tacopt.cost_models.learned.sampling.sweep import PRIORS, iter_samples
 
     spent = state["spent_s"]
     left = budget_s - spent[phase.name]
@@ -293,12 +293,12 @@ def _phase_weights(
     base_doc: Mapping[str, Any] | None,
 ) -> Mapping[str, float] | None:
     if phase.weights == "adaptive":
-        from tacopt.cost_models.learned.records import read_records
-        from tacopt.cost_models.learned.sweep import adaptive_weights
+        from tacopt.cost_models.learned.measurement.records import read_records
+        from tacopt.cost_models.learned.sampling.sweep import adaptive_weights
 
         return adaptive_weights(read_records(records), seed=phase.seed)
     if phase.weights == "uncertain":
-        from tacopt.cost_models.learned.adapt import uncertain_weights
+        from tacopt.cost_models.learned.sampling.adapt import uncertain_weights
 
         assert base_doc is not None
         return uncertain_weights(base_doc)
@@ -309,7 +309,7 @@ def _measured(records: Path, seed: int) -> int:
     """Sampled op records of ``seed`` in ``records`` (labels ``KIND:seed:i``)."""
     if not records.exists():
         return 0
-    from tacopt.cost_models.learned.records import read_records
+    from tacopt.cost_models.learned.measurement.records import read_records
 
     tag = f":{seed}:"
     return sum(
@@ -333,7 +333,7 @@ def _measure_chains(
     """Chain models ``0..n-1`` of ``seed``, a few at a time, until ``left_s`` is spent."""
     import tempfile
 
-    from tacopt.cost_models.learned.measure import measure_models
+    from tacopt.cost_models.learned.measurement.measure import measure_models
     from tacopt.fusion.tflite.writer import write_tflite
 
     t0 = time.monotonic()
@@ -353,7 +353,7 @@ def _fit_and_write(
     base_doc: Mapping[str, Any] | None,
     state: Mapping[str, Any],
 ) -> int:
-    from tacopt.cost_models.learned.records import read_records
+    from tacopt.cost_models.learned.measurement.records import read_records
     from tacopt.cost_models.model_file import model_bytes
     from tacopt.fusion.ir.io import all_or_nothing
 
@@ -362,15 +362,15 @@ def _fit_and_write(
     ops = sum(1 for r in recs if r.get("type") == "op")
     with all_or_nothing([("-o", args.out)]) as out:
         if base_doc is not None:
-            from tacopt.cost_models.learned.adapt import adapt
-            from tacopt.cost_models.learned.records import MeasureError
+            from tacopt.cost_models.learned.measurement.records import MeasureError
+            from tacopt.cost_models.learned.sampling.adapt import adapt
 
             try:
                 doc = adapt(base_doc, recs)
             except ValueError as exc:
                 raise MeasureError(f"learn: {exc} (give more --minutes)") from None
         else:
-            from tacopt.cost_models.learned.model import fit
+            from tacopt.cost_models.learned.fitting.model import fit
 
             doc = fit(recs)
         doc["learn"] = {

@@ -222,7 +222,7 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
     for spec in opts.load:
         load_module(spec)
     from tacopt.cost_models.base import get_cost_model
-    from tacopt.cost_models.learned.fingerprint import announce_learned_devices
+    from tacopt.cost_models.learned.measurement.fingerprint import announce_learned_devices
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.partitioner.pickers import get_picker
     from tacopt.partitioner.pipeline import partition

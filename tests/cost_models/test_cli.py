@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tacopt.cost_models.learned.records import read_records
+from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.fusion.ir import Op, Tensor, make_graph
 from tacopt.partitioner.cli import main
 

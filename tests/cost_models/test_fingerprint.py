@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tacopt.cost_models.learned.fingerprint import (
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.measurement.fingerprint import (
     RESOLVERS,
     announce_learned_devices,
     describe,
@@ -18,8 +19,7 @@ from tacopt.cost_models.learned.fingerprint import (
     host_fingerprint,
     records_fingerprint,
 )
-from tacopt.cost_models.learned.model import LearnedCostModel, fit
-from tacopt.cost_models.learned.records import read_records
+from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.model_file import model_bytes
 from tacopt.partitioner.cli import main
 from tests.cost_models.test_measure_learned import small_model
@@ -27,7 +27,7 @@ from tests.cost_models.test_measure_learned import small_model
 
 @pytest.fixture(scope="module")
 def model_paths(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    from tacopt.cost_models.learned.singleop import fill_constants
+    from tacopt.cost_models.learned.measurement.singleop import fill_constants
     from tacopt.fusion.tflite.writer import write_tflite
 
     folder = tmp_path_factory.mktemp("fp_models")

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from tacopt.benchmarks.scripts.zoo_variants import float16_weights, sparse_weights
-from tacopt.cost_models.learned.model import LearnedCostModel, fit
-from tacopt.cost_models.learned.records import read_records
-from tacopt.cost_models.learned.singleop import (
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.singleop import (
     constant_inputs,
     fill_constants,
     fold_constants,
@@ -156,7 +156,7 @@ def test_int8_weights_dequantized_per_channel_fold_to_their_real_values() -> Non
 
 
 def test_evaluate_counts_folded_ops_apart_from_skips_with_their_reasons() -> None:
-    from tacopt.cost_models.learned.accuracy import evaluate, report_lines
+    from tacopt.cost_models.learned.fitting.accuracy import evaluate, report_lines
 
     ops = [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
             "flops": 10.0**i, "bytes": 10.0**i, "outputs": [[[10**i]]], "latency_us": 2.0 + i,

@@ -1,5 +1,5 @@
 """`tacopt learn` (measure + fit in a time budget, resumable) and few-sample adaptation to
-another device (`--from`, cost_models/adapt.py), issue 22."""
+another device (`--from`, cost_models/learned/sampling/adapt.py), issue 22."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tacopt.cost_models.learned import cli_learn
-from tacopt.cost_models.learned.adapt import adapt, corrections
-from tacopt.cost_models.learned.model import LearnedCostModel, correction_of, fit
-from tacopt.cost_models.learned.timing import MeasureConfig
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel, correction_of, fit
+from tacopt.cost_models.learned.measurement.timing import MeasureConfig
+from tacopt.cost_models.learned.sampling.adapt import adapt, corrections
 from tacopt.cost_models.model_file import read_model_doc
 from tacopt.partitioner.cli import main
 
@@ -118,7 +118,7 @@ def test_learn_bad_input_is_one_line(tmp_path: Path, capsys, argv, message) -> N
 def test_a_model_record_is_normalized_by_its_ops_families() -> None:
     """A model of a float conv (2x slower family) and an ADD (same speed): its index is their
     time-weighted mix, so the normalized model is the sum of its normalized ops."""
-    from tacopt.cost_models.learned.speed import normalize_records
+    from tacopt.cost_models.learned.measurement.speed import normalize_records
 
     sp, anchor = {"conv": 2.0, "add": 1.0}, {"conv": 1.0, "add": 1.0}
     recs = [

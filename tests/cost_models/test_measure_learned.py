@@ -9,11 +9,16 @@ import numpy as np
 import pytest
 
 from tacopt.cost_models.base import CostModelError, get_cost_model
-from tacopt.cost_models.learned.accuracy import evaluate
-from tacopt.cost_models.learned.model import LearnedCostModel, fit
-from tacopt.cost_models.learned.records import read_records
-from tacopt.cost_models.learned.singleop import cut_op, fill_constants, op_features, op_key
-from tacopt.cost_models.learned.speed import normalize_records
+from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.singleop import (
+    cut_op,
+    fill_constants,
+    op_features,
+    op_key,
+)
+from tacopt.cost_models.learned.measurement.speed import normalize_records
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
 from tacopt.partitioner.cli import main
 
@@ -123,7 +128,7 @@ def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
     """Samples whose probe reads show the machine slow do not count; an op's latency is the
     median over interpreter instances of each one's lowest quiet sample (no real timing here:
     the samples are set by hand)."""
-    from tacopt.cost_models.learned.timing import Gate, MeasureConfig, _Timer, neg_graph
+    from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, _Timer, neg_graph
     from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(probe_reads=1)
@@ -224,7 +229,7 @@ def test_bad_inputs(tmp_path: Path, capsys) -> None:
 
 
 def test_trees_fit_residuals_and_roundtrip_json() -> None:
-    from tacopt.cost_models.learned.trees import TREE_PARAMS, fit_trees, predict_trees
+    from tacopt.cost_models.learned.fitting.trees import TREE_PARAMS, fit_trees, predict_trees
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (200, 3))
@@ -251,7 +256,7 @@ def test_version1_model_files_still_load() -> None:
 
 
 def test_retype_op_quantizes_and_dequantizes() -> None:
-    from tacopt.cost_models.learned.retype import RetypeError, retype_op
+    from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
     from tacopt.cost_models.ops import inference_type
 
     S = fill_constants(cut_op(small_model(8), "fully_connected_1"), seed=0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tacopt.cost_models.learned.records import MeasureError, read_records
+from tacopt.cost_models.learned.measurement.records import MeasureError, read_records
 
 
 @pytest.mark.parametrize(

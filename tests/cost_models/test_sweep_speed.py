@@ -9,13 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tacopt.cost_models.learned.measure import measure_models
-from tacopt.cost_models.learned.model import LearnedCostModel, fit
-from tacopt.cost_models.learned.records import read_records
-from tacopt.cost_models.learned.singleop import cut_op, op_features, op_key
-from tacopt.cost_models.learned.speed import SpeedTracker, normalize_records, run_speed, speed_index
-from tacopt.cost_models.learned.sweep import SAMPLERS, iter_samples, sample_ops
-from tacopt.cost_models.learned.timing import MeasureConfig
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.measurement.measure import measure_models
+from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.singleop import cut_op, op_features, op_key
+from tacopt.cost_models.learned.measurement.speed import (
+    SpeedTracker,
+    normalize_records,
+    run_speed,
+    speed_index,
+)
+from tacopt.cost_models.learned.measurement.timing import MeasureConfig
+from tacopt.cost_models.learned.sampling.sweep import SAMPLERS, iter_samples, sample_ops
 from tacopt.fusion.ir import validate_graph
 from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.cli import main
@@ -57,7 +62,7 @@ def test_sweep_measures_resumes_and_records_speed(tmp_path: Path, capsys) -> Non
 
 
 def test_net_prior_draws_its_samplers_and_network_chains(tmp_path: Path, capsys) -> None:
-    from tacopt.cost_models.learned.samplers_net import NET_RNN_PRIOR, sample_net_chain
+    from tacopt.cost_models.learned.sampling.samplers_net import NET_RNN_PRIOR, sample_net_chain
 
     out = tmp_path / "net.jsonl"
     args = ["measure", "--sweep", "50", "--seed", "3", "--prior", "net-rnn", "--repeats", "3",
@@ -79,8 +84,8 @@ def test_net_prior_draws_its_samplers_and_network_chains(tmp_path: Path, capsys)
 
 
 def test_grouped_conv_feature_and_chains() -> None:
-    from tacopt.cost_models.learned.features import FEATURES, op_vector
-    from tacopt.cost_models.learned.sweep import BASE_SAMPLERS, sample_chain
+    from tacopt.cost_models.learned.fitting.features import FEATURES, op_vector
+    from tacopt.cost_models.learned.sampling.sweep import BASE_SAMPLERS, sample_chain
 
     assert "CONV_2D_GROUPED" not in BASE_SAMPLERS  # seed 0's prior stays the committed one
     ((_, G),) = sample_ops(1, seed=0, kinds=["CONV_2D_GROUPED"], int8_share=0.0)
@@ -111,7 +116,7 @@ def test_speed_index_tracker_and_normalization(monkeypatch) -> None:
     assert [r.get("latency_us") for r in norm] == pytest.approx([4 / 1.5, 2 / 1.5, None])
     assert recs[0]["latency_us"] == 4.0  # copies
     # blocks of one record: each by its own speed
-    import tacopt.cost_models.learned.speed as speed_module
+    import tacopt.cost_models.learned.measurement.speed as speed_module
 
     monkeypatch.setattr(speed_module, "SPEED_BLOCK", 1)
     norm = normalize_records(recs, {"conv": 1.0})
@@ -132,7 +137,7 @@ def _records(factor: float) -> list[dict]:
 
 
 def test_records_of_a_slower_day_fit_and_evaluate_in_one_unit() -> None:
-    from tacopt.cost_models.learned.accuracy import evaluate
+    from tacopt.cost_models.learned.fitting.accuracy import evaluate
 
     doc = fit(_records(1.0), learner="trees")
     model = LearnedCostModel(doc)
@@ -196,7 +201,7 @@ def test_model_with_a_custom_op_measures_its_ops_and_says_why_not_whole(tmp_path
 
 def test_lightgbm_trees_as_json_lists_predict_as_lightgbm() -> None:
     lgb = pytest.importorskip("lightgbm")
-    from tacopt.cost_models.learned.trees import _from_lightgbm, predict_trees
+    from tacopt.cost_models.learned.fitting.trees import _from_lightgbm, predict_trees
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4))
@@ -210,7 +215,7 @@ def test_lightgbm_trees_as_json_lists_predict_as_lightgbm() -> None:
 
 
 def test_adaptive_weights_favour_kinds_predicted_worst() -> None:
-    from tacopt.cost_models.learned.sweep import adaptive_weights
+    from tacopt.cost_models.learned.sampling.sweep import adaptive_weights
 
     rng = np.random.default_rng(0)
     recs = []
@@ -224,7 +229,7 @@ def test_adaptive_weights_favour_kinds_predicted_worst() -> None:
                 "latency_us": lat, "overhead_us": 0.5,
             })  # fmt: skip
     w = adaptive_weights(recs, seed=1)
-    from tacopt.cost_models.learned.samplers_net import NET_RNN_PRIOR
+    from tacopt.cost_models.learned.sampling.samplers_net import NET_RNN_PRIOR
 
     generic = {k: v for k, (_, v) in SAMPLERS.items() if k not in NET_RNN_PRIOR}
     assert set(w) == set(generic)  # the network priors have chunks of their own
@@ -257,7 +262,7 @@ def test_each_kernel_family_is_re_anchored_by_its_own_reference() -> None:
     """Issue 22: a machine whose int8 conv is 5x slower and float conv 1.1x slower scales int8
     GEMMs by 5, float GEMMs by 1.1 and elementwise ops by the ADD reference, never by one
     blended index."""
-    from tacopt.cost_models.learned.speed import family_index
+    from tacopt.cost_models.learned.measurement.speed import family_index
 
     anchor = {"conv": 10.0, "conv_int8": 10.0, "dwconv": 10.0, "add": 10.0, "move": 10.0}
     there = {"conv": 11.0, "conv_int8": 50.0, "dwconv": 17.0, "add": 13.0, "move": 10.0}

@@ -1,12 +1,12 @@
 """Measure op latencies on a real runtime (the ai-edge-litert interpreter).
 
-What is measured is the graph the partitioner prices (:func:`~tacopt.cost_models.learned.singleop.
-priced_graph`): the model with its ops of constants that the runtime computes once, at init, folded
-(a DEQUANTIZE of float16 weights, a DENSIFY of sparse ones:
-:data:`~tacopt.cost_models.learned.singleop.FOLDED_KINDS`), then fused with the rules whose fused
-ops LiteRT runs. Folded ops get a ``folded`` record (no per-invoke cost), and the op that reads
-their output is cut, measured and featured with constant weights, as the runtime runs it; the whole
-model is timed as stored.
+What is measured is the graph the partitioner prices
+(:func:`~tacopt.cost_models.learned.measurement.singleop.priced_graph`): the model with its ops of
+constants that the runtime computes once, at init, folded (a DEQUANTIZE of float16 weights, a
+DENSIFY of sparse ones: :data:`~tacopt.cost_models.learned.measurement.singleop.FOLDED_KINDS`), then
+fused with the rules whose fused ops LiteRT runs. Folded ops get a ``folded`` record (no per-invoke
+cost), and the op that reads their output is cut, measured and featured with constant weights, as
+the runtime runs it; the whole model is timed as stored.
 
 Each op of each model (nested WHILE / IF bodies included) is cut into a single-op graph: the op,
 its non-constant inputs as graph inputs, its constants filled with random values
@@ -20,7 +20,7 @@ Records (JSON lines, appended and flushed one by one, so a run can resume; docs/
 "The records format" is the reference):
 
 - ``{"type": "device", "device": id, "fingerprint": {...}}``: the device every later record's
-  ``device`` id names (:mod:`~tacopt.cost_models.learned.fingerprint`), written once per
+  ``device`` id names (:mod:`~tacopt.cost_models.learned.measurement.fingerprint`), written once per
   device and file
 - ``{"type": "folded", "key", "model", "op", "kind", "reason", "inputs", ...}``: an op of
   constants, computed at init; priced 0 per invoke, neither measured nor skipped
@@ -32,8 +32,8 @@ Records (JSON lines, appended and flushed one by one, so a run can resume; docs/
   ``rejected`` dropped as not quiet, ``quiet`` False when no sample was (then every sample
   counts). Records of earlier versions have no ``rejected`` / ``quiet`` (ungated samples) and
   read the same.
-  ``speed`` (reference model -> latency in us, :mod:`~tacopt.cost_models.learned.speed`) is the
-  machine's speed beside the op, and ``probe_us`` the gate's fast-state probe time; records
+  ``speed`` (reference model -> latency in us, :mod:`~tacopt.cost_models.learned.measurement.speed`)
+  is the machine's speed beside the op, and ``probe_us`` the gate's fast-state probe time; records
   without them predate drift tracking.
 - ``{"type": "skip", "key", "model", "op", "kind", "reason", ...}`` for ops that cannot run
   alone, with the op's features (``inputs``, ``outputs``, ``options``, ...) when known, so a
@@ -47,10 +47,11 @@ With ``types`` (``tacopt measure --types float32,int8``) every op is also rebuil
 inference types (:func:`retype_op`) and measured; those records carry ``retyped_from`` (the op's
 own type) and are listed under the model's ``variants``, never its ``ops``.
 
-The parts: :mod:`~tacopt.cost_models.learned.singleop` (cutting ops out),
-:mod:`~tacopt.cost_models.learned.retype` (other inference types),
-:mod:`~tacopt.cost_models.learned.timing` (gated timing) and
-:mod:`~tacopt.cost_models.learned.records` (the records file); this module is the run driver.
+The parts: :mod:`~tacopt.cost_models.learned.measurement.singleop` (cutting ops out),
+:mod:`~tacopt.cost_models.learned.measurement.retype` (other inference types),
+:mod:`~tacopt.cost_models.learned.measurement.timing` (gated timing) and
+:mod:`~tacopt.cost_models.learned.measurement.records` (the records file); this module is the run
+driver.
 """
 
 from __future__ import annotations
@@ -62,10 +63,14 @@ from typing import Any, TextIO
 
 import networkx as nx
 
-from tacopt.cost_models.learned.fingerprint import device_record, fingerprint_id, host_fingerprint
-from tacopt.cost_models.learned.records import read_records, write_record
-from tacopt.cost_models.learned.retype import RetypeError, retype_op
-from tacopt.cost_models.learned.singleop import (
+from tacopt.cost_models.learned.measurement.fingerprint import (
+    device_record,
+    fingerprint_id,
+    host_fingerprint,
+)
+from tacopt.cost_models.learned.measurement.records import read_records, write_record
+from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
+from tacopt.cost_models.learned.measurement.singleop import (
     cut_op,
     fill_constants,
     model_ops,
@@ -74,8 +79,14 @@ from tacopt.cost_models.learned.singleop import (
     priced_graph,
     unmeasurable,
 )
-from tacopt.cost_models.learned.speed import SpeedTracker, reference_models
-from tacopt.cost_models.learned.timing import Gate, MeasureConfig, Timing, time_model, time_models
+from tacopt.cost_models.learned.measurement.speed import SpeedTracker, reference_models
+from tacopt.cost_models.learned.measurement.timing import (
+    Gate,
+    MeasureConfig,
+    Timing,
+    time_model,
+    time_models,
+)
 from tacopt.cost_models.ops import trip_count
 
 
@@ -258,8 +269,8 @@ def measure_graphs(
     progress: Callable[[int, int, str], None] | None = None,
 ) -> dict[str, int]:
     """Measure single-op graphs (``(label, build)``, e.g. from
-    :func:`tacopt.cost_models.learned.sweep.iter_samples`) into the JSONL file ``out``, resuming it:
-    labels and configurations already recorded are skipped (a label is recorded as the
+    :func:`tacopt.cost_models.learned.sampling.sweep.iter_samples`) into the JSONL file ``out``,
+    resuming it: labels and configurations already recorded are skipped (a label is recorded as the
     record's ``model``). Stops submitting new ops after ``max_s`` seconds (re-run to go on).
 
     Returns

@@ -1,6 +1,6 @@
-"""The per-kind priors of the sweep (:mod:`tacopt.cost_models.learned.sweep`): each sampler draws
-one single-op graph, built with :class:`tacopt.fusion.ir.builder.GraphBuilder`, from a generic prior
-of typical mobile-CNN / transformer values (never read from the shared zoo).
+"""The per-kind priors of the sweep (:mod:`tacopt.cost_models.learned.sampling.sweep`): each sampler
+draws one single-op graph, built with :class:`tacopt.fusion.ir.builder.GraphBuilder`, from a generic
+prior of typical mobile-CNN / transformer values (never read from the shared zoo).
 
 >>> G = SAMPLERS["CONV_2D"][0](np.random.default_rng(0))
 >>> [G.nodes[n]["op"].kind for n in G]

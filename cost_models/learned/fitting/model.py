@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
-Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.learned.measure`; the model is plain JSON
-(format ``tacopt-learned``, version 5), never pickle, and loads as a cost model with
+Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`; the model
+is plain JSON (format ``tacopt-learned``, version 5), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. The target is the log of the measured single-op latency
 (one ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
@@ -9,12 +9,13 @@ latency *inside a model*: the prediction net of that overhead, times ``in_model_
 
 How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`):
 
-1. ``exact``: the configuration (same :func:`~tacopt.cost_models.learned.singleop.op_key`) was
-measured. 2. ``kind``: the (kind, inference type) is priced by a kind model
-   (:mod:`~tacopt.cost_models.learned.kind_models`: a log-linear base on padded MACs, bytes, FLOPs
-   and output elements, boosted trees on its residual), its own or the GEMM one a FULLY_CONNECTED
-   runs as, which beat the shared trees on held-out training configurations (``kind_groups``;
-   chosen in :func:`fit`).
+1. ``exact``: the configuration (same
+   :func:`~tacopt.cost_models.learned.measurement.singleop.op_key`) was measured.
+2. ``kind``: the (kind, inference type) is priced by a kind model
+   (:mod:`~tacopt.cost_models.learned.fitting.kind_models`: a log-linear base on padded MACs, bytes,
+   FLOPs and output elements, boosted trees on its residual), its own or the GEMM one a
+   FULLY_CONNECTED runs as, which beat the shared trees on held-out training configurations
+   (``kind_groups``; chosen in :func:`fit`).
 3. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
    elements]`` per (kind, inference type), shrunk towards the kind's fit, itself shrunk towards
    the global one (``SHRINK``), times boosted regression trees (LightGBM or :func:`fit_trees`,
@@ -29,17 +30,17 @@ measured. 2. ``kind``: the (kind, inference type) is priced by a kind model
 Whole models (:meth:`LearnedCostModel.predict_model`): one invoke overhead + ``in_model_scale`` x
 the sum of net op latencies + ``per_op_us`` per op + ``while_trip_us`` per WHILE trip; the terms
 are fitted on the training models' measured latencies
-(:func:`~tacopt.cost_models.learned.whole_model.whole_model_terms`). Quantize / dequantize at a
-boundary cost ``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE records).
+(:func:`~tacopt.cost_models.learned.fitting.whole_model.whole_model_terms`). Quantize / dequantize
+at a boundary cost ``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE records).
 
 Times are in the units of one machine (``anchor_speed``; records are normalized by the speed
-measured beside them, :mod:`~tacopt.cost_models.learned.speed`); ``op_cost`` converts them to the
-machine of ``speed`` (``tacopt calibrate``). The model knows one device, the one it was
+measured beside them, :mod:`~tacopt.cost_models.learned.measurement.speed`); ``op_cost`` converts
+them to the machine of ``speed`` (``tacopt calibrate``). The model knows one device, the one it was
 measured on (``device``, default ``"CPU"``).
 
-The parts: :mod:`~tacopt.cost_models.learned.features` (what the model sees),
-:mod:`~tacopt.cost_models.learned.trees` (the boosted trees) and
-:mod:`~tacopt.cost_models.learned.accuracy` (evaluation on held-out records).
+The parts: :mod:`~tacopt.cost_models.learned.fitting.features` (what the model sees),
+:mod:`~tacopt.cost_models.learned.fitting.trees` (the boosted trees) and
+:mod:`~tacopt.cost_models.learned.fitting.accuracy` (evaluation on held-out records).
 """
 
 from __future__ import annotations
@@ -66,22 +67,14 @@ from tacopt.cost_models.base import (
     register_cost_model,
     register_model_format,
 )
-from tacopt.cost_models.learned.features import FEATURES, design_row, op_vector
-from tacopt.cost_models.learned.fingerprint import records_fingerprint
-from tacopt.cost_models.learned.kind_models import (
+from tacopt.cost_models.learned.fitting.features import FEATURES, design_row, op_vector
+from tacopt.cost_models.learned.fitting.kind_models import (
     KindModels,
     alias_group,
     fit_kind_models,
     group_of,
 )
-from tacopt.cost_models.learned.singleop import UNMEASURABLE
-from tacopt.cost_models.learned.speed import (
-    family,
-    family_indices,
-    normalize_records,
-    run_speed,
-)
-from tacopt.cost_models.learned.trees import (
+from tacopt.cost_models.learned.fitting.trees import (
     LIGHTGBM_PARAMS,
     TREE_PARAMS,
     fit_lightgbm,
@@ -89,12 +82,20 @@ from tacopt.cost_models.learned.trees import (
     predict_stacked,
     stack_trees,
 )
-from tacopt.cost_models.learned.whole_model import (
+from tacopt.cost_models.learned.fitting.whole_model import (
     FLOOR_US,
     conversion_rate,
     gemm_rate,
     net_latency,
     whole_model_terms,
+)
+from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
+from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
+from tacopt.cost_models.learned.measurement.speed import (
+    family,
+    family_indices,
+    normalize_records,
+    run_speed,
 )
 from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
@@ -150,18 +151,18 @@ def fit(
 ) -> dict[str, Any]:
     """Fit a learned model (a JSON-ready dict) on measurement records.
 
-    Times are first put in one machine's units (:func:`tacopt.cost_models.learned.speed.
-    normalize_records`, anchored at the training records' median ``speed``), so records from
-    runs on a faster or slower day fit together; the model stores the anchor
-    (``anchor_speed``) and the speed of the machine it predicts for (``speed``, the anchor until
-    ``tacopt calibrate`` re-measures it).
+    Times are first put in one machine's units
+    (:func:`~tacopt.cost_models.learned.measurement.speed.normalize_records`, anchored at the
+    training records' median ``speed``), so records from runs on a faster or slower day fit
+    together; the model stores the anchor (``anchor_speed``) and the speed of the machine it
+    predicts for (``speed``, the anchor until ``tacopt calibrate`` re-measures it).
 
     Parameters
     ----------
-    records : records from :func:`tacopt.cost_models.learned.measure.read_records` (``op`` and
-    ``model``). device : the device the records were measured on.
+    records : records from :func:`tacopt.cost_models.learned.measurement.measure.read_records`
+    (``op`` and ``model``). device : the device the records were measured on.
     learner : ``"lightgbm"`` (LightGBM's boosted trees, converted to JSON lists) or ``"trees"``
-        (:func:`tacopt.cost_models.learned.trees.fit_trees`, numpy).
+        (:func:`tacopt.cost_models.learned.fitting.trees.fit_trees`, numpy).
     kinds : fit kind models and choose sources on held-out configurations (False: the shared
         trees and copy models alone, ~3x faster: the sweep's adaptive weights).
 
@@ -480,7 +481,11 @@ class LearnedCostModel(CostModelBase):
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
     ) -> float | None:
         """Predicted latency (us) of op ``node`` inside a model on this model's device."""
-        from tacopt.cost_models.learned.singleop import folded_reason, op_features, op_key
+        from tacopt.cost_models.learned.measurement.singleop import (
+            folded_reason,
+            op_features,
+            op_key,
+        )
 
         self.check_device(device)
         check_inference_type(inference_type, model=self.name)
@@ -531,7 +536,7 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
 
 #: The learned model shipped with the package (``--cost-model learned``): fitted on the
 #: committed sweep, ``benchmarks/results/learned_v5/sweep.jsonl`` (docs/cost-models.md).
-DEFAULT_MODEL = Path(__file__).parents[1] / "data" / "learned_cpu.json.gz"
+DEFAULT_MODEL = Path(__file__).parents[2] / "data" / "learned_cpu.json.gz"
 
 
 def default_learned_model() -> LearnedCostModel:

@@ -1,8 +1,8 @@
 """The machine's speed, measured beside every op: reference models timed in each chunk.
 
-The gate (:class:`~tacopt.cost_models.learned.timing.Gate`) keeps samples taken in the machine's
-fast state *within* a run; it cannot tell that the fast state itself is slower today than an hour
-ago (docs/cost-models.md, "Drift"). So every chunk of ops is timed together with a few fixed
+The gate (:class:`~tacopt.cost_models.learned.measurement.timing.Gate`) keeps samples taken in the
+machine's fast state *within* a run; it cannot tell that the fast state itself is slower today than
+an hour ago (docs/cost-models.md, "Drift"). So every chunk of ops is timed together with a few fixed
 reference models (:data:`REFERENCES`: a GEMM-bound CONV_2D, a depthwise conv, a memory-bound
 ADD, int8 and float), interleaved with the ops, by the same gated method. Each record carries
 ``speed`` (reference name -> its latency in us, a running median over the last
@@ -199,7 +199,7 @@ class SpeedTracker:
 def measure_speed(rounds: int = 5, cfg: object | None = None) -> dict[str, float]:
     """Time the reference models ``rounds`` times (gated, as ops are timed) and return the
     median latency of each, in us: the machine's speed now (``tacopt calibrate``)."""
-    from tacopt.cost_models.learned.timing import Gate, MeasureConfig, time_models
+    from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, time_models
 
     mcfg = cfg if isinstance(cfg, MeasureConfig) else MeasureConfig()
     gate = Gate(mcfg)

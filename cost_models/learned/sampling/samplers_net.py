@@ -1,8 +1,8 @@
 """The ``net`` prior of the sweep: single ops drawn where real networks put them.
 
-The generic prior (:mod:`tacopt.cost_models.learned.samplers`) draws resolution and channels
-independently, so the regimes a network lives in are rare in it: channels grow as resolution
-shrinks (stage ``s`` of a CNN has about ``w * 16 * 2**s`` channels at ``R / 2**(s+1)``
+The generic prior (:mod:`tacopt.cost_models.learned.sampling.samplers`) draws resolution and
+channels independently, so the regimes a network lives in are rare in it: channels grow as
+resolution shrinks (stage ``s`` of a CNN has about ``w * 16 * 2**s`` channels at ``R / 2**(s+1)``
 pixels), squeeze-and-excitation blocks run 1x1 convolutions on a 1x1 map (matrix-vector
 products bound by their weights), stems convolve 3 channels at full resolution, heads and
 bottlenecks hold megabytes of weights at 7-10 pixels, attention transposes
@@ -29,7 +29,7 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 
-from tacopt.cost_models.learned.samplers import (
+from tacopt.cost_models.learned.sampling.samplers import (
     MAX_ELEMENTS,
     MAX_MACS,
     SAMPLERS,

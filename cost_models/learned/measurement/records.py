@@ -1,5 +1,6 @@
 """Measurement records: JSON lines, one per op, skipped op or whole model (format in
-:mod:`tacopt.cost_models.learned.measure`), appended and flushed one by one so a run can resume."""
+:mod:`tacopt.cost_models.learned.measurement.measure`), appended and flushed one by one so a run can
+resume."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """How a learned model's ops add up to a whole model, and the rates it falls back on: fitted on
 the training records' whole-model latencies and GEMM / conversion ops
-(:func:`tacopt.cost_models.learned.model.fit`)."""
+(:func:`tacopt.cost_models.learned.fitting.model.fit`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.cost_models.learned.singleop import UNMEASURABLE
+from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 
 FLOOR_US = 0.05
 

@@ -4,11 +4,11 @@
 :class:`tacopt.fusion.ir.builder.GraphBuilder`, from a generic prior per kind (:data:`SAMPLERS`):
 kernel size, stride, dilation, channels in / out, depthwise, resolution, padding, fused activation,
 broadcast pattern, axis, and the inference type (half of the samples rebuilt in int8 by
-:func:`tacopt.cost_models.learned.retype.retype_op`). The prior is generic (typical mobile-CNN /
-transformer values: channels mostly multiples of 8 up to 1,280, resolutions 1-224), never read
-from the shared zoo, so a zoo model is an honest held-out test. Sampling is deterministic for a
-seed; :func:`tacopt.cost_models.learned.measure.measure_graphs` measures them, skipping
-configurations already in the records file (resumable). ``tacopt measure --sweep --out
+:func:`tacopt.cost_models.learned.measurement.retype.retype_op`). The prior is generic (typical
+mobile-CNN / transformer values: channels mostly multiples of 8 up to 1,280, resolutions 1-224),
+never read from the shared zoo, so a zoo model is an honest held-out test. Sampling is deterministic
+for a seed; :func:`tacopt.cost_models.learned.measurement.measure.measure_graphs` measures them,
+skipping configurations already in the records file (resumable). ``tacopt measure --sweep --out
 train.jsonl``.
 
 >>> items = sample_ops(3, seed=1, kinds=["CONV_2D"])
@@ -25,9 +25,14 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from tacopt.cost_models.learned.retype import RetypeError, retype_op
-from tacopt.cost_models.learned.samplers import BASE_SAMPLERS, CHANNELS, SAMPLERS, activation
-from tacopt.cost_models.learned.samplers_net import (
+from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
+from tacopt.cost_models.learned.sampling.samplers import (
+    BASE_SAMPLERS,
+    CHANNELS,
+    SAMPLERS,
+    activation,
+)
+from tacopt.cost_models.learned.sampling.samplers_net import (
     NET_PRIOR,
     NET_RNN_PRIOR,
     sample_net_chain,
@@ -109,8 +114,8 @@ def adaptive_weights(
     import hashlib
     import importlib.util
 
-    from tacopt.cost_models.learned.accuracy import evaluate
-    from tacopt.cost_models.learned.model import LearnedCostModel, fit
+    from tacopt.cost_models.learned.fitting.accuracy import evaluate
+    from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
 
     def seed_of(r: Mapping[str, Any]) -> int:
         parts = str(r.get("model", "")).split(":")

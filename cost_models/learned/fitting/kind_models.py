@@ -1,17 +1,17 @@
 """One model per (op kind, inference type): a log-linear base on the work the kernel does,
 boosted trees on what it leaves.
 
-The learned model's shared trees (:mod:`tacopt.cost_models.learned.model`) see every kind at once,
-so a kind with many configurations (CONV_2D, DEPTHWISE_CONV_2D, MUL, ...) gets only the splits it
-wins against the others. A kind model is fitted on that kind's records alone: first a ridge fit
+The learned model's shared trees (:mod:`tacopt.cost_models.learned.fitting.model`) see every kind at
+once, so a kind with many configurations (CONV_2D, DEPTHWISE_CONV_2D, MUL, ...) gets only the splits
+it wins against the others. A kind model is fitted on that kind's records alone: first a ridge fit
 of ``log(latency_us)`` on ``[1, log padded MACs, log bytes, log FLOPs, log output elements]``
 (:data:`BASE_FEATURES`: XNNPACK's tiled work and the bytes it streams; it extrapolates in size
 where trees cannot), then boosted trees (LightGBM or
-:func:`~tacopt.cost_models.learned.trees.fit_trees`) on its residual over every tree feature. Which
-kinds use their own model is chosen on held-out training configurations
-(:func:`tacopt.cost_models.learned.model.fit`); the rest keep the shared trees. A kind XNNPACK runs
-as another (a FULLY_CONNECTED is a 1x1 CONV_2D's GEMM, :data:`ALIASES`) may be priced by that kind's
-model instead, chosen the same way.
+:func:`~tacopt.cost_models.learned.fitting.trees.fit_trees`) on its residual over every tree
+feature. Which kinds use their own model is chosen on held-out training configurations
+(:func:`tacopt.cost_models.learned.fitting.model.fit`); the rest keep the shared trees. A kind
+XNNPACK runs as another (a FULLY_CONNECTED is a 1x1 CONV_2D's GEMM, :data:`ALIASES`) may be priced
+by that kind's model instead, chosen the same way.
 
 Stored as JSON (``{"w": [...], "trees": [...], "n": N, "range": [lo, hi]}`` per
 ``"KIND|TYPE"``), never pickle.
@@ -38,8 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.cost_models.learned.features import FEATURES, op_vector
-from tacopt.cost_models.learned.trees import fit_lightgbm, fit_trees, predict_stacked, stack_trees
+from tacopt.cost_models.learned.fitting.features import FEATURES, op_vector
+from tacopt.cost_models.learned.fitting.trees import (
+    fit_lightgbm,
+    fit_trees,
+    predict_stacked,
+    stack_trees,
+)
 
 #: Inputs of a kind model's log-linear base (after a constant 1), by :data:`FEATURES` name.
 BASE_FEATURES = ("log_padded_macs", "log_bytes", "log_flops", "log_output_elements")

@@ -51,9 +51,10 @@ class MeasureConfig:
     lowest quiet sample of thread CPU time per invoke (wall-clock time with ``threads`` > 1:
     the kernels then run on other threads too). Whole models get ``model_samples``.
 
-    ``resolver`` names the kernels (:data:`tacopt.cost_models.learned.fingerprint.RESOLVERS`):
-    ``xnnpack`` (LiteRT's default, the XNNPACK delegate), ``builtin`` (LiteRT's optimized
-    builtin kernels without default delegates) or ``ref`` (its reference kernels).
+    ``resolver`` names the kernels
+    (:data:`tacopt.cost_models.learned.measurement.fingerprint.RESOLVERS`): ``xnnpack`` (LiteRT's
+    default, the XNNPACK delegate), ``builtin`` (LiteRT's optimized builtin kernels without default
+    delegates) or ``ref`` (its reference kernels).
     """
 
     threads: int = 1
@@ -96,7 +97,7 @@ class MeasureConfig:
         """A LiteRT interpreter of ``model`` with this run's threads and op resolver."""
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-        from tacopt.cost_models.learned.fingerprint import RESOLVERS, check_resolver
+        from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS, check_resolver
 
         kind = RESOLVERS[check_resolver(self.resolver)][0]
         return Interpreter(

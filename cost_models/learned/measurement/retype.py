@@ -8,7 +8,7 @@ from dataclasses import replace
 import networkx as nx
 import numpy as np
 
-from tacopt.cost_models.learned.records import MeasureError
+from tacopt.cost_models.learned.measurement.records import MeasureError
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, ops_of
 
 #: ``--types`` names and the inference types they stand for.
@@ -88,7 +88,7 @@ def retype_op(S: nx.MultiDiGraph, inference: str, *, seed: int = 0) -> nx.MultiD
     Examples
     --------
     >>> from tacopt.cost_models.ops import inference_type
-    >>> from tacopt.cost_models.learned.singleop import cut_op, fill_constants
+    >>> from tacopt.cost_models.learned.measurement.singleop import cut_op, fill_constants
     >>> S = fill_constants(cut_op(_fc_graph(), "fc_0"), seed=0)
     >>> Q = retype_op(S, "QUANTIZED_INT8")
     >>> [(t.dtype, len(t.quantization.scale)) for t in Q.graph["tensors"].values()]

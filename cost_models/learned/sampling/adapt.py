@@ -2,8 +2,8 @@
 
 A model fitted on one device predicts another in two steps:
 
-1. **Re-anchor per kernel family** (:mod:`~tacopt.cost_models.learned.speed`): every record
-   carries the reference timings of its machine; each op is put in the base model's units by
+1. **Re-anchor per kernel family** (:mod:`~tacopt.cost_models.learned.measurement.speed`): every
+   record carries the reference timings of its machine; each op is put in the base model's units by
    the reference of its family (float GEMM, int8 GEMM, depthwise, elementwise, data movement).
 2. **Correct per family and per kind** (:func:`adapt`): a few hundred ops measured on the new
    device give, for each (kind, inference type), the log ratio of the measured net latency to the
@@ -30,8 +30,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tacopt.cost_models.learned.speed import family, normalize_records, run_speed
-from tacopt.cost_models.learned.whole_model import net_latency
+from tacopt.cost_models.learned.fitting.whole_model import net_latency
+from tacopt.cost_models.learned.measurement.speed import family, normalize_records, run_speed
 
 #: Pseudo-records pulling a group's correction towards its parent's (family, then global).
 SHRINK = 3.0
@@ -117,7 +117,7 @@ def adapt(
     ValueError
         When ``records`` hold no op record carrying ``speed``.
     """
-    from tacopt.cost_models.learned.model import LearnedCostModel
+    from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 
     base_doc = {k: v for k, v in base_doc.items() if k != "adapted"}
     ops = [r for r in records if r.get("type") == "op" and r.get("speed")]
@@ -131,7 +131,7 @@ def adapt(
     for r in norm:
         table[r["key"]].append(r["latency_us"])
     corr = corrections(base, norm)
-    from tacopt.cost_models.learned.fingerprint import records_fingerprint
+    from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
 
     doc = dict(base_doc)
     doc["speed"] = speed
@@ -156,9 +156,9 @@ def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -
     """Boosted trees (LightGBM, as JSON lists) on the log residual of the corrected base."""
     import numpy as np
 
-    from tacopt.cost_models.learned.features import op_vector
-    from tacopt.cost_models.learned.model import LearnedCostModel
-    from tacopt.cost_models.learned.trees import fit_lightgbm
+    from tacopt.cost_models.learned.fitting.features import op_vector
+    from tacopt.cost_models.learned.fitting.model import LearnedCostModel
+    from tacopt.cost_models.learned.fitting.trees import fit_lightgbm
 
     model = LearnedCostModel(doc)
     X = np.array([op_vector(r, model.tree_kinds) for r in norm])
@@ -179,8 +179,8 @@ def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
     >>> w["ADD"] < w["CONV_2D"] and w["CONV_2D_NET"] == w["CONV_2D"]
     True
     """
-    from tacopt.cost_models.learned.samplers import BASE_SAMPLERS, SAMPLERS
-    from tacopt.cost_models.learned.samplers_net import NET_RNN_PRIOR
+    from tacopt.cost_models.learned.sampling.samplers import BASE_SAMPLERS, SAMPLERS
+    from tacopt.cost_models.learned.sampling.samplers_net import NET_RNN_PRIOR
 
     prior = {**{k: SAMPLERS[k][1] for k in BASE_SAMPLERS}, **NET_RNN_PRIOR}
     fits = base_doc.get("fits", {})

@@ -12,9 +12,9 @@ import numpy as np
 from tacopt.cost_models.base import (
     CostModelError,
 )
-from tacopt.cost_models.learned.model import LearnedCostModel
-from tacopt.cost_models.learned.speed import normalize_records
-from tacopt.cost_models.learned.whole_model import FLOOR_US, net_latency, records_by_key
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
+from tacopt.cost_models.learned.fitting.whole_model import FLOOR_US, net_latency, records_by_key
+from tacopt.cost_models.learned.measurement.speed import normalize_records
 
 
 def evaluate(
@@ -26,8 +26,8 @@ def evaluate(
     """Accuracy of ``model`` on held-out records.
 
     Records that carry the machine's ``speed`` are first put in the model's units
-    (:func:`tacopt.cost_models.learned.speed.normalize_records`), so a model fitted on one day is
-    evaluated on measurements of another without the machine's drift.
+    (:func:`tacopt.cost_models.learned.measurement.speed.normalize_records`), so a model fitted on
+    one day is evaluated on measurements of another without the machine's drift.
 
     Returns ``within_10pct`` (share of ops whose predicted single-op latency, overhead included,
     is within ±10 % of the measured one), ``within_10pct_net`` (the same on net latencies: the
@@ -112,7 +112,7 @@ def evaluate(
 def report_lines(result: Mapping[str, Any]) -> list[str]:
     """The text form of :func:`evaluate`'s result (``tacopt fit --eval``, ``tacopt evaluate``),
     with the fingerprints of the model and the records when ``result`` holds them."""
-    from tacopt.cost_models.learned.fingerprint import describe
+    from tacopt.cost_models.learned.measurement.fingerprint import describe
 
     r = result
     lines = [
