@@ -6,6 +6,10 @@ raising the owning package's own error class so callers see the same exception t
 Package-specific behaviour (``replace=True`` hints, case-insensitive names) stays in the package,
 which delegates the plain part here. A user's own object named by a ``pkg.mod:Name`` spec is
 imported by :func:`resolve_spec`, the one place that reads such specs.
+
+Built-ins are registered lazily (:meth:`Registry.add_lazy`): the registry holds the
+``pkg.mod:Name`` spec of each and imports it on first use, so listing the names (``--help``,
+error messages) imports nothing and a command pays only for what it runs.
 """
 
 from __future__ import annotations
@@ -13,9 +17,17 @@ from __future__ import annotations
 import pkgutil
 import sys
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class LazyEntry:
+    """A registered name whose object is imported on first use: ``spec`` is ``pkg.mod:Name``."""
+
+    spec: str
 
 
 class Registry(Generic[T]):
@@ -39,6 +51,12 @@ class Registry(Generic[T]):
     Traceback (most recent call last):
     ...
     KeyError: "unknown colour 'blue'; known: red"
+
+    A lazy entry is listed at once and imported when first asked for:
+
+    >>> reg.add_lazy("dumps", "json:dumps")
+    >>> reg.names(), reg.get("dumps").__name__
+    (('dumps', 'red'), 'dumps')
     """
 
     __slots__ = ("kind", "error", "_items")
@@ -46,7 +64,14 @@ class Registry(Generic[T]):
     def __init__(self, kind: str, error: type[Exception]) -> None:
         self.kind = kind
         self.error = error
-        self._items: dict[str, T] = {}
+        self._items: dict[str, T | LazyEntry] = {}
+
+    def add_lazy(self, name: str, spec: str) -> None:
+        """Register the object a ``pkg.mod:Name`` spec names as ``name``, importing it only when
+        it is first asked for (:meth:`get`, :meth:`find`); a taken name raises."""
+        if name in self._items:
+            raise self.error(f"{self.kind} {name!r} is already registered")
+        self._items[name] = LazyEntry(spec)
 
     def add(self, name: str, obj: T, *, replace: bool = False) -> T:
         """Register ``obj`` as ``name`` and return it; a taken name raises unless ``replace``."""
@@ -57,19 +82,24 @@ class Registry(Generic[T]):
 
     def get(self, name: str) -> T:
         """The object registered as ``name``; an unknown name raises, listing the known ones."""
-        try:
-            return self._items[name]
-        except KeyError:
+        found = self.find(name)
+        if found is None:
             known = ", ".join(self.names())
-            raise self.error(f"unknown {self.kind} {name!r}; known: {known}") from None
+            raise self.error(f"unknown {self.kind} {name!r}; known: {known}")
+        return found
 
     def find(self, name: str) -> T | None:
-        """The object registered as ``name``, or None."""
-        return self._items.get(name)
+        """The object registered as ``name``, or None (a lazy entry is imported now, once)."""
+        obj = self._items.get(name)
+        if isinstance(obj, LazyEntry):
+            obj = cast(T, resolve_spec(obj.spec, f"{self.kind} {name!r}", self.error))
+            self._items[name] = obj
+        return obj
 
     def remove(self, name: str) -> None:
         """Unregister ``name`` (raises like :meth:`get` if it is unknown)."""
-        self.get(name)
+        if name not in self._items:
+            self.get(name)  # raises, listing the known names
         del self._items[name]
 
     def names(self) -> tuple[str, ...]:

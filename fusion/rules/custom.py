@@ -25,7 +25,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 from flatbuffers import flexbuffers
-from scipy.special import erf
 
 from tacopt.fusion.ir import Op
 from tacopt.fusion.ir.errors import ExecutionError
@@ -79,6 +78,8 @@ def _layer_norm(op: Op, xs: Sequence[np.ndarray | None]) -> np.ndarray:
 
 
 def _erf(op: Op, xs: Sequence[np.ndarray | None]) -> np.ndarray:
+    from scipy.special import erf  # scipy.special takes longer to import than most commands run
+
     return erf(np.asarray(xs[0], np.float32)).astype(np.float32)
 
 

@@ -1,8 +1,8 @@
 """Pickers: functions that assign one choice to every unit of a pick problem.
 
 A picker is any callable ``picker(problem, **options) -> Plan`` (the :class:`Picker` protocol),
-registered by name with :func:`register_picker`. The built-ins register when this package is
-imported:
+registered by name with :func:`register_picker`. The built-ins are registered by name and
+imported on first use (:data:`~tacopt.partitioner.pickers.registry.BUILTIN_PICKERS`):
 
 ========== =====================================================================
 exact      one solver in stages: reductions, primal search, bounds, proof (engine.py on
@@ -27,10 +27,9 @@ True
 
 from __future__ import annotations
 
-# Each built-in module registers its pickers when imported.
-from tacopt.partitioner.pickers import brute, exact, greedy, mincut, tac  # noqa: E402, F401
 from tacopt.partitioner.pickers.registry import (  # noqa: F401  (the package's API)
     _PICKERS,
+    BUILTIN_PICKERS,
     Picker,
     get_picker,
     is_picker_spec,

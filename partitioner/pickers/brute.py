@@ -9,7 +9,6 @@ import numpy as np
 
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.memory import fits_batch
-from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import (
     NoPlanError,
     Plan,
@@ -106,4 +105,3 @@ def _assignments(start: np.ndarray, radix: list[int], begin: int, end: int) -> n
 
 
 pick_brute.scope = brute_scope  # type: ignore[attr-defined]
-register_picker("brute", pick_brute)

@@ -20,7 +20,6 @@ import numpy as np
 
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.memory import fits_batch
-from tacopt.partitioner.pickers.engine import solve_pairwise
 from tacopt.partitioner.pickers.formulation import build_model
 from tacopt.partitioner.pickers.greedy import greedy_choices
 from tacopt.partitioner.pickers.mip import (
@@ -33,7 +32,6 @@ from tacopt.partitioner.pickers.mip import (
     warm_start,
 )
 from tacopt.partitioner.pickers.reduce import FORBIDDEN, pairwise_scope
-from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import NoPlanError, Plan, evaluate_index, plan_from_choices
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
@@ -267,6 +265,8 @@ def _pick_pairwise(
 ) -> Plan:
     """The engine (:mod:`.engine`) on a problem in pairwise form, as a checked plan (never
     dearer than the greedy or the initial plan, when those fit)."""
+    from tacopt.partitioner.pickers.engine import solve_pairwise  # scipy and the search stack
+
     # Room to check the plan and return it within the limit.
     left = time_limit_s - (time.perf_counter() - started)
     deadline = time.monotonic() + left - max(0.3, 0.03 * time_limit_s)
@@ -302,6 +302,3 @@ def _pick_pairwise(
 def _total(index: ProblemIndex, chosen: np.ndarray | None) -> float:
     """The objective of ``chosen``; inf for no plan."""
     return math.inf if chosen is None else evaluate_index(index, chosen).total
-
-
-register_picker("exact", pick_exact)

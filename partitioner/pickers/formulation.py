@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from tacopt.partitioner.problem import ProblemIndex
+
+if TYPE_CHECKING:  # scipy loads when a model is built: a trivial problem never starts a solver
+    import scipy.sparse as sp
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +261,8 @@ class _Blocks:
         self.n_rows += len(lb)
 
     def finish(self) -> LinearModel:
+        import scipy.sparse as sp
+
         rows, cols, vals = (np.concatenate(part) for part in zip(*self.entries))
         matrix = sp.csr_matrix((vals, (rows, cols)), shape=(self.n_rows, self.n_vars))
         return LinearModel(

@@ -7,7 +7,6 @@ import time
 import numpy as np
 
 from tacopt.partitioner.memory import first_overflow
-from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import NoPlanError, Plan, plan_from_choices
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
@@ -219,7 +218,3 @@ def _group(keys: np.ndarray, values: np.ndarray, n: int) -> list[list[int]]:
     bounds = np.searchsorted(keys[order], np.arange(n + 1))
     flat = values[order].tolist()
     return [flat[bounds[i] : bounds[i + 1]] for i in range(n)]
-
-
-register_picker("first-fit", pick_first_fit)
-register_picker("greedy", pick_greedy)

@@ -27,7 +27,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from tacopt.partitioner.errors import PickerError
-from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import Plan, plan_from_choices, relative_gap
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 
@@ -287,4 +286,3 @@ def _capacity_scale(caps: np.ndarray) -> tuple[float, bool]:
 
 
 pick_mincut.scope = mincut_scope  # type: ignore[attr-defined]
-register_picker("mincut", pick_mincut)

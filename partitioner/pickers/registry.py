@@ -1,8 +1,10 @@
 """The picker registry: the :class:`Picker` protocol, :func:`register_picker`, resolving a
 name or ``pkg.mod:Name`` spec (:func:`get_picker`), and :func:`pick`.
 
-The built-in pickers register from :mod:`tacopt.partitioner.pickers` (the package), which
-re-exports these names; picker modules import this module, never the package.
+The built-in pickers are listed here (:data:`BUILTIN_PICKERS`) and imported on first use, so
+naming them costs nothing and a one-unit problem never imports the solver stack.
+:mod:`tacopt.partitioner.pickers` (the package) re-exports these names; picker modules import
+neither.
 """
 
 from __future__ import annotations
@@ -25,7 +27,19 @@ class Picker(Protocol):
     def __call__(self, problem: PickProblem, *args: Any, **options: Any) -> Plan: ...
 
 
+#: The built-in pickers: name -> ``pkg.mod:Name``, imported when first asked for.
+BUILTIN_PICKERS = {
+    "brute": "tacopt.partitioner.pickers.brute:pick_brute",
+    "exact": "tacopt.partitioner.pickers.exact:pick_exact",
+    "first-fit": "tacopt.partitioner.pickers.greedy:pick_first_fit",
+    "greedy": "tacopt.partitioner.pickers.greedy:pick_greedy",
+    "mincut": "tacopt.partitioner.pickers.mincut:pick_mincut",
+    "tac": "tacopt.partitioner.pickers.tac:pick_tac",
+}
+
 _PICKERS: Registry[Picker] = Registry("picker", PickerError)
+for _name, _spec in BUILTIN_PICKERS.items():
+    _PICKERS.add_lazy(_name, _spec)
 
 
 def register_picker(name: str, picker: Picker, *, replace: bool = False) -> Picker:

@@ -12,7 +12,6 @@ import time
 from dataclasses import dataclass
 
 from tacopt.partitioner.memory import first_overflow
-from tacopt.partitioner.pickers.registry import register_picker
 from tacopt.partitioner.plan import NoPlanError, Plan, plan_from_choices
 from tacopt.partitioner.problem import (
     Choice,
@@ -190,6 +189,3 @@ def _make_decisions(views: dict[str, list[_View]], outputs: list[str]) -> dict[s
             elif decisions[producer] != wanted:
                 return None
     return decisions
-
-
-register_picker("tac", pick_tac)

@@ -167,6 +167,42 @@ def test_dispatcher_loads_only_the_named_command():
     assert commands(build_parser("no-such-command")) == everything  # argparse then lists them
 
 
+# The start-up (issue 23): a one-unit problem is solved by trying its choices, so neither the
+# solver stack (scipy, OR-Tools) nor the other pickers are imported; --help lists the pickers
+# without importing one.
+STARTUP = """
+import sys
+from tacopt.partitioner.cli import main
+code = main(sys.argv[1:])
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "ortools")
+                or m.startswith("tacopt.partitioner.pickers.") and m.count(".") == 3)
+print(code, " ".join(loaded))
+"""
+
+
+def _loaded_after(*argv: str) -> tuple[int, set[str]]:
+    done = subprocess.run([sys.executable, "-c", STARTUP, *argv], capture_output=True,
+                          text=True, check=True)  # fmt: skip
+    code, _, loaded = done.stdout.strip().splitlines()[-1].partition(" ")
+    return int(code), set(loaded.split())
+
+
+def test_a_one_unit_problem_starts_no_solver(bundled_models):
+    model = bundled_models["keras__mobilenet_v2_float32.tflite"]
+    code, loaded = _loaded_after("partition", str(model), "--devices", "GPU,CPU")
+    assert code == 0
+    assert not {m for m in loaded if m.startswith(("scipy", "ortools"))}, sorted(loaded)
+    picker_modules = {m.rpartition(".")[2] for m in loaded if m.startswith("tacopt.")}
+    assert picker_modules <= {"exact", "brute", "greedy", "registry", "reduce", "mip",
+                              "formulation"}, sorted(loaded)  # fmt: skip
+
+
+def test_help_names_the_pickers_without_importing_them(capsys):
+    code, loaded = _loaded_after("partition", "--help")
+    assert code == 0
+    assert {m for m in loaded if m.startswith("tacopt.")} <= {"tacopt.partitioner.pickers.registry"}
+
+
 # --------------------------------------------------------------------------------------------
 # options checked before any work; outputs all or nothing
 # --------------------------------------------------------------------------------------------
