@@ -1,10 +1,11 @@
 """``python -m tacopt.benchmarks NAME [ARGS]``: run one of the benchmark scripts; no NAME lists
 them.
 
-The scripts are the modules of :mod:`tacopt.benchmarks.scripts` (``bench_*`` time one stage,
-``check_*`` cross-check one claim, plus the zoo tools), and the study's own runnable modules
-(:data:`STUDY`): each is run as if started with ``python -m``, so ``--help`` works for every one.
-``bench`` is the main study, the same as ``tacopt bench``.
+The scripts are the modules in the folders of :mod:`tacopt.benchmarks.scripts` (``bench_*`` time
+one stage, ``check_*`` cross-check one claim, plus the zoo tools), named by their module alone
+(the folder groups them for the reader), and the study's own runnable modules (:data:`STUDY`):
+each is run as if started with ``python -m``, so ``--help`` works for every one. ``bench`` is the
+main study, the same as ``tacopt bench``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pkgutil
 import runpy
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from tacopt.benchmarks import scripts
 from tacopt.fusion.ir.errors import print_error
@@ -28,15 +30,22 @@ STUDY = {
 
 
 def commands() -> dict[str, str]:
-    """NAME -> module, every script under ``scripts/`` and the study's runnable modules.
+    """NAME -> module, every script in the folders under ``scripts/`` and the study's runnable
+    modules. A NAME is the module's own name, so two scripts may not share one.
 
     >>> sorted(commands())[:3]
-    ['bench_fuse', 'bench_iopddl', 'bench_learned']
-    >>> commands()["fuzz"]
-    'tacopt.benchmarks.fuzz.campaign'
+    ['bench_adapt', 'bench_fuse', 'bench_iopddl']
+    >>> commands()["fuzz"], commands()["bench_pickers"]
+    ('tacopt.benchmarks.fuzz.campaign', 'tacopt.benchmarks.scripts.picking.bench_pickers')
     """
-    found = {m.name: f"{scripts.__name__}.{m.name}" for m in pkgutil.iter_modules(scripts.__path__)}
-    return dict(sorted({**found, **STUDY}.items()))
+    found: dict[str, str] = dict(STUDY)
+    for group in pkgutil.iter_modules(scripts.__path__):
+        folder = [str(Path(scripts.__path__[0]) / group.name)]
+        for m in pkgutil.iter_modules(folder):
+            if m.name in found:
+                raise RuntimeError(f"two benchmark scripts named {m.name!r}: rename one")
+            found[m.name] = f"{scripts.__name__}.{group.name}.{m.name}"
+    return dict(sorted(found.items()))
 
 
 def _summary(module: str) -> str:

@@ -281,7 +281,7 @@ def _run_contest(args: argparse.Namespace, zoos: list[str], report_dir: Path | N
     report (``report.md``) to the report folder."""
     import json
 
-    from tacopt.benchmarks.scripts.bench_iopddl import report, run_iopddl_bench
+    from tacopt.benchmarks.scripts.picking.bench_iopddl import report, run_iopddl_bench
     from tacopt.benchmarks.zoos import BenchmarkError
     from tacopt.fusion.ir.io import atomic_write
 

@@ -68,8 +68,8 @@ def pick_exact(
         SCIP reached a 0.8 % gap in 60 s where HiGHS kept the greedy plan at a 65 % gap);
         the certificate always runs on HiGHS. HiGHS: with the certificate below it proves
         1,000 units in about 0.2 s and 10,000 in about 3 s
-        (``benchmarks/scripts/bench_pickers.py``); branch-and-bound alone took 0.65 s and 11 s, SCIP
-        1.1 s and 74 s, and CP-SAT did not prove 1,000 units within a minute.
+        (``python -m tacopt.benchmarks bench_pickers``); branch-and-bound alone took 0.65 s and
+        11 s, SCIP 1.1 s and 74 s, and CP-SAT did not prove 1,000 units within a minute.
     time_limit_s : float
         Wall-clock limit of the solve. At the limit the best plan found so far is returned
         with status FEASIBLE and its gap (the greedy plan if nothing better was found).

@@ -155,9 +155,9 @@ def test_all_failed_records_are_not_a_silent_success(
 
 
 def test_ctrl_c_stops_within_2_s_with_the_resume_hint_and_keeps_records(tmp_path: Path) -> None:
-    """The acceptance of issue 11 (10 of 10 trials: ``python -m
-    tacopt.benchmarks.scripts.check_interrupt``); the suite runs 2, one with a second Ctrl-C."""
-    from tacopt.benchmarks.scripts.check_interrupt import HINT, interrupt_bench
+    """The acceptance of issue 11 (10 of 10 trials: ``python -m tacopt.benchmarks
+    check_interrupt``); the suite runs 2, one with a second Ctrl-C."""
+    from tacopt.benchmarks.scripts.pipeline.check_interrupt import HINT, interrupt_bench
 
     for i, second in enumerate((None, 0.05)):
         trial = interrupt_bench(tmp_path / f"r{i}.jsonl", jobs=2, second_sigint_s=second)

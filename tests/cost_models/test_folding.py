@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tacopt.benchmarks.scripts.zoo_variants import float16_weights, sparse_weights
+from tacopt.benchmarks.scripts.zoo.zoo_variants import float16_weights, sparse_weights
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.singleop import (
@@ -105,7 +105,8 @@ def test_learned_model_prices_folded_ops_at_zero_and_knows_the_weights_constant(
 
 
 def test_only_kinds_the_runtime_folds_are_folded() -> None:
-    """SELECT_V2 of constants runs on every invoke (benchmarks/scripts/check_folding.py: +33 us)."""
+    """SELECT_V2 of constants runs on every invoke (``python -m tacopt.benchmarks check_folding``:
+    +33 us)."""
     shape = (1, 4)
     ts = [
         Tensor("m", shape, "bool", buffer=Buffer.from_bytes(np.ones(shape, bool))),

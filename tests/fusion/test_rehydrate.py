@@ -119,7 +119,7 @@ def test_strip_weights_keeps_small_and_shape_like_buffers() -> None:
 def test_make_zoo_structure_only_step_reproduces_the_manifest(
     bundled_models: dict[str, Path], bundled_manifest: dict[str, dict], tmp_path: Path
 ) -> None:
-    from tacopt.benchmarks.scripts.make_zoo import structure_only
+    from tacopt.benchmarks.scripts.zoo.make_zoo import structure_only
 
     name = "keras__text_lstm_tfkeras_int8.tflite"
     full = tmp_path / "full.tflite"

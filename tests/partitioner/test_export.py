@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tacopt.benchmarks.scripts.check_partition import check_model
+from tacopt.benchmarks.scripts.pipeline.check_partition import check_model
 
 CASES = [
     ("keras__mobilenet_v2_int8.tflite", "GPU,NNAPI,CPU", "op"),

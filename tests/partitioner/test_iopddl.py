@@ -1,7 +1,7 @@
 """IOPDDL contest problems read into the pick problem: reading, ``evaluate`` against the
 contest's evaluator, every picker on them and ``tacopt pick``.
 
-The big contest instances are never run here (benchmarks/scripts/bench_iopddl.py does); the
+The big contest instances are never run here (benchmarks/scripts/picking/bench_iopddl.py does); the
 contest's own example and tiny random problems are.
 """
 
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tacopt.benchmarks.scripts.bench_iopddl import run_iopddl_bench
+from tacopt.benchmarks.scripts.picking.bench_iopddl import run_iopddl_bench
 from tacopt.partitioner.cli import main
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.memory import fits_batch

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tacopt.benchmarks.scripts.check_partition import check_model
+from tacopt.benchmarks.scripts.pipeline.check_partition import check_model
 from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.pipeline import build_pick_problem, partition
 from tacopt.partitioner.targets import OpSupport, TableTarget
@@ -89,7 +89,7 @@ def test_the_fused_transformer_exports_and_matches_in_litert(bundled_models):
 def test_the_rehydrated_keras_lstm_exports_one_fused_lstm_that_matches(bundled_models, tmp_path):
     """Issue 13: the Keras-3 LSTM (a WHILE loop) partitions over one UNIDIRECTIONAL_SEQUENCE_LSTM
     and its export gives the original's outputs in LiteRT."""
-    from tacopt.benchmarks.scripts.check_partition import run_litert
+    from tacopt.benchmarks.scripts.pipeline.check_partition import run_litert
     from tacopt.fusion.ir import ops_of
     from tacopt.fusion.tflite.litert import random_inputs
     from tacopt.fusion.tflite.reader import read_tflite

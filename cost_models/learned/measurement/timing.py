@@ -1,11 +1,11 @@
 """Timing single-op and whole models on ai-edge-litert, gated on the machine's speed.
 
 How an op is timed (:func:`time_models`; chosen by measuring repeatability across runs with
-``benchmarks/scripts/check_repeatability.py``, see docs/cost-models.md): warm-up, then samples, each
-a batch of back-to-back ``invoke()`` calls lasting >= 2 ms (per-invoke time = batch time / batch
-size, which amortises the clock reads and the timing loop), taken in 3 rounds interleaved over
-16 ops so one op's samples are spread over time, each round on a new interpreter instance
-(a fresh copy of the model: where tensors and constants land in memory changes some ops'
+``python -m tacopt.benchmarks check_repeatability``, see docs/cost-models.md): warm-up, then
+samples, each a batch of back-to-back ``invoke()`` calls lasting >= 2 ms (per-invoke time = batch
+time / batch size, which amortises the clock reads and the timing loop), taken in 3 rounds
+interleaved over 16 ops so one op's samples are spread over time, each round on a new interpreter
+instance (a fresh copy of the model: where tensors and constants land in memory changes some ops'
 latency by up to 40 %). Every sample is bracketed by two reads of a probe (:class:`Gate`:
 0.5 ms of invokes of a one-element model); it counts only when both show the machine in its
 fast state (<= 1.15 x the probe's 5th percentile): on a virtual machine like ours the CPU has

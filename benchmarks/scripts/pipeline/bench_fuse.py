@@ -10,7 +10,7 @@ import statistics
 import time
 from pathlib import Path
 
-ZOO = Path(__file__).resolve().parents[3] / "shared" / "zoo"
+ZOO = Path(__file__).resolve().parents[4] / "shared" / "zoo"
 DEFAULT_MODEL = ZOO / "keras__text_gru_unrolled_float32.tflite"
 
 

@@ -1,6 +1,6 @@
 """Repeatability of single-op latencies: measure the same ops twice and compare.
 
-    python benchmarks/scripts/check_repeatability.py [--every 1] [--out benchmarks/out/repeat]
+    python -m tacopt.benchmarks check_repeatability [--every 1] [--out benchmarks/out/repeat]
 
 Measures every op configuration of ../shared/zoo (or every N-th model with --every N) twice,
 into two fresh records files (``a.jsonl``, ``b.jsonl`` under --out), with the default
@@ -12,15 +12,15 @@ The ``latency_us`` line is the ceiling for a learned model's ``within_10pct`` on
 measurement. Each run's line says how many samples the gate rejected (the machine was slow) and
 the invoke overhead it read at the start and the end.
 
-    python benchmarks/scripts/check_repeatability.py --retype
+    python -m tacopt.benchmarks check_repeatability --retype
 
 checks the synthetic quantization of ``tacopt measure --types`` instead: every int8 op of the
-training half's int8 models (split of benchmarks/scripts/bench_learned.py) timed as it is and
-rebuilt (dequantized, then quantized by
+training half's int8 models (split of benchmarks/scripts/learned/bench_learned.py) timed as it is
+and rebuilt (dequantized, then quantized by
 :func:`tacopt.cost_models.learned.measurement.measure.retype_op`), interleaved; prints the share
 within ±10 % per kind.
 
-    python benchmarks/scripts/check_repeatability.py --episodes 60
+    python -m tacopt.benchmarks check_repeatability --episodes 60
 
 shows why op timing is gated (docs/cost-models.md, "How an op is timed"): for 60 s, one sample
 after another of 300+ single ops, each bracketed by probe reads; prints, per latency band, how
@@ -42,7 +42,7 @@ from tacopt.cost_models.learned.measurement.measure import measure_models
 from tacopt.cost_models.learned.measurement.records import gate_summary, read_records
 from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ZOO = ROOT.parent / "shared" / "zoo"
 STATS = ("latency_us", "latency_median_us", "wall_us", "wall_median_us")
 BANDS = ((0.0, 5.0), (5.0, 50.0), (50.0, 500.0), (500.0, float("inf")))

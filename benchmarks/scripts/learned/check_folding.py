@@ -53,7 +53,7 @@ def _case(n: int, kind: str) -> bytes:
         ops = [Op("k", "DEQUANTIZE", (const("q", (f32 * 20).astype(np.int8), quantization=q),),
                   ("c",))]  # fmt: skip
     elif kind == "DENSIFY":
-        from tacopt.benchmarks.scripts.zoo_variants import csr_last_dim
+        from tacopt.benchmarks.scripts.zoo.zoo_variants import csr_last_dim
 
         keep = n // 2
         idx = np.concatenate([np.sort(rng.choice(n, keep, replace=False)) for _ in range(n)])

@@ -1,6 +1,6 @@
 """Learned cost model accuracy: fit on ops measured from half of the zoo, evaluate on the other.
 
-    python benchmarks/scripts/bench_learned.py [--fresh] [--validate] [--types float32,int8]
+    python -m tacopt.benchmarks bench_learned [--fresh] [--validate] [--types float32,int8]
 
 Split (deterministic, by model, fixed before looking at results): the zoo's model files sorted
 by name; even positions train, odd positions test. Sorted names put the float32 and int8 twins
@@ -41,7 +41,7 @@ from tacopt.cost_models.learned.measurement.records import gate_summary, read_re
 from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
 from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ZOO = ROOT.parent / "shared" / "zoo"
 OUT = ROOT / "benchmarks" / "out"
 

@@ -1,6 +1,6 @@
 """The learned model on models it has never seen: trained only on the sweep, tested on the zoo.
 
-    python benchmarks/scripts/bench_unseen.py --train benchmarks/results/learned_v4/sweep.jsonl \\
+    python -m tacopt.benchmarks bench_unseen --train benchmarks/results/learned_v4/sweep.jsonl \\
         --test benchmarks/results/learned_v4/zoo_1.jsonl zoo_2.jsonl ... [--model-out M.json]
 
 Training set: the sweep (``tacopt measure --sweep``: single ops sampled over each kind's

@@ -24,7 +24,7 @@ import json
 import sys
 from pathlib import Path
 
-from tacopt.benchmarks.scripts.bench_learn import (
+from tacopt.benchmarks.scripts.learned.bench_learn import (
     SPLIT,
     fingerprint_of,
     foreign_ops,

@@ -1,9 +1,9 @@
 """Drift across runs: the same ops measured in two runs far apart, raw and speed-normalized.
 
-    flock /tmp/tacopt-timing.lock python benchmarks/scripts/check_drift.py measure DIR/a.jsonl
+    flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks check_drift measure DIR/a.jsonl
     # ... an hour later ...
-    flock /tmp/tacopt-timing.lock python benchmarks/scripts/check_drift.py measure DIR/b.jsonl
-    python benchmarks/scripts/check_drift.py compare DIR/a.jsonl DIR/b.jsonl
+    flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks check_drift measure DIR/b.jsonl
+    python -m tacopt.benchmarks check_drift compare DIR/a.jsonl DIR/b.jsonl
 
 ``measure`` times every op of every ``--every``-th shared-zoo model (sorted names; default 2)
 into a fresh records file; each record carries the machine's speed beside it (``speed``: the
@@ -35,7 +35,7 @@ from tacopt.cost_models.learned.measurement.records import gate_summary, read_re
 from tacopt.cost_models.learned.measurement.speed import normalize_records, run_speed, speed_index
 from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ZOO = ROOT.parent / "shared" / "zoo"
 BANDS = ((0.0, 5.0), (5.0, 50.0), (50.0, 500.0), (500.0, float("inf")))
 

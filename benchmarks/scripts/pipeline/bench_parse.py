@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tacopt.fusion.tflite.reader import read_tflite
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TARGETS_MS = {
     "keras__mobilenet_v2_float32.tflite": 10.0,
     "keras__nasnet_mobile_int8.tflite": 50.0,

@@ -31,7 +31,7 @@ from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.speed import family_indices, run_speed
 from tacopt.cost_models.model_file import read_model_doc
 
-SPLIT = Path(__file__).resolve().parents[1] / "zoo_split.json"
+SPLIT = Path(__file__).resolve().parents[2] / "zoo_split.json"
 FIGURES = ("within_10pct", "mape", "spearman", "model_error_median", "skip_share")
 
 

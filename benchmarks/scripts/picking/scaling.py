@@ -22,7 +22,7 @@ from tacopt.benchmarks.harness import Study, read_records, run_study
 from tacopt.benchmarks.report import write_report
 
 SIZES = (100, 300, 1_000, 3_000, 10_000, 30_000, 50_000)
-OUT = Path(__file__).resolve().parents[1] / "results" / "scaling"
+OUT = Path(__file__).resolve().parents[2] / "results" / "scaling"
 
 
 def scaling_studies(

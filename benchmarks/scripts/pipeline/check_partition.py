@@ -50,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-ZOO = Path(__file__).resolve().parents[3] / "shared" / "zoo"
+ZOO = Path(__file__).resolve().parents[4] / "shared" / "zoo"
 DEVICE_SETS = ("GPU,CPU", "NNAPI,CPU", "GPU,NNAPI,CPU")
 GRANULARITIES = ("subgraph", "op")
 

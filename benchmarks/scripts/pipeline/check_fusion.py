@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-ZOO = Path(__file__).resolve().parents[3] / "shared" / "zoo"
+ZOO = Path(__file__).resolve().parents[4] / "shared" / "zoo"
 
 
 def check_model(path: Path, numerics: bool) -> tuple[str, str]:

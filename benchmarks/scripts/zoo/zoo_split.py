@@ -19,8 +19,8 @@ import json
 import re
 from pathlib import Path
 
-ZOO = Path(__file__).resolve().parents[2].parent / "shared" / "zoo"
-SPLIT = Path(__file__).resolve().parents[1] / "zoo_split.json"
+ZOO = Path(__file__).resolve().parents[3].parent / "shared" / "zoo"
+SPLIT = Path(__file__).resolve().parents[2] / "zoo_split.json"
 SUFFIX = re.compile(r"_(float32|int8aeq|int8|dynamic)$")
 
 

@@ -1,6 +1,6 @@
 """Measure every op of ../shared/zoo on this machine (ai-edge-litert, 1 thread) and time the run.
 
-    python benchmarks/scripts/measure_zoo.py [--out benchmarks/out/zoo_records.jsonl] [--fresh]
+    python -m tacopt.benchmarks measure_zoo [--out benchmarks/out/zoo_records.jsonl] [--fresh]
                                      [--types float32,int8]
 
 Prints the wall time and load average, the counts (measured / reused / skipped ops, models)
@@ -23,7 +23,7 @@ from tacopt.cost_models.learned.measurement.records import gate_summary, read_re
 from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
 from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ZOO = ROOT.parent / "shared" / "zoo"
 
 

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.benchmarks.scripts.bench_iopddl import BEST_KNOWN, instances
+from tacopt.benchmarks.scripts.picking.bench_iopddl import BEST_KNOWN, instances
 from tacopt.partitioner.cli.pick import contest_time_limit
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.plan import evaluate_index
