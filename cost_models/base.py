@@ -21,7 +21,6 @@ LinkCost(per_byte=5.0, fixed=10.0)
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -73,12 +72,19 @@ __all__ = [
 # --------------------------------------------------------------------------------------------
 
 _REGISTRY: Registry[Callable[[], CostModel]] = Registry("cost model", CostModelError)
-#: Modules whose import registers the built-in models (imported on first lookup).
-_BUILTIN_MODULES = (
-    "tacopt.cost_models.tac",
-    "tacopt.cost_models.roofline",
-    "tacopt.cost_models.learned.fitting.model",
-)
+#: The built-in models' factories and model-file loaders, imported on first use (listing the
+#: names imports nothing: ``tac`` alone does not load the learned model's modules).
+BUILTIN_MODELS = {
+    "learned": "tacopt.cost_models.learned.fitting.model:default_learned_model",
+    "roofline": "tacopt.cost_models.roofline:RooflineCostModel.default",
+    "tac": "tacopt.cost_models.tac:TacCostModel",
+}
+BUILTIN_FORMATS = {
+    "tacopt-device-profile": "tacopt.cost_models.roofline:from_profile_file",
+    "tacopt-learned": "tacopt.cost_models.learned.fitting.model:read_learned_file",
+}
+for _name, _spec in BUILTIN_MODELS.items():
+    _REGISTRY.add_lazy(_name, _spec)
 
 
 def register_cost_model(
@@ -100,13 +106,11 @@ def register_cost_model(
     ...
     tacopt.cost_models.protocol.CostModelError: cost model 'tac' is already registered
     """
-    _load_builtins()
     _REGISTRY.add(name, factory, replace=replace)
 
 
 def registered_cost_models() -> list[str]:
     """Sorted names of the registered models."""
-    _load_builtins()
     return list(_REGISTRY.names())
 
 
@@ -144,7 +148,6 @@ def get_cost_model(spec: str | CostModel, *, checked: bool = True) -> CostModel:
 
 
 def _build(spec: str) -> CostModel:
-    _load_builtins()
     factory = _REGISTRY.find(spec)
     if factory is not None:
         return factory()
@@ -163,6 +166,8 @@ def _build(spec: str) -> CostModel:
 _FILE_LOADERS: Registry[Callable[[dict[str, Any], Path], CostModel]] = Registry(
     "model file format", CostModelError
 )
+for _name, _spec in BUILTIN_FORMATS.items():
+    _FILE_LOADERS.add_lazy(_name, _spec)
 
 
 def register_model_format(fmt: str, loader: Callable[[dict[str, Any], Path], CostModel]) -> None:
@@ -172,7 +177,6 @@ def register_model_format(fmt: str, loader: Callable[[dict[str, Any], Path], Cos
 
 def load_model_file(path: str | Path) -> CostModel:
     """Load a JSON cost-model file (gzipped or not); its ``"format"`` field picks the loader."""
-    _load_builtins()
     from tacopt.cost_models.model_file import read_model_doc
 
     p = Path(path)
@@ -209,22 +213,6 @@ def _looks_like_model(obj: Any) -> bool:
         hasattr(obj, a)
         for a in ("name", "unit", "op_cost", "op_costs", "link_cost", "conversion_cost_per_element")
     )
-
-
-_LOADED = False
-
-
-def _load_builtins() -> None:
-    global _LOADED
-    if _LOADED:
-        return
-    _LOADED = True
-    for mod in _BUILTIN_MODULES:
-        try:
-            importlib.import_module(mod)
-        except ModuleNotFoundError as exc:
-            if exc.name != mod:  # a real import error inside the module, not "not written yet"
-                raise
 
 
 #: The model that prices the devices a cost model does not know, by the model's unit: a model

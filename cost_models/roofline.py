@@ -47,8 +47,6 @@ from tacopt.cost_models.base import (
     LinkCost,
     check_inference_type,
     needs_conversion,
-    register_cost_model,
-    register_model_format,
 )
 from tacopt.cost_models.ops import inference_type as op_inference_type
 from tacopt.cost_models.ops import op_counts
@@ -236,11 +234,10 @@ def _bytes_factor(own: str, want: str) -> float:
     return 1.0
 
 
-def _from_profile_file(doc: dict[str, Any], path: Path) -> RooflineCostModel:
+def from_profile_file(doc: dict[str, Any], path: Path) -> RooflineCostModel:
+    """The roofline model of a device-profile file (format ``tacopt-device-profile``), the CPU
+    priced by the mobile CPU profile unless the file is the CPU's."""
     profile = load_profile(doc)
     cpu = load_profile(PROFILE_DIR / "mobile_cpu.json")
     return RooflineCostModel([profile] if profile.device == "CPU" else [cpu, profile])
 
-
-register_cost_model("roofline", RooflineCostModel.default)
-register_model_format("tacopt-device-profile", _from_profile_file)

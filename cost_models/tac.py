@@ -81,7 +81,6 @@ from tacopt.cost_models.base import (
     LinkCost,
     check_inference_type,
     priced,
-    register_cost_model,
 )
 from tacopt.fusion.ir import Tensor
 from tacopt.fusion.ir.vocabulary import ACTIVATION_FORMAT
@@ -354,5 +353,3 @@ def tac_switching_cost(bits: int, src_device: str, dst_device: str) -> float:
         )
     )
 
-
-register_cost_model("tac", TacCostModel)

@@ -168,14 +168,15 @@ def test_dispatcher_loads_only_the_named_command():
 
 
 # The start-up (issue 23): a one-unit problem is solved by trying its choices, so neither the
-# solver stack (scipy, OR-Tools) nor the other pickers are imported; --help lists the pickers
-# without importing one.
+# solver stack (scipy, OR-Tools) nor the other pickers are imported, nor the learned model when
+# the tac model prices; --help lists the pickers and cost models without importing one.
 STARTUP = """
 import sys
 from tacopt.partitioner.cli import main
 code = main(sys.argv[1:])
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "ortools")
-                or m.startswith("tacopt.partitioner.pickers.") and m.count(".") == 3)
+                or m.startswith("tacopt.partitioner.pickers.") and m.count(".") == 3
+                or m.startswith("tacopt.cost_models.learned.fitting"))
 print(code, " ".join(loaded))
 """
 
@@ -192,7 +193,8 @@ def test_a_one_unit_problem_starts_no_solver(bundled_models):
     code, loaded = _loaded_after("partition", str(model), "--devices", "GPU,CPU")
     assert code == 0
     assert not {m for m in loaded if m.startswith(("scipy", "ortools"))}, sorted(loaded)
-    picker_modules = {m.rpartition(".")[2] for m in loaded if m.startswith("tacopt.")}
+    assert not {m for m in loaded if ".learned." in m}, sorted(loaded)
+    picker_modules = {m.rpartition(".")[2] for m in loaded if ".pickers." in m}
     assert picker_modules <= {"exact", "brute", "greedy", "registry", "reduce", "mip",
                               "formulation"}, sorted(loaded)  # fmt: skip
 

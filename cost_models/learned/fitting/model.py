@@ -64,8 +64,6 @@ from tacopt.cost_models.base import (
     LinkCost,
     check_inference_type,
     needs_conversion,
-    register_cost_model,
-    register_model_format,
 )
 from tacopt.cost_models.learned.fitting.features import FEATURES, design_row, op_vector
 from tacopt.cost_models.learned.fitting.kind_models import (
@@ -547,5 +545,7 @@ def default_learned_model() -> LearnedCostModel:
     return LearnedCostModel(read_model_doc(DEFAULT_MODEL), source=str(DEFAULT_MODEL))
 
 
-register_model_format(FORMAT, lambda doc, path: LearnedCostModel(doc, source=str(path)))
-register_cost_model("learned", default_learned_model)
+
+def read_learned_file(doc: dict[str, Any], path: Path) -> LearnedCostModel:
+    """The model of a learned-model file (format :data:`FORMAT`, written by ``tacopt fit``)."""
+    return LearnedCostModel(doc, source=str(path))
