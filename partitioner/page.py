@@ -10,7 +10,8 @@ nothing: the browser only draws.
 The layout is computed here, in Python, not in the browser: a layered (Sugiyama-style) layout
 nested by unit. Units are layered over the unit DAG (networkx's topological generations, each
 node then pulled down to just above its first consumer), ops inside each unit over its own ops,
-and every layer is ordered by a few barycenter sweeps to reduce crossings. Doing it here keeps
+and every layer is ordered by a few barycenter sweeps to reduce crossings. The graph's inputs
+sit in a row above, its outputs in a row below (:func:`place_io`). Doing it here keeps
 the page fast to open for 1,000+-op models (the browser places nothing), deterministic, and free
 of a vendored JavaScript library.
 
@@ -124,6 +125,72 @@ def layout_units(G: nx.MultiDiGraph, units: Sequence[tuple[str, Sequence[str]]])
             for i, op in enumerate(layer):
                 centers[op] = (x0 + i * (NODE_W + GAP_X), cy)
     return Layout(centers, boxes, width, max(y - GAP_Y, 0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class IONode:
+    """A graph input or output drawn as a node: its tensor, where it is centred, and the ops it
+    feeds (an input) or the op that writes it (an output; none for a passed-through input)."""
+
+    tensor: str
+    kind: str  # "input" or "output"
+    x: float
+    y: float
+    ops: tuple[str, ...]
+
+
+def place_io(G: nx.MultiDiGraph, layout: Layout) -> tuple[list[IONode], Layout]:
+    """The graph's inputs in a row above ``layout`` and its outputs in a row below, each near the
+    ops it touches; and the layout moved down to make room for the inputs' row.
+
+    Examples
+    --------
+    >>> from tacopt.fusion.ir import Op, Tensor, make_graph
+    >>> G = make_graph("g", [Tensor(n, (2,), "float32") for n in "ab"],
+    ...     [Op("p", "RELU", ("a",), ("b",))], ["a"], ["b"])
+    >>> io, lay = place_io(G, layout_units(G, [("u", ["p"])]))
+    >>> [(n.kind, n.tensor, n.ops) for n in io]
+    [('input', 'a', ('p',)), ('output', 'b', ('p',))]
+    >>> io[0].y < lay.centers["p"][1] < io[1].y
+    True
+    """
+    inputs, outputs = list(G.graph.get("inputs", ())), list(G.graph.get("outputs", ()))
+    row = NODE_H + GAP_Y
+    dy = row if inputs else 0.0
+    centers = {n: (x, y + dy) for n, (x, y) in layout.centers.items()}
+    boxes = {u: (x, y + dy, w, h) for u, (x, y, w, h) in layout.boxes.items()}
+    readers: dict[str, list[str]] = {}
+    writer: dict[str, str] = {}
+    for n, data in G.nodes(data=True):
+        op = data["op"]
+        for t in op.inputs:
+            if t is not None:
+                readers.setdefault(t, []).append(n)
+        for t in op.outputs:
+            writer[t] = n
+    height = layout.height + dy + (row if outputs else 0.0)
+    bottom = layout.height + dy + GAP_Y + NODE_H / 2 if layout.centers else NODE_H / 2 + dy
+    nodes: list[IONode] = []
+    width = layout.width
+    for kind, names, y in (("input", inputs, NODE_H / 2), ("output", outputs, bottom)):
+        touched = [tuple(readers.get(t, ())) if kind == "input"
+                   else ((writer[t],) if t in writer else ()) for t in names]  # fmt: skip
+        wanted = [sum(centers[o][0] for o in ops) / len(ops) if ops else NODE_W / 2
+                  for ops in touched]  # fmt: skip
+        xs = _spread(wanted)
+        width = max(width, max(xs, default=0.0) + NODE_W / 2)
+        nodes += [IONode(t, kind, x, y, ops) for t, x, ops in zip(names, xs, touched)]
+    return nodes, Layout(centers, boxes, width, height)
+
+
+def _spread(wanted: Sequence[float]) -> list[float]:
+    """Centres as near ``wanted`` as boxes of one row allow (left to right, none overlapping)."""
+    out = [0.0] * len(wanted)
+    edge = NODE_W / 2
+    for i in sorted(range(len(wanted)), key=lambda i: (wanted[i], i)):
+        out[i] = max(wanted[i], edge)
+        edge = out[i] + NODE_W + GAP_X
+    return out
 
 
 def _ordered_layers(D: nx.DiGraph) -> list[list[str]]:
@@ -260,8 +327,9 @@ def page_data(
     Returns
     -------
     dict
-        JSON-ready: ``ops`` (with layout and refusals), ``edges``, ``units`` (with views and
-        costs), ``plans`` (chosen view per unit, objective, breakdown, memory per step).
+        JSON-ready: ``ops`` (with layout and refusals), ``edges``, ``io`` (the graph's inputs
+        and outputs as nodes, with the ops each touches), ``units`` (with views and costs),
+        ``plans`` (chosen view per unit, objective, breakdown, memory per step).
 
     Raises
     ------
@@ -282,7 +350,7 @@ def page_data(
     problem = first.problem
     unit_list = [(s.name, s.ops) for s in first.partition.subgraphs]
     unit_index = {name: i for i, (name, _) in enumerate(unit_list)}
-    layout = layout_units(G, unit_list)
+    io_nodes, layout = place_io(G, layout_units(G, unit_list))
     targets = tuple(targets) if targets is not None else tuple(map(get_target, first.devices))
     tensors = G.graph["tensors"]
     finite = {d: c for d, c in problem.capacity.items() if math.isfinite(c)}
@@ -320,6 +388,10 @@ def page_data(
         t = tensors[k]
         nbytes = math.prod(max(int(d), 0) for d in t.shape) * _itemsize(t.dtype)
         edges.append([op_index[u], op_index[v], k, nbytes])
+
+    io = [{"tensor": n.tensor, "kind": n.kind, "x": round(n.x, 1), "y": round(n.y, 1),
+           "info": tensor_info(n.tensor), "ops": [op_index[o] for o in n.ops]}
+          for n in io_nodes]  # fmt: skip
 
     index = index_problem(problem)
     by_unit = {u.name: u for u in problem.units}
@@ -365,10 +437,13 @@ def page_data(
         "cost_model": first.cost_model,
         "cost_unit": unit_label(getattr(problem, "cost_unit", "cost")),
         "capacity": finite,
+        "host": problem.host,
+        "boundaries": bool(problem.boundaries),
         "size": [round(layout.width, 1), round(layout.height, 1)],
         "node": [NODE_W, NODE_H],
         "ops": ops,
         "edges": edges,
+        "io": io,
         "units": units,
         "plans": plans,
         "failed": dict(failed or {}),

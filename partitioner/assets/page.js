@@ -27,15 +27,28 @@
   style.textContent = devices.map((d, i) => `.dev-${i} rect { fill: ${D.colors[d]}; }`).join("\n");
   document.head.appendChild(style);
 
-  // ---- per plan: each op's device, and the ops whose device differs between plans ----------
+  // ---- per plan: each op's view, and how it differs from the first plan's -----------------
+  // An op differs by device (it moved), by inference type on the same device (int8 instead of
+  // float), or only by its view (another variant on the same device and type). The highlight
+  // and the counts keep the kinds apart; an op takes the strongest kind over the plans.
   const viewOf = (p, unit) => D.units[unit].views[D.plans[p].choice[unit]];
-  const opDevice = D.plans.map((_, p) => D.ops.map((op) => viewOf(p, op.unit).device));
-  const diffOps = [];
-  D.ops.forEach((op, i) => {
-    if (opDevice.some((devs) => devs[i] !== opDevice[0][i])) diffOps.push(i);
+  const opView = D.plans.map((_, p) => D.ops.map((op) => viewOf(p, op.unit)));
+  const opDevice = opView.map((views) => views.map((v) => v.device));
+  const MOVED = 1, RETYPED = 2, REVIEWED = 3;
+  const change = (p, i) => {
+    const a = opView[0][i], b = opView[p][i];
+    return a.device !== b.device ? MOVED : a.type !== b.type ? RETYPED : a !== b ? REVIEWED : 0;
+  };
+  const diffKind = new Uint8Array(D.ops.length);
+  D.ops.forEach((_, i) => {
+    for (let p = 1; p < D.plans.length; p++) {
+      const c = change(p, i);
+      if (c && (!diffKind[i] || c < diffKind[i])) diffKind[i] = c;
+    }
   });
-  const isDiff = new Uint8Array(D.ops.length);
-  diffOps.forEach((i) => { isDiff[i] = 1; });
+  const opsOf = (kind) => D.ops.map((_, i) => i).filter((i) => diffKind[i] === kind);
+  const diffOps = opsOf(MOVED), retypedOps = opsOf(RETYPED), reviewedOps = opsOf(REVIEWED);
+  const DIFF_CLASS = ["", " diff", " retyped", " reviewed"];
 
   // ---- static drawing: units, edges, ops (one innerHTML each) ------------------------------
   function drawStatic() {
@@ -45,10 +58,20 @@
       return `<rect class="unit" data-u="${i}" x="${x}" y="${y}" width="${w}" height="${h}" rx="8"><title>${esc(u.name)} (${u.ops.length} ops)</title></rect>`;
     }).join("") : "";
     // no tooltip per edge (a thousand more elements): marked edges carry theirs
-    $("edges").innerHTML = D.edges.map(([a, b], i) => {
-      const A = D.ops[a], B = D.ops[b];
+    const curve = (A, B, cls) => {
       const y1 = A.y + NH / 2, y2 = B.y - NH / 2, my = (y1 + y2) / 2;
-      return `<path class="edge" data-e="${i}" d="M${A.x} ${y1}C${A.x} ${my} ${B.x} ${my} ${B.x} ${y2}"></path>`;
+      return `<path class="${cls}" d="M${A.x} ${y1}C${A.x} ${my} ${B.x} ${my} ${B.x} ${y2}"></path>`;
+    };
+    $("edges").innerHTML = D.edges.map(([a, b]) => curve(D.ops[a], D.ops[b], "edge")).join("");
+    // the graph's inputs and outputs: a node each, joined to the ops that read or write them
+    $("io-edges").innerHTML = ioEdges.map(([k, j]) => D.io[k].kind === "input"
+      ? curve(D.io[k], D.ops[j], "edge io-edge") : curve(D.ops[j], D.io[k], "edge io-edge")).join("");
+    $("io").innerHTML = D.io.map((n, i) => {
+      const label = (n.kind === "input" ? "in: " : "out: ") + n.tensor;
+      const text = label.length > 22 ? label.slice(0, 21) + "\u2026" : label;
+      return `<g class="io ${n.kind}" data-io="${i}" transform="translate(${n.x - NW / 2},${n.y - NH / 2})">` +
+        `<rect width="${NW}" height="${NH}" rx="${NH / 2}"></rect><text x="10" y="${NH / 2 + 4}">${esc(text)}</text>` +
+        `<title>graph ${n.kind} ${esc(n.tensor)}${n.info ? " " + shape(n.info[1]) + " " + esc(n.info[2]) : ""}</title></g>`;
     }).join("");
     $("nodes").innerHTML = D.ops.map((op, i) => {
       const label = op.kind.length > 20 ? op.kind.slice(0, 19) + "\u2026" : op.kind;
@@ -59,7 +82,8 @@
         `<title>${esc(op.name)} (${esc(op.kind)})</title></g>`;
     }).join("");
   }
-  let opEls = [], edgeEls = [];
+  let opEls = [], edgeEls = [], ioEdgeEls = [];
+  const ioEdges = D.io.flatMap((n, k) => n.ops.map((j) => [k, j]));
 
   // ---- one plan: colours, marked edges, counts, memory -------------------------------------
   function showPlan(p) {
@@ -84,6 +108,11 @@
       }
     });
     $("marks").innerHTML = marks.join("");
+    // the host holds the graph's inputs and outputs: an op elsewhere reads or writes them across
+    ioEdgeEls.forEach((el, e) => {
+      const far = D.boundaries && devs[ioEdges[e][1]] !== D.host;
+      el.setAttribute("class", "edge io-edge" + (far ? " xfer" : ""));
+    });
     document.querySelectorAll("#picker-bar button").forEach((b, i) => {
       b.classList.toggle("on", i === p);
       b.setAttribute("aria-selected", String(i === p));
@@ -101,7 +130,7 @@
   function opClass(i) {
     let c = "op dev-" + devIndex[opDevice[state.plan][i]];
     if (D.ops[i].pinned) c += " pinned";
-    if (state.diff && isDiff[i]) c += " diff";
+    if (state.diff) c += DIFF_CLASS[diffKind[i]];
     if (state.hitSet && state.hitSet.has(i)) c += " hit";
     if (i === state.sel) c += " sel";
     return c;
@@ -120,30 +149,40 @@
     $("picker-bar").innerHTML = D.plans.map((pl, i) =>
       `<button type="button" role="tab" data-plan="${i}" data-picker="${esc(pl.picker)}">${esc(pl.picker)}</button>`).join("");
     const ref = D.plans[0];
+    const anyReviewed = reviewedOps.length > 0;
     const rows = D.plans.map((pl, p) => {
       const d = pl.objective - ref.objective;
       const pct = ref.objective ? (100 * d / ref.objective) : 0;
-      const differ = D.ops.reduce((n, _, i) => n + (opDevice[p][i] !== opDevice[0][i]), 0);
+      const n = [0, 0, 0, 0];
+      D.ops.forEach((_, i) => { n[change(p, i)] += 1; });
       const b = pl.breakdown;
       return `<tr data-picker="${esc(pl.picker)}"><td>${esc(pl.picker)}</td><td>${esc(pl.status)}</td>` +
         `<td class="num objective">${fmt(pl.objective)}</td>` +
         `<td class="num delta">${p === 0 ? "-" : (d >= 0 ? "+" : "") + fmt(d) + ` (${pct >= 0 ? "+" : ""}${pct.toFixed(2)}%)`}</td>` +
         `<td class="num">${fmt(b.compute)} / ${fmt(b.transfer)} / ${fmt(b.quant)}</td>` +
-        `<td class="num differ">${p === 0 ? "-" : differ}</td></tr>`;
+        `<td class="num differ">${p === 0 ? "-" : n[MOVED]}</td>` +
+        `<td class="num retyped">${p === 0 ? "-" : n[RETYPED]}</td>` +
+        (anyReviewed ? `<td class="num reviewed">${p === 0 ? "-" : n[REVIEWED]}</td>` : "") + `</tr>`;
     });
     const failedRows = Object.entries(D.failed || {}).map(([name, why]) =>
-      `<tr class="failed" data-picker="${esc(name)}"><td>${esc(name)}</td><td>ERROR</td><td colspan="4" class="why">no plan: ${esc(why)}</td></tr>`);
+      `<tr class="failed" data-picker="${esc(name)}"><td>${esc(name)}</td><td>ERROR</td><td colspan="${anyReviewed ? 6 : 5}" class="why">no plan: ${esc(why)}</td></tr>`);
     $("plans-table").innerHTML = `<thead><tr><th>picker</th><th>status</th><th class="num">objective (${esc(D.cost_unit)})</th>` +
-      `<th class="num">vs ${esc(ref.picker)}</th><th class="num">compute / transfer / quant</th><th class="num">ops moved</th></tr></thead><tbody>${rows.join("")}${failedRows.join("")}</tbody>`;
+      `<th class="num">vs ${esc(ref.picker)}</th><th class="num">compute / transfer / quant</th><th class="num" title="ops on another device than in the first plan">moved device</th>` +
+      `<th class="num" title="ops on the same device in another inference type (e.g. int8 instead of float)">changed type</th>` +
+      (anyReviewed ? `<th class="num" title="ops on the same device and type in another view">changed view</th>` : "") + `</tr></thead><tbody>${rows.join("")}${failedRows.join("")}</tbody>`;
     $("legend").innerHTML = devices.map((d) =>
       `<span class="legend-item"><span class="swatch" style="background:${D.colors[d]}"></span>${esc(d)}</span>`).join("") +
       `<span class="legend-item"><svg width="26" height="10"><line x1="0" y1="5" x2="26" y2="5" stroke="#e8590c" stroke-width="3"></line></svg> transfer</span>` +
       `<span class="legend-item"><svg width="26" height="10"><line x1="0" y1="5" x2="26" y2="5" stroke="#7048e8" stroke-width="3" stroke-dasharray="7 4"></line></svg> quantize / dequantize</span>` +
       `<span class="legend-item"><svg width="14" height="14"><path d="M0 0 H14 V14 z" fill="#000"></path></svg> pinned</span>` +
+      `<span class="legend-item"><svg width="26" height="14"><rect x="1" y="1" width="24" height="12" rx="6" class="io-swatch"></rect></svg> graph input / output</span>` +
       (D.units.some((u) => u.ops.length > 1) ? `<span class="legend-item"><svg width="22" height="12"><rect x="1" y="1" width="20" height="10" class="unit"></rect></svg> unit</span>` : "");
     if (D.plans.length > 1) {
       $("diff-label").hidden = false;
       $("n-diff").textContent = diffOps.length;
+      $("n-retyped").textContent = retypedOps.length;
+      $("n-reviewed").textContent = reviewedOps.length;
+      $("reviewed-note").hidden = !anyReviewed;
     }
   }
 
@@ -193,7 +232,22 @@
       `<tr><th>chosen view</th><td id="op-chosen">${esc(chosen.device)}/${esc(chosen.type)}${chosen.lowerings.length ? " (lowered: " + chosen.lowerings.map(esc).join(", ") + ")" : ""} by ${esc(plan.picker)}</td></tr></table>` +
       `<h3>Devices</h3><table id="op-costs"><thead><tr><th>device</th><th>type</th><th class="num">${own ? "unit's view" : "view"} cost (${esc(D.cost_unit)})</th>${own ? `<th class="num">op alone (cheapest)</th>` : ""}<th>why</th></tr></thead><tbody>${devRows.join("")}</tbody></table>` +
       `<h3>Tensors</h3><table id="op-tensors">${tensorRows(op.inputs, "in")}${tensorRows(op.outputs, "out")}</table>` +
-      (D.plans.length > 1 ? `<p>Device per plan: ${D.plans.map((pl, p) => `${esc(pl.picker)} <b>${esc(opDevice[p][i])}</b>`).join(", ")}</p>` : "");
+      (D.plans.length > 1 ? `<p id="op-plans">Device and type per plan: ${D.plans.map((pl, p) => `${esc(pl.picker)} <b>${esc(opDevice[p][i])}/${esc(opView[p][i].type)}</b>`).join(", ")}</p>` : "");
+    drawMemory();
+  }
+
+  function showIO(k) {
+    state.sel = -1;
+    restyle();
+    const n = D.io[k];
+    const info = n.info;
+    const ops = n.ops.map((j) => `<span class="mono">${esc(D.ops[j].name)}</span> (${esc(D.ops[j].kind)}, ${esc(opDevice[state.plan][j])})`).join(", ");
+    $("panel").innerHTML = `<h2>Graph ${n.kind} <span class="mono" id="io-name">${esc(n.tensor)}</span></h2>` +
+      `<table class="facts"><tr><th>shape</th><td>${info ? shape(info[1]) : "-"}</td></tr>` +
+      `<tr><th>type</th><td>${info ? esc(info[2]) : "-"}</td></tr>` +
+      `<tr><th>${n.kind === "input" ? "read by" : "written by"}</th><td id="io-ops">${ops || (n.kind === "output" ? "no op: passed through from the inputs" : "no op")}</td></tr></table>` +
+      `<p class="hint">The host (${esc(D.host)}) holds the graph's inputs and outputs` +
+      (D.boundaries ? `: an op on another device reads or writes them through a transfer.</p>` : `; reading and writing them costs nothing in this problem.</p>`);
     drawMemory();
   }
 
@@ -267,7 +321,7 @@
     }, { passive: false });
     let drag = null;
     svg.addEventListener("pointerdown", (e) => {
-      if (e.target.closest(".op")) return;
+      if (e.target.closest(".op, .io")) return;
       drag = { x: e.clientX - state.x, y: e.clientY - state.y };
       svg.classList.add("dragging");
     });
@@ -279,6 +333,10 @@
     $("nodes").addEventListener("click", (e) => {
       const g = e.target.closest(".op");
       if (g) showOp(Number(g.dataset.i));
+    });
+    $("io").addEventListener("click", (e) => {
+      const g = e.target.closest(".io");
+      if (g) showIO(Number(g.dataset.io));
     });
     $("picker-bar").addEventListener("click", (e) => {
       const b = e.target.closest("button");
@@ -305,11 +363,14 @@
   drawStatic();
   opEls = Array.from($("nodes").children);
   edgeEls = Array.from($("edges").children);
+  ioEdgeEls = Array.from($("io-edges").children);
   wire();
   showPlan(0);
   fit();
   // For tests and the load benchmark: which ops differ, and when the page was drawn.
-  window.tacoptPage = { data: D, diffOps: () => diffOps.map((i) => D.ops[i].name), showPlan, showOp };
+  const names = (list) => list.map((i) => D.ops[i].name);
+  window.tacoptPage = { data: D, diffOps: () => names(diffOps), retypedOps: () => names(retypedOps),
+    reviewedOps: () => names(reviewedOps), showPlan, showOp, showIO };
   requestAnimationFrame(() => requestAnimationFrame(() => {
     document.body.dataset.loadMs = performance.now().toFixed(1);
     document.body.dataset.ready = "1";

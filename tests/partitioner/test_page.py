@@ -45,6 +45,20 @@ def test_layout_puts_every_op_below_its_producers_and_inside_its_unit():
     assert lay.width > 0 and lay.height >= lay.centers["floor_2"][1]
 
 
+def test_graph_inputs_sit_above_the_ops_and_outputs_below():
+    G = _chain()
+    data = page_data([partition(G, "GPU,CPU", granularity="op")])
+    io = {(n["kind"], n["tensor"]): n for n in data["io"]}
+    assert set(io) == {("input", "x"), ("output", "w")}
+    names = [op["name"] for op in data["ops"]]
+    assert [names[i] for i in io["input", "x"]["ops"]] == ["relu_0", "pack_1"]  # both read x
+    assert [names[i] for i in io["output", "w"]["ops"]] == ["floor_2"]
+    ys = [op["y"] for op in data["ops"]]
+    assert io["input", "x"]["y"] < min(ys) and io["output", "w"]["y"] > max(ys)
+    assert io["output", "w"]["y"] < data["size"][1] and io["input", "x"]["y"] > 0
+    assert io["input", "x"]["info"] == ["x", [1, 4], "float32", False]
+
+
 def test_layout_refuses_units_in_a_cycle_and_ops_in_no_unit():
     G = _chain()
     from tacopt.partitioner.targets import PartitionError

@@ -17,6 +17,8 @@ from tacopt.partitioner.cli import main
 
 RESNET = "torch__resnet18_float32.tflite"  # exact and tac differ on GPU,NNAPI,CPU per op
 MOBILENET_INT8 = "keras__mobilenet_v2_int8.tflite"  # GPU,NPU,CPU: a float unit and an int8 one
+# NNAPI,CPU per op: greedy runs GATHER on the CPU as exact does, but in another type
+TEXT_LSTM_INT8 = "keras__text_lstm_tfkeras_int8.tflite"
 
 
 def _chromium() -> str | None:
@@ -152,6 +154,56 @@ def test_page_counts_panel_and_pickers(browser, bundled_models, tmp_path):
     page.page.screenshot(path=str(tmp_path / "resnet.png"))
     assert (tmp_path / "resnet.png").stat().st_size > 10_000
     assert page.errors == []
+
+
+def test_compare_counts_type_changes_apart_from_moves(browser, bundled_models, tmp_path):
+    model = bundled_models[TEXT_LSTM_INT8]
+    args = ("NNAPI,CPU", "--granularity", "op")
+    exact = _write_page(model, tmp_path / "c.html", *args, "--compare", "exact,greedy")
+    greedy = _plan_of(model, tmp_path, "greedy", *args)
+    ops = {name: unit["ops"] for name, unit in exact["units"].items()}
+    a, b = exact["assignment"], greedy["assignment"]
+    moved = {op for u in ops if a[u]["device"] != b[u]["device"] for op in ops[u]}
+    retyped = {op for u in ops if a[u]["device"] == b[u]["device"] and a[u]["type"] != b[u]["type"]
+               for op in ops[u]}  # fmt: skip
+    assert retyped, "the test needs plans that differ only in type somewhere"
+    page = Page(browser, tmp_path / "c.html")
+    assert page.errors == []
+    assert int(page.text("#n-diff")) == len(moved) and int(page.text("#n-retyped")) == len(retyped)
+    row = "#plans-table tr[data-picker='greedy']"
+    assert int(page.text(f"{row} .differ")) == len(moved)
+    assert int(page.text(f"{row} .retyped")) == len(retyped)
+    page.page.check("#diff")
+    shown = "(els) => els.map((el) => tacoptPage.data.ops[+el.dataset.i].name)"
+    assert set(page.page.eval_on_selector_all("g.op.retyped", shown)) == retyped
+    assert set(page.page.eval_on_selector_all("g.op.diff", shown)) == moved
+    op = sorted(retyped)[0]
+    page.select(op)
+    unit = next(u for u in ops if op in ops[u])
+    assert f"greedy {b[unit]['device']}/{b[unit]['type']}" in page.text("#op-plans")
+
+
+def test_graph_inputs_and_outputs_are_nodes(browser, bundled_models, tmp_path):
+    model = bundled_models[MOBILENET_INT8]
+    _write_page(model, tmp_path / "io.html", "GPU,CPU")
+    from tacopt.fusion.tflite.reader import read_tflite
+
+    G = read_tflite(model)
+    page = Page(browser, tmp_path / "io.html")
+    assert page.errors == []
+    inputs, outputs = G.graph["inputs"], G.graph["outputs"]
+    assert page.page.locator("g.io.input").count() == len(inputs)
+    assert page.page.locator("g.io.output").count() == len(outputs)
+    tops = page.page.evaluate("Math.min(...tacoptPage.data.ops.map((op) => op.y))")
+    bottoms = page.page.evaluate("Math.max(...tacoptPage.data.ops.map((op) => op.y))")
+    io = page.page.evaluate("tacoptPage.data.io")
+    assert all(n["y"] < tops for n in io if n["kind"] == "input")
+    assert all(n["y"] > bottoms for n in io if n["kind"] == "output")
+    assert page.page.locator("#io-edges path").count() == sum(len(n["ops"]) for n in io)
+    page.page.click("g.io.input")
+    assert page.text("#io-name") == inputs[0]
+    reader = page.page.evaluate("tacoptPage.data.ops[tacoptPage.data.io[0].ops[0]].name")
+    assert reader in page.text("#io-ops")
 
 
 def test_units_quantize_marks_and_memory(browser, bundled_models, tmp_path):
