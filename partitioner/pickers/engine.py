@@ -54,7 +54,12 @@ from tacopt.partitioner.problem import ProblemIndex
 #: Reduced problems with at most this many pairwise entries get the whole program first.
 SMALL_ENTRIES = 300_000
 #: The share of the time the Lagrangian bound runs beside the primal search (large problems).
-BOUND_SHARE = 0.6
+BOUND_SHARE = 0.35
+#: Small problems: the share of the time for the price search before the program starts.
+HEURISTIC_SHARE = 0.05
+#: Small problems: the share of the time the primal search runs beside the program (the bounds
+#: stage has the rest of that core).
+SEARCH_SHARE = 0.8
 #: Nodes freed per neighbourhood at first and at most.
 LNS_NODES = (25, 25)
 
@@ -128,7 +133,7 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
         bound = edge_split_bound(c)
         return best, bound if found is None else max(bound, found), False
     x = search.greedy_start(c, nb)
-    heuristic_end = min(deadline, t0 + max(1.0, 0.1 * (deadline - t0)))
+    heuristic_end = min(deadline, t0 + max(1.0, HEURISTIC_SHARE * (deadline - t0)))
     best = search.price_search(c, nb, x, heuristic_end)
     info["heuristic_s"] = round(time.monotonic() - t0, 3)
     bound = edge_split_bound(c)
@@ -136,20 +141,32 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
     if best is not None and not np.isfinite(search.objective(c, best)):
         best = None  # a forbidden pair left: not a solution of the reduced problem
     if prove:
-        # The bounds stage runs beside the search, on the other core.
-        target = None if best is None else search.objective(c, best)
-        lagrangian = BoundProcess(c, deadline - 0.3, target) if best is not None else None
+        # On the other core: the primal search, then the bounds stage (priced toward its plan).
+        # Not without a plan of the heuristic: the time may be needed to look among plans
+        # with forbidden pairs (see solve_pairwise).
+        beside = None
+        if best is not None and (c.k > 1).any():
+            beside = primal.SearchProcess(c, t0 + SEARCH_SHARE * (deadline - t0), seed=seed + 1,
+                                          start=best, bound_until=deadline - 0.3)  # fmt: skip
         best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info)
-        if lagrangian is not None:
-            if proven:
-                lagrangian.cancel()
-            else:
-                found = lagrangian.result()
-                info["lagrangian_bound"] = found
-                bound = bound if found is None else max(bound, found)
+        if beside is not None and proven:
+            beside.cancel()
+        elif beside is not None:
+            found, lagrangian = beside.result()
+            info["lagrangian_bound"] = lagrangian
+            info["beside_objective"] = None if found is None else _value_or_inf(c, found)
+            bound = bound if lagrangian is None else max(bound, lagrangian)
+            if found is not None and search.fits(c, found) and \
+                    search.objective(c, found) < _value_or_inf(c, best):  # fmt: skip
+                best = found
+                info["beside_won"] = True
     if best is not None and not np.isfinite(search.objective(c, best)):
         best, proven = None, False
     return best, bound, proven
+
+
+def _value_or_inf(c: Compact, x: np.ndarray | None) -> float:
+    return np.inf if x is None else float(search.objective(c, x))
 
 
 def _exact(c, nb, best, bound, deadline, seed, info):

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tacopt.partitioner.pickers import search as ls
+from tacopt.partitioner.pickers.bounds import diffusion_bound
 from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 
@@ -148,6 +149,74 @@ def _parallel(c, g, deadline, seed, start, threads) -> np.ndarray | None:
     if not plans:
         return None
     return min(plans, key=lambda x: ls.objective(c, x))
+
+
+class SearchProcess:
+    """:func:`search` (one thread) in a forked process, on the second core, while the caller
+    does something else (the integer program); then, if ``bound_until`` is later than the
+    search's end, :func:`~.bounds.diffusion_bound` with the memory prices until then, priced
+    toward the search's plan. The search's plan is sent as soon as it is found, the bound after
+    it: :meth:`result` takes what has arrived by ``bound_until`` (or the search's deadline).
+
+    Where fork is not available nothing runs and :meth:`result` is ``(None, None)``.
+    """
+
+    def __init__(
+        self,
+        c: Compact,
+        deadline: float,
+        *,
+        seed: int = 0,
+        start: np.ndarray | None = None,
+        bound_until: float | None = None,
+    ) -> None:
+        self.until = max(deadline, bound_until or deadline)
+        self.process = None
+        if "fork" not in mp.get_all_start_methods():
+            return
+        ctx = mp.get_context("fork")
+        self.receive, send = ctx.Pipe(duplex=False)
+        # not a daemon: the search forks toulbar2 solves of its own
+        self.process = ctx.Process(target=_search_then_bound,
+                                   args=(c, deadline, seed, start, bound_until, send))  # fmt: skip
+        self.process.start()
+        send.close()
+
+    def result(self) -> tuple[np.ndarray | None, float | None]:
+        """The search's choice within the limit (None: none found) and the bound (None: none
+        computed); the process is ended."""
+        x, bound = None, None
+        if self.process is None:
+            return x, bound
+        try:
+            while self.receive.poll(max(self.until - time.monotonic(), 0.0) + 0.1):
+                x, bound, done = self.receive.recv()
+                if done:
+                    break
+        except (EOFError, OSError):
+            pass
+        finally:
+            self.cancel()
+        return x, bound
+
+    def cancel(self) -> None:
+        """End the process now (the caller needs its core back)."""
+        if self.process is not None and self.process.is_alive():
+            self.process.kill()
+        if self.process is not None:
+            self.process.join(1.0)
+
+
+def _search_then_bound(c, deadline, seed, start, bound_until, send) -> None:
+    try:
+        x = search(c, deadline, seed=seed, start=start)
+        more = bound_until is not None and time.monotonic() < bound_until - 0.5
+        send.send((x, None, not more))
+        if more:
+            target = None if x is None else ls.objective(c, x)
+            send.send((x, diffusion_bound(c, bound_until, memory=True, target=target), True))
+    finally:
+        send.close()
 
 
 def _one(c, g, deadline, seed, start):

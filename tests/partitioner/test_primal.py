@@ -130,3 +130,16 @@ def test_search_agrees_with_brute_force_on_tiny_problems():
         brute = pick(p, "brute")
         x = primal.search(c, time.monotonic() + 1.5, seed=seed)
         assert x is not None and _score(index, c, x) == (brute.objective, True)
+
+
+def test_search_process_sends_a_plan_that_fits_and_a_bound_below_it():
+    index, c = _reduced(300, 5, tightness=0.15)
+    now = time.monotonic()
+    found, bound = primal.SearchProcess(c, now + 2.0, seed=3, bound_until=now + 3.0).result()
+    assert found is not None and bound is not None
+    cost, fits = _score(index, c, found)
+    assert fits and bound <= cost + 1e-6
+    # cancelled at once: nothing arrives, nothing is left running
+    proc = primal.SearchProcess(c, time.monotonic() + 30.0)
+    proc.cancel()
+    assert proc.process is not None and not proc.process.is_alive()
