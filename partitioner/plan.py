@@ -267,10 +267,7 @@ def evaluate_index(index: ProblemIndex, chosen: np.ndarray) -> Breakdown:
     """
     chosen = np.asarray(chosen, dtype=np.int64).reshape(-1)
     if index.integral and index.choice_cost_int is not None and index.pair_cost_int is not None:
-        start = index.choice_start
-        i = chosen[index.pair_a] - start[index.pair_a]
-        j = chosen[index.pair_b] - start[index.pair_b]
-        entry = index.pair_offset + i * np.diff(start)[index.pair_b] + j
+        entry = _pair_entries(index, chosen.reshape(1, -1))[0]
         return Breakdown(sum(index.choice_cost_int[chosen].tolist()), 0, 0,
                          sum(index.pair_cost_int[entry].tolist()))  # fmt: skip
     terms = _objective_terms(index, chosen.reshape(1, -1))
@@ -318,13 +315,18 @@ def _objective_terms(
         row, rest = np.divmod(key, n_tensors * n)
         t, d = np.divmod(rest, n)
         terms.append((row, price(src[row, t], d, t)))
+    pair = index.pair_cost[_pair_entries(index, chosen)]
+    terms.append((np.repeat(np.arange(m), len(index.pair_a)), pair.ravel()))
+    return terms
+
+
+def _pair_entries(index: ProblemIndex, chosen: np.ndarray) -> np.ndarray:
+    """Where each pairwise term of each row of ``chosen`` stands in ``index.pair_cost`` (shape
+    ``[rows, n_pairs]``): the entry at the two units' local choices."""
     start = index.choice_start
-    n_b = np.diff(start)[index.pair_b]
     i = chosen[:, index.pair_a] - start[index.pair_a]
     j = chosen[:, index.pair_b] - start[index.pair_b]
-    pair = index.pair_cost[index.pair_offset + i * n_b + j] if len(n_b) else np.zeros((m, 0))
-    terms.append((np.repeat(np.arange(m), len(n_b)), pair.ravel()))
-    return terms
+    return index.pair_offset + i * np.diff(start)[index.pair_b] + j
 
 
 def _unique(keys: np.ndarray) -> np.ndarray:

@@ -323,32 +323,33 @@ def enumerate_views(
         types = [s.inference_type]
         if s.inference_type in ("QUANTIZED_INT8", "QUANTIZED_UINT8"):
             types.append("FLOAT")
-        bases: dict[str, nx.MultiDiGraph | None] = {s.inference_type: S}
-        views = []
-        for target in targets:
-            if s.pinned and target.name != s.device:
-                continue
-            for itype in types:
-                if itype not in bases:
-                    bases[itype] = float_view(S)
-                view = _view_for(s, bases[itype], target, itype)
-                if view is not None:
-                    views.append(view)
+        views = _views_of(s, S, targets, types)
         alt = None if original is None else unfused_form(S, G, original, regions)
         if alt is not None:
-            alt_bases: dict[str, nx.MultiDiGraph | None] = {s.inference_type: alt}
-            for target in targets:
-                if s.pinned and target.name != s.device:
-                    continue
-                for itype in types:
-                    if itype not in alt_bases:
-                        alt_bases[itype] = float_view(alt)
-                    view = _view_for(s, alt_bases[itype], target, itype)
-                    if view is not None:
-                        views.append(replace(view, lowerings=(UNFUSED, *view.lowerings)))
+            views += [replace(view, lowerings=(UNFUSED, *view.lowerings))
+                      for view in _views_of(s, alt, targets, types)]  # fmt: skip
         views.sort(key=lambda v: (v.device, v.inference_type) != (s.device, s.inference_type))
         out.append(UnitViews(s, tuple(views)))
     return tuple(out)
+
+
+def _views_of(
+    s: Subgraph, S: nx.MultiDiGraph, targets: Sequence[Target], types: Sequence[str]
+) -> list[View]:
+    """The runnable views of unit ``s`` with ops ``S`` on each target and inference type (the
+    float form of ``S`` built once, when a type needs it)."""
+    bases: dict[str, nx.MultiDiGraph | None] = {s.inference_type: S}
+    views = []
+    for target in targets:
+        if s.pinned and target.name != s.device:
+            continue
+        for itype in types:
+            if itype not in bases:
+                bases[itype] = float_view(S)
+            view = _view_for(s, bases[itype], target, itype)
+            if view is not None:
+                views.append(view)
+    return views
 
 
 def _view_for(s: Subgraph, base: nx.MultiDiGraph | None, target: Target, itype: str) -> View | None:

@@ -8,6 +8,7 @@ one line naming the file when they are broken); JSON lines by :func:`read_json_l
 
 from __future__ import annotations
 
+import codecs
 import json
 import os
 import tempfile
@@ -294,11 +295,17 @@ def gunzip(
 
 
 def decode_json(
-    raw: bytes, source: str, limit: int, *, error: Callable[[str], TacoptError] = TacoptError
+    raw: bytes,
+    source: str,
+    limit: int,
+    *,
+    error: Callable[[str], TacoptError] = TacoptError,
+    parse_int: Callable[[str], Any] | None = None,
 ) -> Any:
     """The JSON value of a file's bytes, gunzipped first when they start with gzip's magic (at
-    most ``limit`` bytes inflated, :func:`gunzip`); broken data is one line of ``error`` naming
-    ``source``.
+    most ``limit`` bytes inflated, :func:`gunzip`), then read as UTF-8 text (JSON's encoding, RFC
+    8259; a leading byte-order mark is allowed); broken data is one line of ``error`` naming
+    ``source``. ``parse_int`` is :func:`json.loads`'s (how integer literals are read).
 
     >>> import gzip
     >>> decode_json(gzip.compress(b'{"a": 1}'), "m.json.gz", 100)
@@ -306,14 +313,26 @@ def decode_json(
     >>> decode_json(b'{"a": ', "m.json", 100)
     Traceback (most recent call last):
     tacopt.fusion.ir.errors.TacoptError: m.json: not valid JSON: Expecting value: ...
+    >>> decode_json('{"a": 1}'.encode("utf-16"), "m.json", 100)
+    Traceback (most recent call last):
+    tacopt.fusion.ir.errors.TacoptError: m.json: not UTF-8 text (UTF-16, UTF-32 or binary)
     """
     if raw[:2] == b"\x1f\x8b":
         raw = gunzip(raw, source, limit, error=error)
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in raw:
+        # JSON never holds a raw NUL byte; UTF-16 and UTF-32 text always does.
+        raise error(f"{source}: not UTF-8 text (UTF-16, UTF-32 or binary)")
     try:
-        return json.loads(raw)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{source}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    try:
+        return json.loads(text, parse_int=parse_int)
     except RecursionError:
-        raise error(f"{source}: not valid JSON: nested too deeply") from None
-    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise error(f"{source}: not valid JSON: arrays or objects nested too deeply") from None
+    except ValueError as exc:  # JSONDecodeError, or a number the decoder cannot take
         raise error(f"{source}: not valid JSON: {' '.join(str(exc).split())}") from None
 
 

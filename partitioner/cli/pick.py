@@ -276,7 +276,7 @@ def _read(path: Path) -> tuple[Any, Any]:
         is_iopddl,
         problem_from_dict,
     )
-    from tacopt.partitioner.problem.json_form import decode_json
+    from tacopt.partitioner.problem.json_form import decode_problem
 
     try:
         raw = path.read_bytes()
@@ -288,7 +288,7 @@ def _read(path: Path) -> tuple[Any, Any]:
             raise IopddlError(f"{path}: gzip data that is not a contest problem")
     else:
         try:
-            data = decode_json(raw, str(path))
+            data = decode_problem(raw, str(path))
         except TacoptError:
             return None, None
     if is_iopddl(data):

@@ -27,7 +27,7 @@ from tacopt.fusion.ir.io import atomic_write
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem.checks import validate_problem
 from tacopt.partitioner.problem.index import ProblemIndex, index_problem
-from tacopt.partitioner.problem.json_form import decode_json, problem_fields, problem_to_dict
+from tacopt.partitioner.problem.json_form import decode_problem, problem_fields, problem_to_dict
 from tacopt.partitioner.problem.records import (
     INFERENCE_TYPES,
     MAX_NBYTES,
@@ -158,7 +158,7 @@ def load_problem(path: str | os.PathLike[str]) -> PickProblem:
         raw = path.read_bytes()
     except OSError as exc:
         raise ProblemError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    return PickProblem.from_dict(decode_json(raw, str(path)), source=str(path))
+    return PickProblem.from_dict(decode_problem(raw, str(path)), source=str(path))
 
 
 def save_problem(problem: PickProblem, path: str | os.PathLike[str]) -> Path:

@@ -58,6 +58,7 @@ from tacopt.partitioner.problem import (
     Unit,
     validate_problem,
 )
+from tacopt.partitioner.problem.json_form import MAX_INFLATED_BYTES
 
 #: Largest value an int64 field of the contest may hold.
 INT64_MAX = 2**63 - 1
@@ -141,10 +142,6 @@ def decode_file(raw: bytes, source: str, *, limit: int | None = None) -> Any:
     limit = MAX_INFLATED_BYTES if limit is None else limit
     return decode_json(raw, source, limit, error=IopddlError)
 
-
-#: The most bytes a gzip file may inflate to: 1 GiB, ten times the largest instance here
-#: (A: 93 MB), so that a small hostile file cannot drive memory without bound.
-MAX_INFLATED_BYTES = 1 << 30
 
 
 def load_iopddl(path: str | os.PathLike[str]) -> PickProblem:

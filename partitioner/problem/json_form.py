@@ -4,11 +4,10 @@ a problem back (``docs/pick-problem.md`` describes the format)."""
 
 from __future__ import annotations
 
-import codecs
-import json
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+from tacopt.fusion.ir.io import decode_json
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem.records import (
     BAD_TEXT,
@@ -40,31 +39,29 @@ _CHOICE_FIELDS = _FIELD_SETS["choice"]
 # Integer literals longer than this are read as floats (so 10**400 is inf and refused by
 # the range checks, naming its field), never as Python ints of unbounded size.
 _MAX_INT_CHARS = 20
+#: The most bytes a gzipped problem (ours or a contest file) may inflate to: 1 GiB, ten times
+#: the largest contest instance (A: 93 MB), so that a small hostile file cannot drive memory
+#: without bound.
+MAX_INFLATED_BYTES = 1 << 30
 
 
-def decode_json(raw: bytes, source: str) -> Any:
-    """The JSON value of a file's bytes, which must be UTF-8 (a leading BOM is allowed)."""
+def decode_problem(raw: bytes, source: str) -> Any:
+    """The JSON value of a pick problem file's bytes (:func:`~tacopt.fusion.ir.io.decode_json`,
+    as :class:`ProblemError`): long integer literals are read as floats, and a ``.tflite`` model
+    given by mistake is named as one.
 
-    def fail(msg: str) -> NoReturn:
-        if raw[4:8] == b"TFL3":  # the flatbuffer file identifier of a .tflite model
-            msg = "a TFLite model, not a pick problem ('tacopt partition MODEL --problem OUT.json'"
-            msg += " writes one)"
-        raise ProblemError(f"{source}: {msg}")
-
-    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)) or b"\x00" in raw:
-        # JSON never holds a raw NUL byte; UTF-16 and UTF-32 text always does.
-        fail("not UTF-8 text (UTF-16, UTF-32 or binary); a pick problem is a UTF-8 JSON file")
+    >>> decode_problem(b'{"capacity": 1' + b"0" * 30 + b"}", "p.json")
+    {'capacity': 1e+30}
+    """
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        fail(f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-             "a pick problem is a UTF-8 JSON file")  # fmt: skip
-    try:
-        return json.loads(text, parse_int=_parse_int)
-    except RecursionError:
-        fail("not valid JSON: arrays or objects nested too deeply")
-    except ValueError as exc:  # JSONDecodeError, or a number the decoder cannot take
-        fail(f"not valid JSON: {' '.join(str(exc).split())}")
+        return decode_json(
+            raw, source, MAX_INFLATED_BYTES, error=ProblemError, parse_int=_parse_int
+        )
+    except ProblemError:
+        if raw[4:8] != b"TFL3":  # the flatbuffer file identifier of a .tflite model
+            raise
+    raise ProblemError(f"{source}: a TFLite model, not a pick problem "
+                       "('tacopt partition MODEL --problem OUT.json' writes one)")  # fmt: skip
 
 
 def _parse_int(literal: str) -> int | float:
