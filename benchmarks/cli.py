@@ -225,7 +225,6 @@ def _run_bench(args: argparse.Namespace) -> int:
     from tacopt.benchmarks.report import default_title, write_report
     from tacopt.partitioner.annotate import parse_pin
     from tacopt.partitioner.cli import load_module
-    from tacopt.partitioner.pipeline import parse_memory
 
     report_dir = None if args.no_report else (args.report or args.out.parent)
     _check_outputs(args.out, report_dir)
@@ -244,7 +243,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         time_limit_s=60.0 if args.time_limit is None else args.time_limit,
         backend=args.backend,
         seed=args.seed,
-        memory=tuple(parse_memory(args.memory).items()),
+        memory=tuple(args.memory.items()),
         pins=tuple(parse_pin(text) for text in args.pin),
     )
     records = run_study(

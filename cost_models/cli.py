@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.io import check_output_path
-from tacopt.fusion.ir.options import at_least
+from tacopt.fusion.ir.options import at_least, names_of, one_of, positive
 
 #: Timing rounds of `tacopt calibrate`.
 CALIBRATE_ROUNDS = 20
@@ -74,6 +74,7 @@ def register_measure(subparsers: Any) -> None:
     )
     p.add_argument(
         "--prior",
+        type=one_of(_priors, "prior"),
         default="generic",
         help="sweep: the samplers to draw from, 'generic' (each kind's space, the default) or "
         "'net' (where networks put ops: stages, squeeze-and-excitation, stems, heads, attention;"
@@ -82,7 +83,7 @@ def register_measure(subparsers: Any) -> None:
     )
     p.add_argument(
         "--max-minutes",
-        type=float,
+        type=positive("minutes"),
         help="sweep: stop starting new ops after this long; re-run the same command to go on",
     )
     p.add_argument(
@@ -102,15 +103,10 @@ def register_measure(subparsers: Any) -> None:
         default=1,
         help="interpreter threads (default 1; with more, latencies are taken on the wall clock)",
     )
-    p.add_argument(
-        "--resolver",
-        default="xnnpack",
-        help="the kernels: 'xnnpack' (LiteRT's default, the XNNPACK delegate), 'builtin' "
-        "(LiteRT's optimized builtin kernels, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES) or"
-        " 'ref' (its reference kernels, BUILTIN_REF); recorded in the device fingerprint",
-    )
+    add_resolver_option(p)
     p.add_argument(
         "--types",
+        type=names_of(_type_names, "type"),
         default="",
         help="also measure each op rebuilt in these inference types, comma-separated: float32, "
         "int8 (int8 = full-integer quantization, float32 = dequantized); default: as-is only",
@@ -119,20 +115,43 @@ def register_measure(subparsers: Any) -> None:
     p.set_defaults(run=run_measure)
 
 
-def run_measure(args: argparse.Namespace) -> int:
+def add_resolver_option(p: argparse.ArgumentParser) -> None:
+    """``--resolver`` (``tacopt measure`` and ``tacopt learn``): the kernels ops are timed on."""
+    p.add_argument(
+        "--resolver",
+        type=one_of(_resolvers, "op resolver"),
+        default="xnnpack",
+        help="the kernels: 'xnnpack' (LiteRT's default, the XNNPACK delegate), 'builtin' "
+        "(LiteRT's optimized builtin kernels, OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES) or"
+        " 'ref' (its reference kernels, BUILTIN_REF); recorded in the device fingerprint",
+    )
+
+
+# The option values' tables, imported only when an option is parsed.
+def _resolvers() -> Iterator[str]:
     from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS
+
+    return iter(RESOLVERS)
+
+
+def _type_names() -> Iterator[str]:
+    from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
+
+    return iter(TYPE_NAMES)
+
+
+def _priors() -> Iterator[str]:
+    from tacopt.cost_models.learned.sampling.sweep import PRIORS
+
+    return iter(PRIORS)
+
+
+def run_measure(args: argparse.Namespace) -> int:
     from tacopt.cost_models.learned.measurement.measure import measure_models
     from tacopt.cost_models.learned.measurement.records import MeasureError
     from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
     from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
-    if args.resolver not in RESOLVERS:
-        known = ", ".join(RESOLVERS)
-        raise MeasureError(f"--resolver: unknown op resolver '{args.resolver}' (known: {known})")
-    names = tuple(t.strip() for t in args.types.split(",") if t.strip())
-    for name in names:
-        if name not in TYPE_NAMES:
-            raise MeasureError(f"--types: unknown type '{name}' (known: {', '.join(TYPE_NAMES)})")
     check_output_path(args.out, what="--out")
     if args.out.exists():
         check_records_file(args.out, what="--out")
@@ -142,7 +161,7 @@ def run_measure(args: argparse.Namespace) -> int:
         raise MeasureError("measure: give models (or folders of them), or --sweep")
     opts = MeasureArgs(
         model_files(args.models), args.out, args.repeats, args.warmup, args.threads, args.quiet,
-        names, args.resolver,
+        args.types, args.resolver,
     )  # fmt: skip
     samples = max(opts.repeats, 1)
     cfg = MeasureConfig(
@@ -188,14 +207,11 @@ def _run_sweep(args: argparse.Namespace) -> int:
 
     from tacopt.cost_models.learned.measurement.records import MeasureError
     from tacopt.cost_models.learned.measurement.timing import MeasureConfig
-    from tacopt.cost_models.learned.sampling.sweep import PRIORS
 
     if args.models:
         raise MeasureError(
             "measure: --sweep measures sampled ops, not models; give one or the other"
         )
-    if args.prior not in PRIORS:
-        raise MeasureError(f"--prior: unknown prior '{args.prior}' (known: {', '.join(PRIORS)})")
     if args.adapt and args.prior != "generic":
         raise MeasureError("--adapt: weights the generic samplers; give it without --prior")
     samples = max(args.repeats, 1)

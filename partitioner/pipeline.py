@@ -12,7 +12,6 @@ Examples
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -332,39 +331,6 @@ def with_capacity(problem: Any, capacity: Mapping[str, float]) -> Any:
     return problem
 
 
-def parse_memory(text: str) -> dict[str, float]:
-    """Capacities from ``"GPU=64MiB,NNAPI=8MiB"`` (units B, KB/KiB, MB/MiB, GB/GiB; none = B).
-
-    Raises
-    ------
-    PartitionError
-        For a malformed item, an unknown unit or a negative size (one line naming it).
-
-    Examples
-    --------
-    >>> parse_memory("GPU=64MiB,NPU=1.5MB")
-    {'GPU': 67108864.0, 'NPU': 1500000.0}
-    """
-    out: dict[str, float] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        device, _, size = item.partition("=")
-        found = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*", size)
-        unit = found.group(2) if found else ""
-        if not device.strip() or found is None or unit.lower() not in _SIZE_UNITS:
-            raise PartitionError(
-                f"--memory: {item!r} is not DEVICE=SIZE (e.g. GPU=64MiB; units: B, KB, KiB, MB,"
-                " MiB, GB, GiB)"
-            )
-        if device.strip() in out:
-            raise PartitionError(f"--memory: device {device.strip()!r} given twice")
-        out[device.strip()] = float(found.group(1)) * _SIZE_UNITS[unit.lower()]
-    return out
-
-
-_SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "kib": 2**10, "mb": 1e6, "mib": 2**20, "gb": 1e9,
-               "gib": 2**30}  # fmt: skip
-
-
 def partition(
     G: nx.MultiDiGraph,
     devices: str | Sequence[str | Target],
@@ -405,9 +371,10 @@ def partition(
         on the fused DAG, and a fused op a device lacks is lowered back to its primitive ops in
         that device's views. ``False`` partitions ``G`` as it is.
     capacity : mapping, optional
-        Device -> bytes it can hold (:func:`parse_memory` reads ``--memory``); every choice
-        holds its view's weights, and tensors their bytes while live. A picker that finds no
-        plan within them raises :class:`~tacopt.partitioner.plan.NoPlanError`.
+        Device -> bytes it can hold (:func:`tacopt.fusion.ir.options.capacities` reads
+        ``--memory``); every choice holds its view's weights, and tensors their bytes while
+        live. A picker that finds no plan within them raises
+        :class:`~tacopt.partitioner.plan.NoPlanError`.
 
     Returns
     -------

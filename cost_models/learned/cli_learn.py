@@ -29,6 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tacopt.cost_models.cli import add_resolver_option
+from tacopt.fusion.ir.options import at_least, positive
+
 #: Seconds of the budget kept for fitting (at most a quarter of it; ~5,000 records took 200 s
 #: to fit on this loaded 2-core machine, niced).
 FIT_RESERVE_S = 120.0
@@ -76,18 +79,16 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("-o", "--out", type=Path, required=True, help="model file (.json or .json.gz)")
     p.add_argument(
-        "--minutes", type=float, default=None, help="time budget (default 15; 3 with --from)"
-    )
+        "--minutes", type=positive("minutes"), default=None,
+        help="time budget (default 15; 3 with --from)",
+    )  # fmt: skip
     p.add_argument("--from", dest="base", type=Path, help="adapt this learned model file")
     p.add_argument(
         "--records", type=Path, help="records file (default: OUT without suffix + .records.jsonl)"
     )
-    p.add_argument("--threads", type=int, default=1, help="interpreter threads (default 1)")
-    p.add_argument(
-        "--resolver",
-        default="xnnpack",
-        help="op kernels: 'xnnpack' (default), 'builtin' (no delegate) or 'ref' (reference)",
-    )
+    p.add_argument("--threads", type=at_least(1), default=1,
+                   help="interpreter threads (default 1)")  # fmt: skip
+    add_resolver_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(run=run_learn)
 
@@ -120,18 +121,8 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
 def run_learn(args: argparse.Namespace) -> int:
     from tacopt.cost_models.base import CostModelError
     from tacopt.cost_models.cli import check_output_path, check_records_file
-    from tacopt.cost_models.learned.measurement.records import MeasureError
 
     minutes = args.minutes if args.minutes is not None else (3.0 if args.base else 15.0)
-    if not minutes > 0:
-        raise MeasureError(f"--minutes: must be more than 0, got {args.minutes}")
-    if args.threads < 1:
-        raise MeasureError(f"--threads: must be at least 1, got {args.threads}")
-    from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS
-
-    if args.resolver not in RESOLVERS:
-        known = ", ".join(RESOLVERS)
-        raise MeasureError(f"--resolver: unknown op resolver '{args.resolver}' (known: {known})")
     check_output_path(args.out, what="-o")
     records = args.records or records_path(args.out)
     if records.exists():

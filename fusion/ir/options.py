@@ -1,7 +1,9 @@
 """Command-line option values checked as argparse parses them: the ``type=`` functions every
-``tacopt`` command shares, so that each rule (a count's floor, a time limit's range) is written
-once and a bad value is refused before any work, as one line and exit 2 (``tacopt bench: error:
-argument --jobs: must be at least 1, got 0``).
+``tacopt`` command shares, so that each rule (a count's floor, a time limit's range, a list's
+names) is written once and a bad value is refused before any work, as one line and exit 2
+(``tacopt bench: error: argument --jobs: must be at least 1, got 0``).
+
+:func:`options_of` then turns the parsed arguments into a command's frozen options record.
 
 Examples
 --------
@@ -9,8 +11,9 @@ Examples
 >>> parser = argparse.ArgumentParser(prog="demo")
 >>> _ = parser.add_argument("--jobs", type=at_least(1))
 >>> _ = parser.add_argument("--time-limit", type=seconds)
->>> vars(parser.parse_args(["--jobs", "2", "--time-limit", "1.5"]))
-{'jobs': 2, 'time_limit': 1.5}
+>>> _ = parser.add_argument("--compare", type=names)
+>>> vars(parser.parse_args(["--jobs", "2", "--time-limit", "1.5", "--compare", "exact, tac"]))
+{'jobs': 2, 'time_limit': 1.5, 'compare': ('exact', 'tac')}
 >>> at_least(1)("0")
 Traceback (most recent call last):
 ...
@@ -24,8 +27,13 @@ argparse.ArgumentTypeError: must be positive and finite (seconds), got inf
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def at_least(least: int) -> Callable[[str], int]:
@@ -43,12 +51,148 @@ def at_least(least: int) -> Callable[[str], int]:
     return parse
 
 
-def seconds(text: str) -> float:
-    """An option ``type=``: a positive, finite number of seconds (a time limit)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not (math.isfinite(value) and value > 0):
-        raise argparse.ArgumentTypeError(f"must be positive and finite (seconds), got {value:g}")
-    return value
+def positive(unit: str) -> Callable[[str], float]:
+    """An option ``type=``: a positive, finite number of ``unit`` (a budget or a limit).
+
+    >>> positive("minutes")("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be positive and finite (minutes), got 0
+    """
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of {unit}: {text!r}") from None
+        if not (math.isfinite(value) and value > 0):
+            raise argparse.ArgumentTypeError(f"must be positive and finite ({unit}), got {value:g}")
+        return value
+
+    return parse
+
+
+#: A time limit: a positive, finite number of seconds.
+seconds = positive("seconds")
+
+
+def names(text: str) -> tuple[str, ...]:
+    """An option ``type=``: comma-separated names, at least one, none empty, none twice.
+
+    >>> names("exact,exact")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 'exact' is listed twice in 'exact,exact'
+    >>> names("exact,,tac")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: empty name in 'exact,,tac'
+    """
+    if not text.strip():
+        raise argparse.ArgumentTypeError("empty list")
+    out = tuple(n.strip() for n in text.split(","))
+    if "" in out:
+        raise argparse.ArgumentTypeError(f"empty name in {text!r}")
+    for i, name in enumerate(out):
+        if name in out[:i]:
+            raise argparse.ArgumentTypeError(f"{name!r} is listed twice in {text!r}")
+    return out
+
+
+def one_of(known: Callable[[], Iterable[str]], what: str) -> Callable[[str], str]:
+    """An option ``type=``: one of the names ``known()`` lists (called while parsing, so that
+    the table is imported only by the command that uses it).
+
+    >>> one_of(lambda: ("xnnpack", "ref"), "op resolver")("gpu")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: unknown op resolver 'gpu' (known: xnnpack, ref)
+    """
+
+    def parse(text: str) -> str:
+        choices = tuple(known())
+        if text not in choices:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {text!r} (known: {', '.join(choices)})"
+            )
+        return text
+
+    return parse
+
+
+def names_of(known: Callable[[], Iterable[str]], what: str) -> Callable[[str], tuple[str, ...]]:
+    """An option ``type=``: comma-separated names, each one of ``known()``, none twice; an empty
+    text is no names (an option whose default is none).
+
+    >>> parse = names_of(lambda: ("float32", "int8"), "type")
+    >>> parse(""), parse("int8, float32")
+    ((), ('int8', 'float32'))
+    >>> parse("int4")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: unknown type 'int4' (known: float32, int8)
+    """
+    check = one_of(known, what)
+
+    def parse(text: str) -> tuple[str, ...]:
+        return tuple(check(name) for name in names(text)) if text.strip() else ()
+
+    return parse
+
+
+_SIZE = re.compile(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z]*)\s*")
+_SIZE_UNITS = {"": 1, "b": 1, "kb": 1e3, "kib": 2**10, "mb": 1e6, "mib": 2**20, "gb": 1e9,
+               "gib": 2**30}  # fmt: skip
+
+
+def capacities(text: str) -> dict[str, float]:
+    """An option ``type=``: device capacities, ``"GPU=64MiB,NNAPI=8MiB"`` (units B, KB/KiB,
+    MB/MiB, GB/GiB; none = B), as bytes by device; an empty text is none.
+
+    >>> capacities("GPU=64MiB,NPU=1.5MB")
+    {'GPU': 67108864.0, 'NPU': 1500000.0}
+    >>> capacities("GPU=1MiB,GPU=2MiB")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: device 'GPU' given twice
+    """
+    out: dict[str, float] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        device, _, size = item.partition("=")
+        found = _SIZE.fullmatch(size)
+        unit = found.group(2) if found else ""
+        if not device.strip() or found is None or unit.lower() not in _SIZE_UNITS:
+            raise argparse.ArgumentTypeError(
+                f"{item!r} is not DEVICE=SIZE (e.g. GPU=64MiB; units: B, KB, KiB, MB, MiB, GB, GiB)"
+            )
+        if device.strip() in out:
+            raise argparse.ArgumentTypeError(f"device {device.strip()!r} given twice")
+        out[device.strip()] = float(found.group(1)) * _SIZE_UNITS[unit.lower()]
+    return out
+
+
+def options_of(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
+    """The frozen options record ``cls`` (a dataclass) of parsed ``args``: each field from the
+    argument of its name (a list as a tuple, a mapping as its pairs), or from ``given``.
+
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class Opts:
+    ...     model: str
+    ...     load: tuple[str, ...] = ()
+    ...     time_limit_s: float | None = None
+    >>> options_of(Opts, argparse.Namespace(model="m", load=["x.py"], time_limit=None),
+    ...            time_limit_s=2.0)
+    Opts(model='m', load=('x.py',), time_limit_s=2.0)
+    """
+    values = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        if f.name in given:
+            values[f.name] = given[f.name]
+        elif hasattr(args, f.name):
+            value = getattr(args, f.name)
+            if isinstance(value, list):
+                value = tuple(value)
+            elif isinstance(value, Mapping):
+                value = tuple(value.items())
+            values[f.name] = value
+    return cls(**values)

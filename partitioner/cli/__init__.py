@@ -12,10 +12,10 @@ stderr, exit code 2, no traceback.
 Ctrl-C prints one line and exits 130; commands stage their outputs
 (:func:`tacopt.fusion.ir.io.all_or_nothing`), so an interrupted command leaves no output file.
 
-The helpers below are shared by the commands: :func:`load_module` (``--load``), :func:`name_list`
-(comma-separated options such as ``--compare``) and :class:`TacoptParser`, whose ``--help`` ends
-with the registered devices, pickers and cost models. Option values with a range (counts, time
-limits) are checked by the ``type=`` functions of :mod:`tacopt.fusion.ir.options`.
+The helpers below are shared by the commands: :func:`load_module` (``--load``) and
+:class:`TacoptParser`, whose ``--help`` ends with the registered devices, pickers and cost
+models. Option values (counts, time limits, lists of names such as ``--compare``, capacities) are
+checked as they are parsed by the ``type=`` functions of :mod:`tacopt.fusion.ir.options`.
 
 The command runs BLAS single-threaded unless the environment says otherwise: tacopt's numeric work
 is many small matrix products, which extra BLAS threads only slow down and make less repeatable.
@@ -121,29 +121,6 @@ def load_module(spec: str) -> None:
         raise
     except Exception as exc:  # a user module's own failure, reported on one line
         raise OptionError(f"--load {spec}: {type(exc).__name__}: {exc}") from None
-
-
-def name_list(text: str, *, what: str) -> tuple[str, ...]:
-    """The names of a comma-separated option: at least one, none empty, none twice.
-
-    Examples
-    --------
-    >>> name_list("exact, tac", what="--compare")
-    ('exact', 'tac')
-    >>> name_list("exact,exact", what="--compare")
-    Traceback (most recent call last):
-    ...
-    tacopt.partitioner.cli.OptionError: --compare: 'exact' is listed twice in 'exact,exact'
-    """
-    if not text.strip():
-        raise OptionError(f"{what}: empty list")
-    names = tuple(n.strip() for n in text.split(","))
-    if "" in names:
-        raise OptionError(f"{what}: empty name in {text!r}")
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            raise OptionError(f"{what}: {name!r} is listed twice in {text!r}")
-    return names
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.errors import OutputError
-from tacopt.fusion.ir.options import seconds
+from tacopt.fusion.ir.options import capacities, names, options_of, seconds
 from tacopt.partitioner.cli import add_load_option, load_module
 
 __all__ = [
@@ -128,10 +128,10 @@ def add_page_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--compare",
-        default="",
+        type=names,
         metavar="PICKERS",
         help="with --html: also plan with these pickers (e.g. exact,tac,greedy) on the same "
-        "problem; the page shows each plan, its cost, and the ops whose device differs",
+        "problem; the page shows each plan, its cost, and the ops whose device or type differs",
     )
 
 
@@ -139,7 +139,8 @@ def add_memory_option(p: argparse.ArgumentParser) -> None:
     """``--memory GPU=64MiB,NNAPI=8MiB`` (``tacopt partition`` and ``tacopt bench``)."""
     p.add_argument(
         "--memory",
-        default="",
+        type=capacities,
+        default={},
         metavar="DEVICE=SIZE,...",
         help="device capacities in bytes (units B, KB/KiB, MB/MiB, GB/GiB); every choice holds "
         "its weights and tensors their bytes while live; a device not listed is unlimited",
@@ -147,38 +148,15 @@ def add_memory_option(p: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> PartitionOptions:
-    """The frozen options of parsed arguments (pins and memory checked here)."""
+    """The frozen options of parsed arguments (pins checked here)."""
     from tacopt.partitioner.annotate import parse_pin
-    from tacopt.partitioner.pipeline import parse_memory
 
-    return PartitionOptions(
-        model=args.model,
-        devices=args.devices,
-        picker=args.picker,
-        cost_model=args.cost_model,
-        granularity=args.granularity,
-        time_limit_s=args.time_limit,
-        pins=tuple(parse_pin(p) for p in args.pin),
-        load=tuple(args.load),
-        problem=args.problem,
-        plan=args.plan,
-        export=args.export,
-        svg=args.svg,
-        dot=args.dot,
-        json=args.json,
-        fuse=args.fuse,
-        memory=tuple(parse_memory(args.memory).items()),
-        explain=getattr(args, "explain", None),
-        html=args.html,
-        compare=_compare_list(args.compare, args.html),
-    )
-
-
-def _compare_list(text: str, html: Path | None) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    if names and html is None:
+    if args.compare and args.html is None:
         raise OutputError("--compare shows its plans on the page: give --html PAGE as well")
-    return names
+    return options_of(
+        PartitionOptions, args, time_limit_s=args.time_limit, compare=args.compare or (),
+        pins=tuple(parse_pin(p) for p in args.pin),
+    )  # fmt: skip
 
 
 def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:

@@ -40,13 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.errors import TacoptError, one_line
-from tacopt.fusion.ir.options import seconds
-from tacopt.partitioner.cli import (
-    OptionError,
-    add_load_option,
-    align_columns,
-    name_list,
-)
+from tacopt.fusion.ir.options import names, options_of, seconds
+from tacopt.partitioner.cli import OptionError, add_load_option, align_columns
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,10 +55,10 @@ class PickOptions:
     backend: str | None
     method: str | None
     seed: int | None
-    as_json: bool
-    plan_out: Path | None
+    json: bool
+    plan: Path | None
     load: tuple[str, ...] = ()
-    solution_out: Path | None = None
+    solution: Path | None = None
 
 
 def register(subparsers: Any) -> None:
@@ -78,7 +73,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--picker", default="exact", help="picker name or pkg.mod:Name (default: exact)"
     )
-    parser.add_argument("--compare", metavar="P1,P2,...", help="run several pickers, side by side")
+    parser.add_argument(
+        "--compare", type=names, metavar="P1,P2,...", help="run several pickers, side by side"
+    )
     parser.add_argument("--time-limit", type=seconds, metavar="S", help="solver time limit (s)")
     parser.add_argument("--backend", help="exact picker backend: highs, scip or cp-sat")
     parser.add_argument(
@@ -100,21 +97,12 @@ def register(subparsers: Any) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> PickOptions:
-    """The frozen options of a parsed command line (lists and numbers checked here)."""
+    """The frozen options of a parsed command line (argparse checked the lists and numbers)."""
     compare = args.compare is not None
-    return PickOptions(
-        problem=args.problem,
-        pickers=name_list(args.compare, what="--compare") if compare else (args.picker,),
-        compare=compare,
+    return options_of(
+        PickOptions, args, pickers=args.compare if compare else (args.picker,), compare=compare,
         time_limit_s=args.time_limit,
-        backend=args.backend,
-        method=args.method,
-        seed=args.seed,
-        as_json=args.json,
-        plan_out=args.plan,
-        load=tuple(args.load),
-        solution_out=args.solution,
-    )
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -143,7 +131,7 @@ def run_pick(options: PickOptions) -> int:
 
     entered = time.monotonic()
     contest, data = _read(options.problem)
-    outputs = [("--plan", options.plan_out), ("--solution", options.solution_out)]
+    outputs = [("--plan", options.plan), ("--solution", options.solution)]
     with all_or_nothing(outputs) as out:
         for spec in options.load:
             load_module(spec)
@@ -206,7 +194,7 @@ def run_pick(options: PickOptions) -> int:
                 failed.append(f"{name}: {exc}")
 
         payload: Any = {"plans": records} if options.compare else records[0]
-        if options.as_json:
+        if options.json:
             print(json.dumps(payload))
         else:
             print(_table(records))
@@ -216,12 +204,12 @@ def run_pick(options: PickOptions) -> int:
         if failed and len(failed) == len(records):
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
             raise PickerError(f"no picker gave a plan: {failed[0]}{more}; nothing written")
-        if options.plan_out is not None:
-            out.write(options.plan_out, json.dumps(payload, indent=1) + "\n")
-        if options.solution_out is not None:
+        if options.plan is not None:
+            out.write(options.plan, json.dumps(payload, indent=1) + "\n")
+        if options.solution is not None:
             if best is None:
                 raise PickerError("--solution: no plan within the capacities; nothing written")
-            out.write(options.solution_out,
+            out.write(options.solution,
                       solution_json(solution_indices(problem, best.assignment)))  # fmt: skip
     if failed:  # as `tacopt bench` warns of failed records
         print(f"tacopt pick: warning: {len(failed)} of {len(records)} pickers gave no plan "
@@ -308,8 +296,8 @@ def _options_per_picker(options: PickOptions, given: dict[str, Any]) -> dict[str
     accepted = {name: picker_options(name) for name in options.pickers}
     for key in given:
         if not any(key in a or "*" in a for a in accepted.values()):
-            names = ", ".join(options.pickers)
-            raise OptionError(f"{_OPTION_FLAGS[key]}: none of the pickers {names} takes it")
+            listed = ", ".join(options.pickers)
+            raise OptionError(f"{_OPTION_FLAGS[key]}: none of the pickers {listed} takes it")
     return {
         name: {k: v for k, v in given.items() if k in a or "*" in a} for name, a in accepted.items()
     }

@@ -60,6 +60,24 @@ def test_measure_refuses_bad_paths_before_measuring(tmp_path, capsys, setup, mes
     assert not (tmp_path / "r.jsonl").exists()
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--types", "int4"], "argument --types: unknown type 'int4' (known: "),
+        (["--types", "int8,int8"], "argument --types: 'int8' is listed twice in 'int8,int8'"),
+        (["--resolver", "gpu"], "argument --resolver: unknown op resolver 'gpu' (known: "),
+        (["--sweep", "5", "--prior", "zoo"], "argument --prior: unknown prior 'zoo' (known: "),
+        # a negative budget was taken: the sweep stopped before its first op, exit 0
+        (["--sweep", "5", "--max-minutes", "-1"], "argument --max-minutes: must be positive"),
+    ],
+)
+def test_measure_option_values_are_checked_as_parsed(tmp_path, capsys, argv, message) -> None:
+    out = tmp_path / "r.jsonl"
+    assert main(["measure", "--out", str(out), "--quiet", *argv]) == 2
+    assert message in one_error_line(capsys)
+    assert not out.exists()
+
+
 def test_measure_takes_a_folder_and_prints_no_xnnpack_line(tmp_path) -> None:
     models = tmp_path / "models"
     models.mkdir()

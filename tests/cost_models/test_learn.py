@@ -101,7 +101,9 @@ def test_learn_measures_fits_resumes_and_adapts(tmp_path: Path, monkeypatch, cap
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--minutes", "0"], "--minutes: must be more than 0"),
+        (["--minutes", "0"], "--minutes: must be positive and finite (minutes), got 0"),
+        (["--minutes", "inf"], "--minutes: must be positive and finite (minutes), got inf"),
+        (["--threads", "two"], "--threads: not a whole number: 'two'"),
         (["--threads", "0"], "--threads: must be at least 1"),
         (["--resolver", "gpu"], "--resolver: unknown op resolver 'gpu'"),
         (["--from", "nope.json"], "nope.json"),

@@ -232,6 +232,13 @@ def outputs(tmp_path):
         (["--devices", "GPU", "--time-limit", "inf"], "--time-limit: must be positive"),
         (["--devices", "GPU", "--time-limit", "nan"], "--time-limit: must be positive"),
         (["--devices", "GPU", "--load", "no_such_file.py"], "--load no_such_file.py: no such"),
+        # list options, checked as they are parsed (an empty or repeated name was dropped)
+        (["--devices", "GPU", "--compare", "exact,,tac"],
+         "argument --compare: empty name in 'exact,,tac'"),
+        (["--devices", "GPU", "--compare", "tac,tac"],
+         "argument --compare: 'tac' is listed twice in 'tac,tac'"),
+        (["--devices", "GPU", "--memory", "GPU=1MiB,GPU=2MiB"],
+         "argument --memory: device 'GPU' given twice"),
     ],
 )
 def test_bad_options_write_nothing(bundled_models, tmp_path, capsys, args, message):
