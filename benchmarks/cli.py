@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.options import at_least, seconds
+from tacopt.fusion.ir.options import add_command, at_least, seconds
 
 DEFAULT_OUT = Path("tacopt-bench") / "results.jsonl"
 DEFAULT_PICKERS = ("exact", "tac", "greedy", "first-fit")
@@ -80,14 +80,7 @@ def _devices(text: str) -> tuple[str, ...]:
 
 def register(subparsers: Any) -> None:
     """Add ``bench`` (and its ``report`` mode) to the ``tacopt`` sub-commands."""
-    p = subparsers.add_parser(
-        "bench",
-        help="run a benchmark study (models x devices x granularities x pickers) and report it",
-        description="Run a benchmark study: zoos x device sets x granularities x cost models x "
-        "pickers, one JSONL record per picker run. Resumable; parallel by default.",
-        epilog=_EPILOG,
-        formatter_class=_HelpFormatter,
-    )
+    p = add_command(subparsers, "bench", run_bench, epilog=_EPILOG, formatter_class=_HelpFormatter)
     p.add_argument("--zoo", nargs="+", action="extend", metavar="NAME",
                    help="zoos to run (default: bundled)")  # fmt: skip
     p.add_argument("--devices", nargs="+", action="extend", type=_devices, metavar="D1,D2",
@@ -177,12 +170,9 @@ def register(subparsers: Any) -> None:
         help="run again records that failed (ERROR / CRASH) instead of keeping them",
     )
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    p.set_defaults(run=run_bench)
 
     modes = p.add_subparsers(dest="bench_mode", metavar="{report}")
-    r = modes.add_parser("report", help="write the report of a results file",
-                         description="Write report.md and PNG plots from a results JSONL file "
-                         "and print the per-picker table.")  # fmt: skip
+    r = add_command(modes, "report", run_report)
     r.add_argument("results", type=Path, help="results JSONL written by tacopt bench")
     r.add_argument(
         "-o",
@@ -198,11 +188,14 @@ def register(subparsers: Any) -> None:
     r.add_argument("--no-plots", action="store_true", help="Markdown only")
     r.add_argument("--no-pages", action="store_true",
                    help="write no plan pages (default: one HTML page per model, in pages/)")
-    r.set_defaults(run=run_report)
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    """Run the study described by ``args``, write the report and print the per-picker table."""
+    """Run a benchmark study (models x devices x granularities x pickers) and report it.
+
+    Run a benchmark study: zoos x device sets x granularities x cost models x pickers, one JSONL
+    record per picker run. Resumable; parallel by default.
+    """
     if getattr(args, "bench_mode", None) == "report":
         return run_report(args)
     from tacopt.benchmarks.harness import StudyInterrupted
@@ -323,7 +316,10 @@ def _interrupted(done: str) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    """Write the report of ``args.results`` and print the per-picker table."""
+    """Write the report of a results file.
+
+    Write report.md and PNG plots from a results JSONL file and print the per-picker table.
+    """
     from tacopt.benchmarks.harness import read_records
     from tacopt.benchmarks.report import report_file, summary_table
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.io import check_output_path
-from tacopt.fusion.ir.options import at_least, names_of, one_of, positive
+from tacopt.fusion.ir.options import add_command, at_least, names_of, one_of, positive
 
 #: Timing rounds of `tacopt calibrate`.
 CALIBRATE_ROUNDS = 20
@@ -38,19 +38,7 @@ class MeasureArgs:
 
 
 def register_measure(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "measure",
-        help="time every op of .tflite models alone on the ai-edge-litert interpreter",
-        description="Fold the ops of constants the runtime computes at init (DEQUANTIZE of float16 "
-        "weights, DENSIFY, ...; one 'folded' record each) and fuse as the partitioner does, then "
-        "cut each op into a single-op model with random weights, time it (thread CPU "
-        "time of >= 2 ms batches of invokes, only those taken while a probe shows the machine "
-        "quiet; lowest per interpreter instance, median over 3 instances), optionally also "
-        "rebuilt in other inference "
-        "types (--types), time the whole model as stored, append one JSON record per op "
-        "configuration to --out (resumable), each naming the device fingerprint (CPU, ISA, "
-        "LiteRT version, --resolver, --threads) of a 'device' record.",
-    )
+    p = add_command(subparsers, "measure", run_measure)
     p.add_argument(
         "models", nargs="*", type=Path, metavar="MODEL", help="a .tflite model, or a folder of them"
     )
@@ -112,7 +100,6 @@ def register_measure(subparsers: Any) -> None:
         "int8 (int8 = full-integer quantization, float32 = dequantized); default: as-is only",
     )
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(run=run_measure)
 
 
 def add_resolver_option(p: argparse.ArgumentParser) -> None:
@@ -147,6 +134,17 @@ def _priors() -> Iterator[str]:
 
 
 def run_measure(args: argparse.Namespace) -> int:
+    """Time every op of .tflite models alone on the ai-edge-litert interpreter.
+
+    Fold the ops of constants the runtime computes at init (DEQUANTIZE of float16 weights,
+    DENSIFY, ...; one 'folded' record each) and fuse as the partitioner does, then cut each op
+    into a single-op model with random weights, time it (thread CPU time of >= 2 ms batches of
+    invokes, only those taken while a probe shows the machine quiet; lowest per interpreter
+    instance, median over 3 instances), optionally also rebuilt in other inference types
+    (--types), time the whole model as stored, append one JSON record per op configuration to
+    --out (resumable), each naming the device fingerprint (CPU, ISA, LiteRT version, --resolver,
+    --threads) of a 'device' record.
+    """
     from tacopt.cost_models.learned.measurement.measure import measure_models
     from tacopt.cost_models.learned.measurement.records import MeasureError
     from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
@@ -369,14 +367,7 @@ def silence_xnnpack_banner() -> None:
 
 
 def register_fit(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "fit",
-        help="fit a learned latency model on measured records (JSON, loadable as a cost model)",
-        description="Fit a learned per-op latency model (µs) on records from `tacopt measure` "
-        "and write it as a JSON file that --cost-model accepts; with --eval, also report its "
-        "accuracy on held-out records (share of ops within ±10 %, MAPE, whole-model error). "
-        "-o is written only when everything succeeded.",
-    )
+    p = add_command(subparsers, "fit", run_fit)
     p.add_argument("records", type=Path, help="records from `tacopt measure`")
     p.add_argument(
         "-o", "--out", type=Path, required=True, help="model file (.json, or .json.gz: gzipped)"
@@ -394,10 +385,16 @@ def register_fit(subparsers: Any) -> None:
         action="store_true",
         help="then re-anchor the model on this machine (as `tacopt calibrate`; a timing run)",
     )
-    p.set_defaults(run=run_fit)
 
 
 def run_fit(args: argparse.Namespace) -> int:
+    """Fit a learned latency model on measured records (JSON, loadable as a cost model).
+
+    Fit a learned per-op latency model (µs) on records from `tacopt measure` and write it as a
+    JSON file that --cost-model accepts; with --eval, also report its accuracy on held-out
+    records (share of ops within ±10 %, MAPE, whole-model error). -o is written only when
+    everything succeeded.
+    """
     from tacopt.cost_models.learned.fitting.accuracy import evaluate
     from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
     from tacopt.cost_models.learned.measurement.records import read_records
@@ -446,20 +443,19 @@ def calibrate(doc: dict[str, Any], rounds: int = CALIBRATE_ROUNDS) -> dict[str, 
 
 
 def register_calibrate(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "calibrate",
-        help="re-anchor a learned model on the machine at hand (times its reference models)",
-        description="Time the reference models of cost_models/learned/measurement/speed.py "
-        "(gated, as ops are timed) and store them as the model's `speed`: its predictions then "
-        "follow this machine's speed today. A timing run: run it alone (under the timing lock).",
-    )
+    p = add_command(subparsers, "calibrate", run_calibrate)
     p.add_argument("model", type=Path, help="a learned model file from `tacopt fit`")
     p.add_argument("-o", "--out", type=Path, help="write here instead of over MODEL")
     p.add_argument("--rounds", type=at_least(1), default=CALIBRATE_ROUNDS, help="timing rounds")
-    p.set_defaults(run=run_calibrate)
 
 
 def run_calibrate(args: argparse.Namespace) -> int:
+    """Re-anchor a learned model on the machine at hand (times its reference models).
+
+    Time the reference models of cost_models/learned/measurement/speed.py (gated, as ops are
+    timed) and store them as the model's `speed`: its predictions then follow this machine's
+    speed today. A timing run: run it alone (under the timing lock).
+    """
     from tacopt.cost_models.base import CostModelError
     from tacopt.cost_models.learned.fitting.model import FORMAT
     from tacopt.cost_models.model_file import model_bytes, read_model_doc

@@ -9,26 +9,25 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cost_models.cli import check_records_file
+from tacopt.fusion.ir.options import add_command
 
 
 def register_evaluate(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "evaluate",
-        help="how well a learned model predicts measured records (any model, any records)",
-        description="Evaluate a learned model file (or 'learned', the shipped one) on records from "
-        "`tacopt measure`: share of ops within ±10 %, MAPE, Spearman, median whole-model error, "
-        "skip share, and the device fingerprints of the model and of the records. Records are "
-        "first put in the model's units by the speed measured beside them. The figures are "
-        "those of `tacopt fit --eval` (one implementation: "
-        "cost_models/learned/fitting/accuracy.py).",
-    )
+    p = add_command(subparsers, "evaluate", run_evaluate)
     p.add_argument("model", help="a learned model file (.json / .json.gz), or 'learned'")
     p.add_argument("records", type=Path, help="records from `tacopt measure` (JSON lines)")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
-    p.set_defaults(run=run_evaluate)
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    """How well a learned model predicts measured records (any model, any records).
+
+    Evaluate a learned model file (or 'learned', the shipped one) on records from `tacopt
+    measure`: share of ops within ±10 %, MAPE, Spearman, median whole-model error, skip share,
+    and the device fingerprints of the model and of the records. Records are first put in the
+    model's units by the speed measured beside them. The figures are those of `tacopt fit
+    --eval` (one implementation: cost_models/learned/fitting/accuracy.py).
+    """
     from tacopt.cost_models.learned.fitting.accuracy import evaluate, report_lines
     from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
     from tacopt.cost_models.learned.measurement.records import read_records
@@ -73,19 +72,18 @@ def load_learned(spec: str) -> Any:
 
 
 def register_inspect_model(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "inspect-model",
-        help="what a learned model file is: its device fingerprint, training data, calibration",
-        description="Print a learned model file's device fingerprint (CPU, ISA extensions, "
-        "cores, LiteRT version, op resolver / delegate, threads), what it was trained on and "
-        "its calibration, and whether this machine is the device it was fitted on.",
-    )
+    p = add_command(subparsers, "inspect-model", run_inspect_model)
     p.add_argument("model", help="a learned model file (.json / .json.gz), or 'learned'")
     p.add_argument("--json", action="store_true", help="print it as JSON")
-    p.set_defaults(run=run_inspect_model)
 
 
 def run_inspect_model(args: argparse.Namespace) -> int:
+    """What a learned model file is: its device fingerprint, training data, calibration.
+
+    Print a learned model file's device fingerprint (CPU, ISA extensions, cores, LiteRT version,
+    op resolver / delegate, threads), what it was trained on and its calibration, and whether
+    this machine is the device it was fitted on.
+    """
     from tacopt.cost_models.learned.measurement.fingerprint import (
         describe,
         device_differences,

@@ -20,6 +20,7 @@ from typing import Any
 import networkx as nx
 
 from tacopt.fusion.ir.errors import OutputError
+from tacopt.fusion.ir.options import add_command
 from tacopt.fusion.ir.vocabulary import MAX_WEIGHT_BYTES
 
 
@@ -39,24 +40,14 @@ class RehydrateOptions:
 
 def register_inspect(subparsers: Any) -> None:
     """Add ``tacopt inspect``."""
-    p = subparsers.add_parser(
-        "inspect",
-        help="counts, op histogram, inputs/outputs and weight bytes of a .tflite model",
-        description="Summarise a .tflite model (all subgraphs).",
-    )
+    p = add_command(subparsers, "inspect", _run_inspect)
     p.add_argument("model", type=Path, help="path of the .tflite model")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    p.set_defaults(run=_run_inspect)
 
 
 def register_rehydrate(subparsers: Any) -> None:
     """Add ``tacopt rehydrate``."""
-    p = subparsers.add_parser(
-        "rehydrate",
-        help="fill the dropped weights of a structure-only model with random values",
-        description="Write a runnable copy of a structure-only .tflite model: every dropped "
-        "constant gets seeded random values of its dtype.",
-    )
+    p = add_command(subparsers, "rehydrate", _run_rehydrate)
     p.add_argument("source", type=Path, metavar="IN", help="structure-only .tflite model")
     p.add_argument("target", type=Path, metavar="OUT", help="where to write the runnable model")
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
@@ -68,7 +59,6 @@ def register_rehydrate(subparsers: Any) -> None:
         help="refuse a model whose dropped weights total more than N bytes "
         f"(default {MAX_WEIGHT_BYTES:,} = 2 GiB)",
     )
-    p.set_defaults(run=_run_rehydrate)
 
 
 def summarize(G: nx.MultiDiGraph) -> dict[str, Any]:
@@ -158,6 +148,10 @@ def format_summary(summary: dict[str, Any], path: Path) -> str:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
+    """Counts, op histogram, inputs/outputs and weight bytes of a .tflite model.
+
+    Summarise a .tflite model (all subgraphs).
+    """
     from tacopt.fusion.ir import validate_graph
     from tacopt.fusion.ir.errors import GraphError
     from tacopt.fusion.tflite.reader import read_tflite
@@ -181,6 +175,11 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
 
 def _run_rehydrate(args: argparse.Namespace) -> int:
+    """Fill the dropped weights of a structure-only model with random values.
+
+    Write a runnable copy of a structure-only .tflite model: every dropped constant gets seeded
+    random values of its dtype.
+    """
     from tacopt.fusion.ir.io import check_output_path
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.fusion.tflite.rehydrate import check_rehydrate_size, rehydrate

@@ -11,6 +11,8 @@ import json
 import sys
 from dataclasses import dataclass
 
+from tacopt.fusion.ir.options import add_command
+
 
 @dataclass(frozen=True, slots=True)
 class FuseOptions:
@@ -23,14 +25,7 @@ class FuseOptions:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``fuse`` sub-command."""
-    p = subparsers.add_parser(
-        "fuse",
-        help="fuse composites and patterns of a .tflite model",
-        description="Replace the composites of a .tflite model (STABLEHLO_COMPOSITE ops whose "
-        "signature verifies) and its op patterns (LSTM loops, GELU, layer norm, softmax, padding "
-        "and activations folded into convolutions, ...) with single fused ops; print what was "
-        "fused and optionally write the fused model (-o, written all or nothing).",
-    )
+    p = add_command(subparsers, "fuse", run)
     p.add_argument("model", help="path of a .tflite model")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("-o", "--output", help="write the fused model to this .tflite path")
@@ -40,11 +35,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="only rules whose fused ops are TFLite builtins (output loads in LiteRT)",
     )
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``tacopt fuse`` and return the exit code."""
+    """Fuse composites and patterns of a .tflite model.
+
+    Replace the composites of a .tflite model (STABLEHLO_COMPOSITE ops whose signature verifies)
+    and its op patterns (LSTM loops, GELU, layer norm, softmax, padding and activations folded
+    into convolutions, ...) with single fused ops; print what was fused and optionally write the
+    fused model (-o, written all or nothing).
+    """
     from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
     from tacopt.fusion.ir.io import all_or_nothing
     from tacopt.fusion.tflite.reader import read_tflite

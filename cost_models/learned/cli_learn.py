@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cost_models.cli import add_resolver_option
-from tacopt.fusion.ir.options import at_least, positive
+from tacopt.fusion.ir.options import add_command, at_least, positive
 
 #: Seconds of the budget kept for fitting (at most a quarter of it; ~5,000 records took 200 s
 #: to fit on this loaded 2-core machine, niced).
@@ -69,14 +69,7 @@ ADAPT_PLAN: tuple[Phase, ...] = (
 
 
 def register(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "learn",
-        help="measure and fit a learned cost model on this machine in a time budget",
-        description="Measure sampled ops on this machine (sweep priors, in phases sharing the "
-        "time budget) and fit a learned cost model (JSON, loadable with --cost-model); with "
-        "--from, adapt a model fitted on another device with few samples instead. Resumable: "
-        "re-run the same command to go on. A timing run: run it alone (under the timing lock).",
-    )
+    p = add_command(subparsers, "learn", run_learn)
     p.add_argument("-o", "--out", type=Path, required=True, help="model file (.json or .json.gz)")
     p.add_argument(
         "--minutes", type=positive("minutes"), default=None,
@@ -90,7 +83,6 @@ def register(subparsers: Any) -> None:
                    help="interpreter threads (default 1)")  # fmt: skip
     add_resolver_option(p)
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.set_defaults(run=run_learn)
 
 
 def records_path(out: Path) -> Path:
@@ -119,6 +111,13 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
 
 
 def run_learn(args: argparse.Namespace) -> int:
+    """Measure and fit a learned cost model on this machine in a time budget.
+
+    Measure sampled ops on this machine (sweep priors, in phases sharing the time budget) and
+    fit a learned cost model (JSON, loadable with --cost-model); with --from, adapt a model
+    fitted on another device with few samples instead. Resumable: re-run the same command to go
+    on. A timing run: run it alone (under the timing lock).
+    """
     from tacopt.cost_models.base import CostModelError
     from tacopt.cost_models.cli import check_output_path, check_records_file
 

@@ -3,7 +3,8 @@
 names) is written once and a bad value is refused before any work, as one line and exit 2
 (``tacopt bench: error: argument --jobs: must be at least 1, got 0``).
 
-:func:`options_of` then turns the parsed arguments into a command's frozen options record.
+:func:`add_command` adds a sub-command whose words are the docstring of the function that
+runs it; :func:`options_of` turns the parsed arguments into a command's frozen options record.
 
 Examples
 --------
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -196,3 +198,29 @@ def options_of(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
                 value = tuple(value.items())
             values[f.name] = value
     return cls(**values)
+
+
+def add_command(
+    subparsers: Any, name: str, run: Callable[[argparse.Namespace], int], **kwargs: Any
+) -> argparse.ArgumentParser:
+    """Add the sub-command ``name``, carried out by ``run(args) -> exit code``, and return its
+    parser: the one-line help is the first paragraph of ``run``'s docstring, the description
+    the rest (so a command's words are written once, with the code that does it); ``kwargs``
+    go to ``add_parser``.
+
+    >>> def run_hello(args):
+    ...     return 0
+    >>> run_hello.__doc__ = "Say hello.\\n\\n    Print a greeting and exit 0.\\n    "
+    >>> commands = argparse.ArgumentParser(prog="demo").add_subparsers()
+    >>> p = add_command(commands, "hello", run_hello)
+    >>> p.description, p.get_default("run") is run_hello
+    ('Print a greeting and exit 0.', True)
+    """
+    summary, _, rest = inspect.cleandoc(run.__doc__ or name).partition("\n\n")
+    summary = " ".join(summary.split()).removesuffix(".")
+    if summary[1:2].islower():  # "Time every op" -> "time every op" (not an acronym's case)
+        summary = summary[0].lower() + summary[1:]
+    description = " ".join(rest.split()) or summary
+    p = subparsers.add_parser(name, help=summary, description=description, **kwargs)
+    p.set_defaults(run=run)
+    return p

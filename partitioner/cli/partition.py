@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.errors import OutputError
-from tacopt.fusion.ir.options import capacities, names, options_of, seconds
+from tacopt.fusion.ir.options import add_command, capacities, names, options_of, seconds
 from tacopt.partitioner.cli import add_load_option, load_module
 
 __all__ = [
@@ -52,13 +52,7 @@ class PartitionOptions:
 
 def register(subparsers: Any) -> None:
     """Add the ``partition`` sub-command."""
-    p = subparsers.add_parser(
-        "partition",
-        help="partition a .tflite model across devices",
-        description="Fuse, annotate targets, raise subgraphs, cost alternative views, pick, apply. "
-        "Every output (--problem, --plan, --export, --dot, --svg) is written all or nothing.",
-        lists=("devices", "pickers", "cost models"),
-    )
+    p = add_command(subparsers, "partition", run, lists=("devices", "pickers", "cost models"))
     p.add_argument("model", type=Path, help="the .tflite model")
     p.add_argument(
         "--devices",
@@ -115,7 +109,6 @@ def register(subparsers: Any) -> None:
     draw.add_argument("--dot", type=Path, help="write the partitioned graph as DOT text")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     add_page_options(p)
-    p.set_defaults(run=run)
 
 
 def add_page_options(p: argparse.ArgumentParser) -> None:
@@ -181,7 +174,11 @@ def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``tacopt partition`` and return the exit code."""
+    """Partition a .tflite model across devices.
+
+    Fuse, annotate targets, raise subgraphs, cost alternative views, pick, apply. Every output
+    (--problem, --plan, --export, --dot, --svg, --html) is written all or nothing.
+    """
     from tacopt.fusion.ir.io import all_or_nothing
 
     opts = options_from(args)

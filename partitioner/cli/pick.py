@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.fusion.ir.errors import TacoptError, one_line
-from tacopt.fusion.ir.options import names, options_of, seconds
+from tacopt.fusion.ir.options import add_command, names, options_of, seconds
 from tacopt.partitioner.cli import OptionError, add_load_option, align_columns
 
 
@@ -63,12 +63,7 @@ class PickOptions:
 
 def register(subparsers: Any) -> None:
     """Add the ``pick`` sub-command to ``tacopt``."""
-    parser = subparsers.add_parser(
-        "pick",
-        help="assign a device and type to every unit of a pick problem",
-        description="Solve a pick problem (docs/pick-problem.md) and print the plan.",
-        lists=("pickers",),
-    )
+    parser = add_command(subparsers, "pick", run, lists=("pickers",))
     parser.add_argument("problem", type=Path, help="pick problem JSON file")
     parser.add_argument(
         "--picker", default="exact", help="picker name or pkg.mod:Name (default: exact)"
@@ -93,7 +88,6 @@ def register(subparsers: Any) -> None:
         help="contest problems: write the solution in the contest's format (strategy indices)",
     )
     add_load_option(parser, registers="pickers")
-    parser.set_defaults(run=run)
 
 
 def options_from_args(args: argparse.Namespace) -> PickOptions:
@@ -106,7 +100,10 @@ def options_from_args(args: argparse.Namespace) -> PickOptions:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Entry point of ``tacopt pick``; returns the exit code."""
+    """Assign a device and type to every unit of a pick problem.
+
+    Solve a pick problem (docs/pick-problem.md) and print the plan.
+    """
     return run_pick(options_from_args(args))
 
 

@@ -203,10 +203,11 @@ register_picker("mine", cheapest_first, replace=True)
 """
 
 
-def test_load_registers_a_picker(problem_file: Path, tmp_path: Path, capsys, monkeypatch) -> None:
-    import tacopt.partitioner.pickers as pickers
-
-    monkeypatch.setattr(pickers, "_PICKERS", pickers._PICKERS.copy())  # 'mine' vanishes after
+def test_load_registers_a_picker(
+    problem_file: Path, tmp_path: Path, capsys, private_registries: None
+) -> None:
+    # 'mine' vanishes after (patching the package's name left the registry's own binding, so
+    # 'mine' stayed registered and showed in later tests' --help)
     module = tmp_path / "my_picker.py"
     module.write_text(MY_PICKER)
     argv = ["pick", str(problem_file), "--load", str(module), "--compare", "mine,greedy", "--json"]
