@@ -135,18 +135,11 @@ def register(subparsers: Any) -> None:
         help="import a module or .py file that registers pickers, cost models or devices "
         "first, here and in every worker (repeatable)",
     )
-    from tacopt.partitioner.cli.partition import add_memory_option
+    from tacopt.partitioner.cli.partition import add_memory_option, add_pin_option
 
     add_memory_option(p)
-    p.add_argument(
-        "--pin",
-        action="append",
-        default=[],
-        metavar="PATTERN=DEVICE",
-        help="pin ops in every model case whose device set holds DEVICE, as tacopt partition "
-        "--pin (name / output tensor globs, or kind:GLOB); a pin matching no op of a model is "
-        "ignored there; every picker keeps the pins (repeatable)",
-    )
+    add_pin_option(p, "in every model case whose device set holds DEVICE; a pin matching no op "
+                   "of a model is ignored there; every picker keeps the pins")  # fmt: skip
     p.add_argument("--backend", default=None, help="exact picker backend (default: its own)")
     p.add_argument("--seed", type=int, default=0, help="seed of generators and pickers")
     p.add_argument(
@@ -216,7 +209,6 @@ def _run_bench(args: argparse.Namespace) -> int:
         run_study,
     )
     from tacopt.benchmarks.report import default_title, write_report
-    from tacopt.partitioner.annotate import parse_pin
     from tacopt.partitioner.cli import load_module
 
     report_dir = None if args.no_report else (args.report or args.out.parent)
@@ -237,7 +229,7 @@ def _run_bench(args: argparse.Namespace) -> int:
         backend=args.backend,
         seed=args.seed,
         memory=tuple(args.memory.items()),
-        pins=tuple(parse_pin(text) for text in args.pin),
+        pins=tuple(args.pins),
     )
     records = run_study(
         study,

@@ -102,6 +102,27 @@ def register_measure(subparsers: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def read_learned_doc(path: str | Path, *, anchored: bool = False) -> dict[str, Any]:
+    """The JSON document of the learned model file ``path`` (``tacopt fit``'s format); with
+    ``anchored``, one fitted on records that carry the machine's speed (calibrate, adapt).
+
+    Raises
+    ------
+    CostModelError
+        A missing or unreadable file, another format, or no speed anchor (one line).
+    """
+    from tacopt.cost_models.learned.fitting.model import FORMAT
+    from tacopt.cost_models.model_file import read_model_doc
+    from tacopt.cost_models.protocol import CostModelError
+
+    doc = read_model_doc(path)
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CostModelError(f"learned model '{path}': format is not '{FORMAT}'")
+    if anchored and not doc.get("anchor_speed"):
+        raise CostModelError(f"learned model '{path}': fitted on records without speed; refit it")
+    return doc
+
+
 def add_resolver_option(p: argparse.ArgumentParser) -> None:
     """``--resolver`` (``tacopt measure`` and ``tacopt learn``): the kernels ops are timed on."""
     p.add_argument(
@@ -456,19 +477,11 @@ def run_calibrate(args: argparse.Namespace) -> int:
     timed) and store them as the model's `speed`: its predictions then follow this machine's
     speed today. A timing run: run it alone (under the timing lock).
     """
-    from tacopt.cost_models.base import CostModelError
-    from tacopt.cost_models.learned.fitting.model import FORMAT
-    from tacopt.cost_models.model_file import model_bytes, read_model_doc
+    from tacopt.cost_models.model_file import model_bytes
     from tacopt.fusion.ir.io import all_or_nothing
 
     out = args.out or args.model
-    doc = read_model_doc(args.model)
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise CostModelError(f"learned model '{args.model}': format is not '{FORMAT}'")
-    if not doc.get("anchor_speed"):
-        raise CostModelError(
-            f"learned model '{args.model}': fitted on records without speed; refit it"
-        )
+    doc = read_learned_doc(args.model, anchored=True)
     with all_or_nothing([("-o", out)]) as w:
         new = calibrate(doc, args.rounds)
         w.write(out, model_bytes(new, out))

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.cli import check_records_file
+from tacopt.cost_models.cli import check_records_file, read_learned_doc
 from tacopt.fusion.ir.options import add_command
 
 
@@ -55,20 +55,11 @@ def load_learned(spec: str) -> Any:
     CostModelError
         A missing or unreadable file, or one that is not a learned model (one line).
     """
-    from tacopt.cost_models.learned.fitting.model import (
-        FORMAT,
-        LearnedCostModel,
-        default_learned_model,
-    )
-    from tacopt.cost_models.model_file import read_model_doc
-    from tacopt.cost_models.protocol import CostModelError
+    from tacopt.cost_models.learned.fitting.model import LearnedCostModel, default_learned_model
 
     if spec == "learned":
         return default_learned_model()
-    doc = read_model_doc(spec)
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise CostModelError(f"learned model '{spec}': format is not '{FORMAT}'")
-    return LearnedCostModel(doc, source=spec)
+    return LearnedCostModel(read_learned_doc(spec), source=spec)
 
 
 def register_inspect_model(subparsers: Any) -> None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.cli import add_resolver_option
+from tacopt.cost_models.cli import add_resolver_option, read_learned_doc
 from tacopt.fusion.ir.options import add_command, at_least, positive
 
 #: Seconds of the budget kept for fitting (at most a quarter of it; ~5,000 records took 200 s
@@ -118,7 +118,6 @@ def run_learn(args: argparse.Namespace) -> int:
     fitted on another device with few samples instead. Resumable: re-run the same command to go
     on. A timing run: run it alone (under the timing lock).
     """
-    from tacopt.cost_models.base import CostModelError
     from tacopt.cost_models.cli import check_output_path, check_records_file
 
     minutes = args.minutes if args.minutes is not None else (3.0 if args.base else 15.0)
@@ -128,16 +127,7 @@ def run_learn(args: argparse.Namespace) -> int:
         check_records_file(records, what="--records")
     base_doc = None
     if args.base is not None:
-        from tacopt.cost_models.learned.fitting.model import FORMAT
-        from tacopt.cost_models.model_file import read_model_doc
-
-        base_doc = read_model_doc(args.base)
-        if not isinstance(base_doc, dict) or base_doc.get("format") != FORMAT:
-            raise CostModelError(f"learned model '{args.base}': format is not '{FORMAT}'")
-        if not base_doc.get("anchor_speed"):
-            raise CostModelError(
-                f"learned model '{args.base}': fitted on records without speed; refit it"
-            )
+        base_doc = read_learned_doc(args.base, anchored=True)
     plan = ADAPT_PLAN if base_doc is not None else FULL_PLAN
     state_file = records.with_name(records.name + ".state.json")
     state = _read_state(state_file, plan, minutes, base=str(args.base) if args.base else None)

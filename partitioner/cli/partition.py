@@ -85,15 +85,7 @@ def register(subparsers: Any) -> None:
         "is lowered back to its primitive ops there)",
     )
     add_memory_option(p)
-    p.add_argument(
-        "--pin",
-        action="append",
-        default=[],
-        metavar="PATTERN=DEVICE",
-        help="force ops onto a device: PATTERN globs op names and output tensor names, "
-        "kind:GLOB op kinds (e.g. --pin kind:CONV_2D=GPU); repeatable, the first match wins; "
-        "recorded in the plan JSON (pins, pinned)",
-    )
+    add_pin_option(p, "recorded in the plan JSON (pins, pinned)")
     p.add_argument(
         "--explain",
         metavar="OP",
@@ -140,16 +132,39 @@ def add_memory_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def options_from(args: argparse.Namespace) -> PartitionOptions:
-    """The frozen options of parsed arguments (pins checked here)."""
+def add_pin_option(p: argparse.ArgumentParser, where: str) -> None:
+    """``--pin PATTERN=DEVICE``, repeatable (``tacopt partition`` and ``tacopt bench``; ``where``
+    ends the help), checked as it is parsed (:func:`tacopt.partitioner.annotate.parse_pin`)."""
+    p.add_argument(
+        "--pin",
+        dest="pins",
+        action="append",
+        default=[],
+        type=_pin,
+        metavar="PATTERN=DEVICE",
+        help="force ops onto a device: PATTERN globs op names and output tensor names, "
+        "kind:GLOB op kinds (e.g. --pin kind:CONV_2D=GPU); repeatable, the first match wins; "
+        + where,
+    )
+
+
+def _pin(text: str) -> tuple[str, str]:
+    from tacopt.fusion.ir.errors import TacoptError, one_line
     from tacopt.partitioner.annotate import parse_pin
 
+    try:
+        return parse_pin(text)
+    except TacoptError as exc:
+        raise argparse.ArgumentTypeError(one_line(exc)) from None
+
+
+def options_from(args: argparse.Namespace) -> PartitionOptions:
+    """The frozen options of parsed arguments (argparse checked the values)."""
     if args.compare and args.html is None:
         raise OutputError("--compare shows its plans on the page: give --html PAGE as well")
     return options_of(
-        PartitionOptions, args, time_limit_s=args.time_limit, compare=args.compare or (),
-        pins=tuple(parse_pin(p) for p in args.pin),
-    )  # fmt: skip
+        PartitionOptions, args, time_limit_s=args.time_limit, compare=args.compare or ()
+    )
 
 
 def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:
