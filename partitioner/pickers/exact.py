@@ -134,12 +134,6 @@ def pick_exact(
         raise PickerError("exact picker: the cp-sat backend does not take capacities; use highs")
     solver = backend or (MEMORY_BACKEND if index.has_memory else DEFAULT_BACKEND)
     params["backend"] = solver
-    try:
-        warm: np.ndarray | None = greedy_choices(index)
-    except NoPlanError:  # greedy found no plan within the capacities; the solver may
-        warm = None
-    if warm is not None and index.has_memory and not fits_batch(index, warm)[0]:
-        warm = None  # greedy's step-by-step check can miss what every plan holds (graph inputs)
     if index.n_units == 0:
         return plan_from_choices(
             problem, index, np.zeros(0, np.int64), picker="exact", status="OPTIMAL",
@@ -161,20 +155,31 @@ def pick_exact(
         return replace(tried, picker="exact", params=params,
                        seconds=time.perf_counter() - started)  # fmt: skip
     # The region certificate loads scipy's LP solver: only now, when a solver is needed.
-    from tacopt.partitioner.pickers.decompose import certify
-    if backend is None and method == "decompose" and pairwise_scope(index) is None:
-        # Choice costs and pairwise matrices only (an IOPDDL instance): the staged engine.
-        params.update(backend="highs", method="engine")
-        return _pick_pairwise(problem, index, started, time_limit_s, seed, params, warm)
-    model = build_model(index)
-
-    # HiGHS first tries to prove the LP's plan region by region (decompose.py); only if
-    # that cannot close the gap does branch-and-bound run on the whole model.
-    fallback, lp_bound = warm, -math.inf
+    from tacopt.partitioner.pickers.decompose import Certified, certify
     if method not in METHODS:
         raise PickerError(f"unknown method {method!r}; known: {', '.join(METHODS)}")
     use_certify = (backend or DEFAULT_BACKEND) == "highs" and method == "decompose"
     use_certify = use_certify and not index.has_pairwise
+    if backend is None and method == "decompose" and pairwise_scope(index) is None:
+        # Choice costs and pairwise matrices only (an IOPDDL instance): the staged engine.
+        params.update(backend="highs", method="engine")
+        return _pick_pairwise(problem, index, started, time_limit_s, seed, params,
+                              _greedy_plan(index))  # fmt: skip
+    model = build_model(index)
+    found: Certified | None = None
+    if use_certify and not coupled:
+        # The certificate needs no starting plan: greedy's is made only if it is not proven.
+        found = certify(index, model, started + time_limit_s, seed, threads=threads)
+        if found is not None and found.proven:
+            params["method"] = "decompose"
+            params.update(found.stats, certified=True)
+            return plan_from_choices(problem, index, found.chosen, picker="exact",
+                                     status="OPTIMAL", started=started, params=params)  # fmt: skip
+    warm = _greedy_plan(index)
+
+    # HiGHS first tries to prove the LP's plan region by region (decompose.py); only if
+    # that cannot close the gap does branch-and-bound run on the whole model.
+    fallback, lp_bound = warm, -math.inf
     params["method"] = "decompose" if use_certify and not coupled else "monolithic"
     if use_certify and index.has_memory:
         # Without the capacities the certificate is fast; that optimum bounds every plan from
@@ -190,25 +195,12 @@ def pick_exact(
                                          status="OPTIMAL", started=started, params=params)
         if found is not None:
             lp_bound = found.bound
-    if use_certify and not coupled and warm is not None:
-        found = certify(index, model, started + time_limit_s, seed, threads=threads)
-        if found is not None:
-            params.update(found.stats)
-            params["certified"] = found.proven
-            best = found.chosen
-            if not found.proven and found.objective > _total(index, warm):
-                best = warm  # cut short before its plan beat the greedy one
-            if found.proven:
-                return plan_from_choices(
-                    problem,
-                    index,
-                    best,
-                    picker="exact",
-                    status="OPTIMAL",
-                    started=started,
-                    params=params,
-                )
-            fallback, lp_bound = best, found.bound
+    if use_certify and not coupled and found is not None:  # not proven (above)
+        params.update(found.stats, certified=False)
+        best = found.chosen
+        if warm is not None and found.objective > _total(index, warm):
+            best = warm  # cut short before its plan beat the greedy one
+        fallback, lp_bound = best, found.bound
 
     # CP-SAT works on integers: scale the costs by a power of ten (exact if they have few
     # decimals); the plan's objective is recomputed by evaluate in original units anyway.
@@ -297,6 +289,17 @@ def _pick_pairwise(
         bound=None if optimal or bound is None else max(min(bound, objective), 0.0),
         started=started, params=params,
     )  # fmt: skip
+
+
+def _greedy_plan(index: ProblemIndex) -> np.ndarray | None:
+    """Greedy's plan if it fits the capacities, else None."""
+    try:
+        warm = greedy_choices(index)
+    except NoPlanError:  # greedy found no plan within the capacities; the solver may
+        return None
+    if index.has_memory and not fits_batch(index, warm)[0]:
+        return None  # greedy's step-by-step check can miss what every plan holds (graph inputs)
+    return warm
 
 
 def _total(index: ProblemIndex, chosen: np.ndarray | None) -> float:

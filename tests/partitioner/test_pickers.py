@@ -436,6 +436,25 @@ def test_exact_decomposition_grows_its_regions_until_the_bound_meets_the_plan() 
     assert grew >= 2
 
 
+def test_exact_certificate_from_window_lps_proves_the_same_optimum() -> None:
+    """The LP solved in overlapping windows of units (large problems) stands in for the whole
+    LP: the certificate still proves the optimum, with a bound below it."""
+    from tacopt.partitioner.pickers.decompose import certify
+    from tacopt.partitioner.pickers.formulation import build_model
+    from tacopt.partitioner.problem import index_problem
+
+    for seed in (0, 3):
+        index = index_problem(layered_dag_problem(800, seed=seed))
+        model = build_model(index)
+        whole = certify(index, model, time.perf_counter() + 60, 0)
+        windowed = certify(index, model, time.perf_counter() + 60, 0, window=(150, 60))
+        assert whole is not None and windowed is not None
+        assert "lp_windows" not in whole.stats and windowed.stats["lp_windows"] == 6
+        assert whole.proven and windowed.proven
+        assert windowed.stats["lp_bound"] <= whole.stats["lp_bound"] + 1e-6
+        assert close(windowed.objective, whole.objective)
+
+
 def test_exact_plan_does_not_depend_on_the_thread_count() -> None:
     problem = layered_dag_problem(600, seed=4)
     one, two = pick(problem, "exact", threads=1), pick(problem, "exact", threads=2)
