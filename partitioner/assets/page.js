@@ -58,9 +58,12 @@
       return `<rect class="unit" data-u="${i}" x="${x}" y="${y}" width="${w}" height="${h}" rx="8"><title>${esc(u.name)} (${u.ops.length} ops)</title></rect>`;
     }).join("") : "";
     // no tooltip per edge (a thousand more elements): marked edges carry theirs
+    // the arrowhead is two strokes of the edge's own path: an SVG marker per edge costs the
+    // browser an instance each to lay out and paint (thousands on a 1,000-op model)
     const curve = (A, B, cls) => {
       const y1 = A.y + NH / 2, y2 = B.y - NH / 2, my = (y1 + y2) / 2;
-      return `<path class="${cls}" d="M${A.x} ${y1}C${A.x} ${my} ${B.x} ${my} ${B.x} ${y2}"></path>`;
+      return `<path class="${cls}" d="M${A.x} ${y1}C${A.x} ${my} ${B.x} ${my} ${B.x} ${y2}` +
+        `M${B.x - 3.5} ${y2 - 6}L${B.x} ${y2}L${B.x + 3.5} ${y2 - 6}"></path>`;
     };
     $("edges").innerHTML = D.edges.map(([a, b]) => curve(D.ops[a], D.ops[b], "edge")).join("");
     // the graph's inputs and outputs: a node each, joined to the ops that read or write them
@@ -78,8 +81,7 @@
       return `<g class="op" data-i="${i}" transform="translate(${op.x - NW / 2},${op.y - NH / 2})">` +
         `<rect width="${NW}" height="${NH}" rx="5"></rect>` +
         (op.pinned ? `<path class="pin" d="M${NW - 14} 0 H${NW} V14 z"></path>` : "") +
-        `<text x="8" y="${NH / 2 + 4}">${esc(label)}</text>` +
-        `<title>${esc(op.name)} (${esc(op.kind)})</title></g>`;
+        `<text x="8" y="${NH / 2 + 4}">${esc(label)}</text></g>`;
     }).join("");
   }
   let opEls = [], edgeEls = [], ioEdgeEls = [];
@@ -330,6 +332,13 @@
       state.x = e.clientX - drag.x; state.y = e.clientY - drag.y; apply();
     });
     window.addEventListener("pointerup", () => { drag = null; svg.classList.remove("dragging"); });
+    // an op's tooltip is made when the pointer first reaches it, not for every op at load
+    $("nodes").addEventListener("pointerover", (e) => {
+      const g = e.target.closest(".op");
+      if (!g || g.lastElementChild.tagName === "title") return;
+      const op = D.ops[Number(g.dataset.i)];
+      g.insertAdjacentHTML("beforeend", `<title>${esc(op.name)} (${esc(op.kind)})</title>`);
+    });
     $("nodes").addEventListener("click", (e) => {
       const g = e.target.closest(".op");
       if (g) showOp(Number(g.dataset.i));

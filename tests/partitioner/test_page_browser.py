@@ -115,6 +115,9 @@ def test_page_counts_panel_and_pickers(browser, bundled_models, tmp_path):
     op = summary["units"][unit]["ops"][0]
     page.select(op)
     assert page.text("#op-name") == op
+    # the op's tooltip is made when the pointer reaches it (not for every op at load)
+    i = page.page.evaluate("(n) => tacoptPage.data.ops.findIndex((o) => o.name === n)", op)
+    assert page.page.locator(f"g.op[data-i='{i}'] title").text_content().startswith(f"{op} (")
     rows = page.page.locator("#op-costs tbody tr")
     assert {rows.nth(i).get_attribute("data-device") for i in range(rows.count())} == set(
         summary["devices"]
