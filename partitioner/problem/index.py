@@ -125,8 +125,12 @@ def index_problem(problem: ProblemData) -> ProblemIndex:
     flat = [c for u in units for c in u.choices]
     dtypes = {t.dtype for t in problem.tensors}
     dtype_fmt = {dt: activation_format(type_of_dtype(dt)) for dt in dtypes}
-    devices = sorted({c.device for c in flat} | {problem.host})
-    formats = sorted({activation_format(c.type) for c in flat} | set(dtype_fmt.values()))
+    # Per distinct device and type (a contest file has 200,000 choices on one of each).
+    choice_devices = [c.device for c in flat]
+    choice_types = [c.type for c in flat]
+    type_fmt = {t: activation_format(t) for t in set(choice_types)}
+    devices = sorted(set(choice_devices) | {problem.host})
+    formats = sorted(set(type_fmt.values()) | set(dtype_fmt.values()))
     dev_of = {d: i for i, d in enumerate(devices)}
     fmt_of = {f: i for i, f in enumerate(formats)}
     pos = {u.name: i for i, u in enumerate(units)}
@@ -175,9 +179,12 @@ def index_problem(problem: ProblemData) -> ProblemIndex:
     sizes = [len(p.cost) * (len(p.cost[0]) if p.cost else 0) for p in problem.pairwise]
     pair_offset = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
     flat_pairs = pairwise_entries(problem.pairwise)
-    pair_cost = np.array(flat_pairs, dtype=np.float64)
     costs = [c.cost for c in flat]
     integral = not kept and set(map(type, costs)) <= {int} and set(map(type, flat_pairs)) <= {int}
+    # Integer entries (a contest file's millions) are read once, as int64; below 2^63 all.
+    pair_cost_int = np.array(flat_pairs, dtype=np.int64) if integral else None
+    pair_cost = (np.array(flat_pairs, dtype=np.float64) if pair_cost_int is None
+                 else pair_cost_int.astype(np.float64))  # fmt: skip
     hold_start = hold_end = None
     n_steps = len(units)
     if any(u.interval is not None for u in units):
@@ -193,9 +200,9 @@ def index_problem(problem: ProblemData) -> ProblemIndex:
         formats=tuple(formats),
         choice_start=choice_start,
         choice_unit=np.repeat(np.arange(len(units), dtype=np.int64), counts),
-        choice_dev=np.array([dev_of[c.device] for c in flat], dtype=np.int64),
-        choice_fmt=np.array([fmt_of[activation_format(c.type)] for c in flat], dtype=np.int64),
-        choice_cost=np.array([c.cost for c in flat], dtype=np.float64),
+        choice_dev=np.fromiter(map(dev_of.__getitem__, choice_devices), np.int64, len(flat)),
+        choice_fmt=np.fromiter((fmt_of[type_fmt[t]] for t in choice_types), np.int64, len(flat)),
+        choice_cost=np.array(costs, dtype=np.float64),
         initial=initial,
         order=order,
         tensor_names=tuple(t.name for t in kept),
@@ -225,7 +232,7 @@ def index_problem(problem: ProblemData) -> ProblemIndex:
         hold_end=hold_end,
         n_steps=n_steps,
         choice_cost_int=np.array(costs, dtype=np.int64) if integral else None,
-        pair_cost_int=np.array(flat_pairs, dtype=np.int64) if integral else None,
+        pair_cost_int=pair_cost_int,
     )
 
 
