@@ -396,12 +396,6 @@ def register_fit(subparsers: Any) -> None:
     p.add_argument("--eval", type=Path, help="held-out records to evaluate on")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
     p.add_argument(
-        "--learner",
-        choices=("lightgbm", "trees"),
-        default="lightgbm",
-        help="boosted trees from LightGBM (default; stored as JSON lists) or our numpy trees",
-    )
-    p.add_argument(
         "--calibrate",
         action="store_true",
         help="then re-anchor the model on this machine (as `tacopt calibrate`; a timing run)",
@@ -427,7 +421,7 @@ def run_fit(args: argparse.Namespace) -> int:
         if args.eval is not None:
             check_records_file(args.eval, what="--eval")
         train = read_records(args.records)
-        doc = fit(train, learner=args.learner)
+        doc = fit(train)
         if args.calibrate:
             doc = calibrate(doc)
         result = None

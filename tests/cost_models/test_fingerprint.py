@@ -112,7 +112,7 @@ def test_fit_stores_the_fingerprint_and_inspect_evaluate_print_it(
 ) -> None:
     recs_path = records_with_device(tmp_path, model_paths)
     recs = read_records(recs_path)
-    doc = fit(recs, learner="trees", kinds=False)
+    doc = fit(recs, kinds=False)
     assert doc["fingerprint"] == records_fingerprint(recs) and doc["fingerprint"]["cpu"]
     path = tmp_path / "m.json"
     path.write_bytes(model_bytes(doc, path))
@@ -161,7 +161,7 @@ def fitted_on(fp: dict) -> dict:
          "latency_us": 1 + 10.0**i / 1000, "overhead_us": 1.0, "device": "d"}
         for i in range(2, 7)
     ]  # fmt: skip
-    return fit([{"type": "device", "device": "d", "fingerprint": fp}, *ops], learner="trees")
+    return fit([{"type": "device", "device": "d", "fingerprint": fp}, *ops])
 
 
 def test_cost_model_says_which_device_and_warns_when_it_differs() -> None:

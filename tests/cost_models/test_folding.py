@@ -99,7 +99,7 @@ def test_learned_model_prices_folded_ops_at_zero_and_knows_the_weights_constant(
     recs = [{"type": "op", "key": key, "kind": "CONV_2D", "inference_type": "FLOAT",
              "flops": 1e5, "bytes": 1e4, "outputs": [[[1, 16, 16, 16]]], "latency_us": 30.0,
              "overhead_us": 0.5}] * 3  # fmt: skip
-    model = LearnedCostModel(fit(recs, learner="trees", kinds=False))
+    model = LearnedCostModel(fit(recs, kinds=False))
     assert model.op_cost(G, dq[0], "CPU", "FLOAT") == 0.0
     assert model.predict(op_features(G, conv, root=G), key=key).source == "exact"
 
@@ -164,7 +164,7 @@ def test_evaluate_counts_folded_ops_apart_from_skips_with_their_reasons() -> Non
             "overhead_us": 1.0, "model": "m"} for i in range(5)]  # fmt: skip
     skip = {"type": "skip", "key": "s", "kind": "WHILE", "reason": "control flow"}
     folded = {"type": "folded", "key": "f", "kind": "DEQUANTIZE", "reason": "folded at init"}
-    res = evaluate(LearnedCostModel(fit(ops, learner="trees")), [*ops, skip, folded, folded])
+    res = evaluate(LearnedCostModel(fit(ops)), [*ops, skip, folded, folded])
     assert res["skips"] == 1 and res["skip_share"] == pytest.approx(1 / 6)
     assert res["folded"] == 2 and res["skip_reasons"] == {"WHILE: control flow": 1}
     assert "  skipped 1 x WHILE: control flow" in report_lines(res)

@@ -37,23 +37,23 @@ def test_kind_model_learns_tiled_work_and_is_json() -> None:
     rng = np.random.default_rng(0)
     recs = [conv_record(rng, i) for i in range(200)]
     train, test = recs[:150], recs[150:]
-    fits = fit_kind_models(train, "trees", min_records=60)
+    fits = fit_kind_models(train, "lightgbm", min_records=60)
     assert list(fits) == ["CONV_2D|FLOAT"]
     fits = json.loads(json.dumps(fits))  # plain JSON, nothing else
     m = KindModels(fits)
     ratios = [m.predict(r) / r["latency_us"] for r in test]
     assert np.mean(np.abs(np.array(ratios) - 1) <= 0.1) >= 0.9
-    assert "MUL|FLOAT" not in m and fit_kind_models(train, "trees", min_records=151) == {}
+    assert "MUL|FLOAT" not in m and fit_kind_models(train, "lightgbm", min_records=151) == {}
 
 
 def test_fit_chooses_kind_models_on_held_out_configurations() -> None:
     rng = np.random.default_rng(1)
     recs = [conv_record(rng, i) for i in range(300)]
-    doc = fit(recs, learner="trees")
+    doc = fit(recs)
     # kept only where they beat the shared trees on held-out configurations (here the shared
     # trees see one kind too, and tie)
     assert set(doc["kind_models"]) <= {"CONV_2D|FLOAT"}
-    doc["kind_models"] = fit_kind_models(recs, "trees")
+    doc["kind_models"] = fit_kind_models(recs, "lightgbm")
     doc["kind_groups"] = ["CONV_2D|FLOAT", "FULLY_CONNECTED|FLOAT"]
     model = LearnedCostModel(json.loads(json.dumps(doc)))
     probe = conv_record(np.random.default_rng(9), 999)
@@ -81,7 +81,7 @@ def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:
         latency = 0.5 + 1.12 * net + 0.3 * len(picked)
         records.append({"type": "model", "model": f"m{j}", "latency_us": latency,
                         "ops": [[ops[k]["key"], 1] for k in picked]})  # fmt: skip
-    doc = fit(records, learner="trees")
+    doc = fit(records)
     assert doc["in_model_scale"] == pytest.approx(1.12, abs=0.01)
     assert doc["per_op_us"] == pytest.approx(0.3, abs=0.05)
     scale, per_op, trip = whole_model_terms(records, LearnedCostModel(doc))
@@ -90,7 +90,7 @@ def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:
 
 def test_model_files_gzip_deterministic_and_bounded(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
-    doc = fit([conv_record(rng, i) for i in range(80)], learner="trees")
+    doc = fit([conv_record(rng, i) for i in range(80)])
     p = tmp_path / "m.json.gz"
     p.write_bytes(model_bytes(doc, p))
     assert model_bytes(doc, p) == p.read_bytes()  # no timestamp: same model, same bytes

@@ -33,7 +33,7 @@ def _records(factor: float, kind: str = "ADD", speed: float = 10.0) -> list[dict
 
 
 def test_adapt_corrects_a_kind_and_looks_up_what_it_measured() -> None:
-    base = fit(_records(1.0) + _records(1.0, "MUL"), learner="trees")
+    base = fit(_records(1.0) + _records(1.0, "MUL"))
     # the new device runs ADD 2x slower at the same reference speed; MUL as before
     new = [{**r, "key": r["key"] + "n"} for r in _records(2.0)[:3]] + _records(1.0, "MUL")[:3]
     doc = adapt(base, new, trees=False)
@@ -57,7 +57,7 @@ def test_adapt_corrects_a_kind_and_looks_up_what_it_measured() -> None:
 def test_adapt_re_anchors_each_family_by_its_reference() -> None:
     """A device whose ADD reference is 3x slower: its ADDs are normalized by 3 first, so no
     correction is left to learn."""
-    base = fit(_records(1.0), learner="trees")
+    base = fit(_records(1.0))
     slow = [{**r, "latency_us": 3 * r["latency_us"], "overhead_us": 1.5} for r in
             _records(1.0, speed=30.0)]  # fmt: skip
     doc = adapt(base, slow, trees=False)
@@ -66,9 +66,9 @@ def test_adapt_re_anchors_each_family_by_its_reference() -> None:
 
 
 def test_corrections_of_nothing_and_bad_input() -> None:
-    assert corrections(LearnedCostModel(fit(_records(1.0), learner="trees")), []) == {}
+    assert corrections(LearnedCostModel(fit(_records(1.0))), []) == {}
     with pytest.raises(ValueError, match="no op records"):
-        adapt(fit(_records(1.0), learner="trees"), [{"type": "op", "latency_us": 1.0}])
+        adapt(fit(_records(1.0)), [{"type": "op", "latency_us": 1.0}])
 
 
 def test_learn_measures_fits_resumes_and_adapts(tmp_path: Path, monkeypatch, capsys) -> None:

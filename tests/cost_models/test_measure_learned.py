@@ -229,17 +229,22 @@ def test_bad_inputs(tmp_path: Path, capsys) -> None:
 
 
 def test_trees_fit_residuals_and_roundtrip_json() -> None:
-    from tacopt.cost_models.learned.fitting.trees import TREE_PARAMS, fit_trees, predict_trees
+    from tacopt.cost_models.learned.fitting.trees import (
+        LIGHTGBM_PARAMS,
+        fit_lightgbm,
+        predict_trees,
+    )
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0, 1, (200, 3))
     y = np.where(X[:, 0] > 0.5, 2.0, 0.0) + X[:, 1]
     base = X[:, 1]  # the base already explains feature 1; trees must learn the step
-    trees = fit_trees(X, y, base, {**TREE_PARAMS, "n_trees": 100, "learning_rate": 0.2})
+    params = {**LIGHTGBM_PARAMS, "num_boost_round": 100, "learning_rate": 0.2}
+    trees = fit_lightgbm(X, y, base, params)
     again = json.loads(json.dumps(trees))
     err = np.abs(base + predict_trees(again, X) - y)
     assert np.median(err) < 0.1
-    assert trees == fit_trees(X, y, base, {**TREE_PARAMS, "n_trees": 100, "learning_rate": 0.2})
+    assert trees == fit_lightgbm(X, y, base, params)  # deterministic
 
 
 def test_version1_model_files_still_load() -> None:

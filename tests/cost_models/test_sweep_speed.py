@@ -139,7 +139,7 @@ def _records(factor: float) -> list[dict]:
 def test_records_of_a_slower_day_fit_and_evaluate_in_one_unit() -> None:
     from tacopt.cost_models.learned.fitting.accuracy import evaluate
 
-    doc = fit(_records(1.0), learner="trees")
+    doc = fit(_records(1.0))
     model = LearnedCostModel(doc)
     assert doc["anchor_speed"] == {"conv": 10.0} and model.speed_factor == 1.0
     # the same ops measured 2x slower: normalized, they match the model
@@ -157,7 +157,7 @@ def test_records_of_a_slower_day_fit_and_evaluate_in_one_unit() -> None:
 
 def test_calibrate_command_rewrites_speed(tmp_path: Path, capsys) -> None:
     path = tmp_path / "m.json"
-    path.write_text(json.dumps(fit(_records(1.0), learner="trees")))
+    path.write_text(json.dumps(fit(_records(1.0))))
     assert main(["calibrate", str(path), "--rounds", "1"]) == 0
     doc = json.loads(path.read_text())
     assert set(doc["speed"]) == {"add", "add_l2", "conv", "conv_int8", "dwconv", "move"}
@@ -190,7 +190,7 @@ def test_model_with_a_custom_op_measures_its_ops_and_says_why_not_whole(tmp_path
     assert [r["kind"] for r in skips] == ["CUSTOM:NoSuchOp"] and stats["skipped"] == 1
     assert skips[0]["reason"] and skips[0]["inputs"]  # why, and the features to predict it
     assert {r["kind"] for r in recs if r["type"] == "op"} == {"RELU", "SHAPE", "RESHAPE"}
-    model = LearnedCostModel(fit(recs, learner="trees"))
+    model = LearnedCostModel(fit(recs))
     by_key = {r["key"]: r for r in recs if r["type"] in ("op", "skip")}
     with_custom = model.predict_model(whole, by_key)
     without = model.predict_model(
@@ -268,7 +268,7 @@ def test_each_kernel_family_is_re_anchored_by_its_own_reference() -> None:
     there = {"conv": 11.0, "conv_int8": 50.0, "dwconv": 17.0, "add": 13.0, "move": 10.0}
     assert family_index(there, anchor, "gemm_int8") == pytest.approx(5.0)
     assert family_index(there, anchor, "gemm_float") == pytest.approx(1.1)
-    doc = fit(_records(1.0), learner="trees")
+    doc = fit(_records(1.0))
     doc = {**doc, "anchor_speed": anchor, "speed": there}
     model = LearnedCostModel(doc)
     base = LearnedCostModel({**doc, "speed": anchor})

@@ -6,8 +6,8 @@ once, so a kind with many configurations (CONV_2D, DEPTHWISE_CONV_2D, MUL, ...) 
 it wins against the others. A kind model is fitted on that kind's records alone: first a ridge fit
 of ``log(latency_us)`` on ``[1, log padded MACs, log bytes, log FLOPs, log output elements]``
 (:data:`BASE_FEATURES`: XNNPACK's tiled work and the bytes it streams; it extrapolates in size
-where trees cannot), then boosted trees (LightGBM or
-:func:`~tacopt.cost_models.learned.fitting.trees.fit_trees`) on its residual over every tree
+where trees cannot), then LightGBM's boosted trees
+(:func:`~tacopt.cost_models.learned.fitting.trees.fit_lightgbm`) on its residual over every tree
 feature. Which kinds use their own model is chosen on held-out training configurations
 (:func:`tacopt.cost_models.learned.fitting.model.fit`); the rest keep the shared trees. A kind
 XNNPACK runs as another (a FULLY_CONNECTED is a 1x1 CONV_2D's GEMM, :data:`ALIASES`) may be priced
@@ -21,7 +21,7 @@ Stored as JSON (``{"w": [...], "trees": [...], "n": N, "range": [lo, hi]}`` per
 ...          "outputs": [[[n]]], "inputs": [[[n], "float32"], [[n], "float32"]],
 ...          "latency_us": 0.5 + n / 2000 * (1 + 0.01 * rng.random())}
 ...         for n in rng.integers(1000, 10 ** 6, 80)]
->>> fits = fit_kind_models(recs, "trees", min_records=40)
+>>> fits = fit_kind_models(recs, "lightgbm", min_records=40)
 >>> m = KindModels(fits)
 >>> x = {**recs[0], "flops": 5e5, "bytes": 6e6, "outputs": [[[500000]]],
 ...      "inputs": [[[500000], "float32"], [[500000], "float32"]]}
@@ -41,7 +41,6 @@ import numpy as np
 from tacopt.cost_models.learned.fitting.features import FEATURES, op_vector
 from tacopt.cost_models.learned.fitting.trees import (
     fit_lightgbm,
-    fit_trees,
     predict_stacked,
     stack_trees,
 )
@@ -78,19 +77,9 @@ KIND_PARAMS: dict[str, dict[str, Any]] = {
         "num_boost_round": 800,
         "seed": 0,
     },
-    "trees": {
-        "n_trees": 400,
-        "learning_rate": 0.05,
-        "depth": 4,
-        "min_leaf": 3,
-        "l2": 1.0,
-        "subsample": 0.8,
-        "max_bins": 64,
-        "seed": 0,
-    },
 }
 
-_FIT = {"lightgbm": fit_lightgbm, "trees": fit_trees}
+_FIT = {"lightgbm": fit_lightgbm}
 _BASE_COLUMNS = [FEATURES.index(f) for f in BASE_FEATURES]
 
 

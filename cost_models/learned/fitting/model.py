@@ -18,7 +18,7 @@ How a prediction is made (the source is reported by :meth:`LearnedCostModel.pred
    (``kind_groups``; chosen in :func:`fit`).
 3. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
    elements]`` per (kind, inference type), shrunk towards the kind's fit, itself shrunk towards
-   the global one (``SHRINK``), times boosted regression trees (LightGBM or :func:`fit_trees`,
+   the global one (``SHRINK``), times boosted regression trees (LightGBM's,
    stored as JSON lists) over :data:`FEATURES` (kernel geometry, GEMM / XNNPACK tiles, groups,
    broadcast pattern, copy runs, ...) and one flag per frequent kind.
 4. ``movement``: a data-movement kind for which :mod:`~tacopt.cost_models.movement` (fixed +
@@ -74,9 +74,7 @@ from tacopt.cost_models.learned.fitting.kind_models import (
 )
 from tacopt.cost_models.learned.fitting.trees import (
     LIGHTGBM_PARAMS,
-    TREE_PARAMS,
     fit_lightgbm,
-    fit_trees,
     predict_stacked,
     stack_trees,
 )
@@ -108,7 +106,6 @@ SHRINK = 3.0
 #: Learners of the tree part: (fit function, its parameters).
 LEARNERS: dict[str, tuple[Any, Mapping[str, Any]]] = {
     "lightgbm": (fit_lightgbm, LIGHTGBM_PARAMS),
-    "trees": (fit_trees, TREE_PARAMS),
 }
 
 
@@ -159,8 +156,8 @@ def fit(
     ----------
     records : records from :func:`tacopt.cost_models.learned.measurement.measure.read_records`
     (``op`` and ``model``). device : the device the records were measured on.
-    learner : ``"lightgbm"`` (LightGBM's boosted trees, converted to JSON lists) or ``"trees"``
-        (:func:`tacopt.cost_models.learned.fitting.trees.fit_trees`, numpy).
+    learner : ``"lightgbm"`` (LightGBM's boosted trees, converted to JSON lists), the one
+        learner (:data:`LEARNERS`; recorded in the model).
     kinds : fit kind models and choose sources on held-out configurations (False: the shared
         trees and copy models alone, ~3x faster: the sweep's adaptive weights).
 
@@ -181,11 +178,8 @@ def fit(
     """
     if learner not in LEARNERS:
         raise CostModelError(f"learned: unknown learner '{learner}' (known: {', '.join(LEARNERS)})")
-    if learner == "lightgbm" and importlib.util.find_spec("lightgbm") is None:
-        raise CostModelError(
-            "learned: the lightgbm learner needs LightGBM (pip install lightgbm), "
-            "or fit with learner='trees' (tacopt fit --learner trees)"
-        )
+    if importlib.util.find_spec("lightgbm") is None:
+        raise CostModelError("learned: fitting needs LightGBM (pip install lightgbm)")
     anchor = run_speed(records)
     records = normalize_records(records, anchor)
     sources = _choose_sources(records, device, learner) if kinds else (None, [], [])

@@ -112,7 +112,6 @@ def adaptive_weights(
     prior weight.
     """
     import hashlib
-    import importlib.util
 
     from tacopt.cost_models.learned.fitting.accuracy import evaluate
     from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
@@ -124,7 +123,6 @@ def adaptive_weights(
     def fold(r: Mapping[str, Any]) -> int:
         return int(hashlib.sha1(str(r.get("model")).encode()).hexdigest()[:8], 16) % folds
 
-    learner = "lightgbm" if importlib.util.find_spec("lightgbm") else "trees"
     earlier = [r for r in records if r.get("type") == "op" and 0 <= seed_of(r) < seed]
     misses: dict[str, list[float]] = {}
     for k in range(folds):
@@ -132,7 +130,7 @@ def adaptive_weights(
         held = [r for r in earlier if fold(r) == k]
         if not train or not held:
             continue
-        model = LearnedCostModel(fit(train, learner=learner, kinds=False))
+        model = LearnedCostModel(fit(train, kinds=False))
         for name, v in evaluate(model, held)["per_kind"].items():
             misses.setdefault(name.split("|")[0], []).append((1 - v["within_10pct"]) * v["n"])
     counts: dict[str, int] = {}
