@@ -94,6 +94,10 @@ def solve_pairwise(
     if isinstance(reduced, Infeasible):
         return EngineResult(None, None, False, reduced.reason, True, info)
     best, bound, proven = _run(reduced, prove, deadline, seed, info)
+    # a plan with a forbidden pair left (the primal search's last resort) is kept for the end
+    last_resort = None
+    if best is not None and not np.isfinite(search.objective(reduced, best)):
+        last_resort, best = (reduced, best), None
     enough = time.monotonic() < deadline - 0.3 * (deadline - t0)  # the reductions run again
     if best is None and _has_forbidden(index) and enough:
         # none found avoiding the forbidden costs: look among all plans
@@ -102,6 +106,8 @@ def solve_pairwise(
             return EngineResult(None, None, False, again.reason, True, info)
         reduced = again
         best, bound, proven = _run(reduced, prove, deadline, seed, info)
+    if best is None and last_resort is not None:
+        (reduced, best), proven = last_resort, False
     if best is None:
         return EngineResult(None, bound, False, "no plan within the capacity found in time",
                             False, info)  # fmt: skip

@@ -143,3 +143,11 @@ def test_search_process_sends_a_plan_that_fits_and_a_bound_below_it():
     proc = primal.SearchProcess(c, time.monotonic() + 30.0)
     proc.cancel()
     assert proc.process is not None and not proc.process.is_alive()
+
+
+def test_search_out_of_time_still_returns_a_plan_that_fits():
+    # no time at all: the lowest usages (which fit, forbidden pairs or not) are the last resort
+    index, c = _reduced(400, 7, tightness=0.1)
+    x = primal.search(c, time.monotonic())
+    assert x is not None and bool((c.profile(x) <= c.limit).all())
+    assert _score(index, c, x)[1]
