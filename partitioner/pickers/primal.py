@@ -350,6 +350,7 @@ _DEBUG = False  # print each round (tuning only)
 #: limit and breaking it, down to ``STEP_LEAST`` (1.0: no damping).
 STEP_SHRINK = 0.6
 STEP_LEAST = 0.1
+STEP_MOST = 3.0
 #: The usage weight (times the starting one) of the first plan, grown from the lowest usages.
 SAFE_WEIGHT = 20.0
 
@@ -434,7 +435,8 @@ class _Search:
         weight = np.where(tight, base, 0.0)
         rounds, since, last = 0, 0, 0
         # Step size of the weight updates (in log space): shrinks each time the choice flips
-        # between fitting and breaking the limit, grows back after three rounds on one side.
+        # between fitting and breaking the limit, grows after three rounds on one side (up to
+        # STEP_MOST: weights far from the limit's level get there in a few rounds).
         step, side, run = 1.0, None, 0
         while self.left() > 0.5:
             rounds += 1
@@ -470,7 +472,7 @@ class _Search:
             fits = not over.any()
             run = run + 1 if fits == side else 1
             step = max(step * STEP_SHRINK, STEP_LEAST) if run == 1 and side is not None else \
-                min(1.0, step * 1.5) if run >= 3 else step  # fmt: skip
+                min(STEP_MOST, step * 1.5) if run >= 3 else step  # fmt: skip
             side = fits
             if fits:
                 self.polish(x, pen)
