@@ -148,13 +148,20 @@ def _link_from(item: Any, kind: str, where: str, fail: Callable[[str], NoReturn]
     return Link(item["per_byte"], item["fixed"])
 
 
-def _unit_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> Unit:
+def _named(item: Any, kind: str, i: int, fail: Callable[[str], NoReturn]) -> Named:
+    """``units[i]`` / ``tensors[i]``: an object with a string ``name`` and only ``kind``'s
+    fields; returns how messages name it."""
     if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-        fail(f"units[{i}] must be an object with a string 'name'")
+        fail(f"{kind}s[{i}] must be an object with a string 'name'")
+    where = Named(kind, item["name"])
+    if not _FIELD_SETS[kind].issuperset(item):
+        _object(item, kind, where, fail)
+    return where
+
+
+def _unit_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> Unit:
+    where = _named(item, "unit", i, fail)
     name = item["name"]
-    where = Named("unit", name)
-    if not _FIELD_SETS["unit"].issuperset(item):
-        _object(item, "unit", where, fail)
     raw = item.get("choices")
     if not isinstance(raw, list):
         fail(f"{where}: 'choices' must be a list of {{device, type, cost}}, got {show(raw)}")
@@ -190,12 +197,8 @@ def _unit_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> Unit:
 
 
 def _tensor_from(item: Any, i: int, fail: Callable[[str], NoReturn]) -> TensorEdge:
-    if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-        fail(f"tensors[{i}] must be an object with a string 'name'")
+    where = _named(item, "tensor", i, fail)
     name = item["name"]
-    where = Named("tensor", name)
-    if not _FIELD_SETS["tensor"].issuperset(item):
-        _object(item, "tensor", where, fail)
     for key in ("consumers", "shape", "dtype"):
         if key not in item:
             fail(f"{where}: missing field {key!r}")

@@ -122,17 +122,7 @@ def measure_models(
 
     cfg = MeasureConfig() if cfg is None else cfg
     out = Path(out)
-    done_keys: set[str] = set()
-    done_models: set[str] = set()
-    done_devices: set[str] = set()
-    if out.exists():
-        for r in read_records(out):
-            if r.get("type") in ("op", "skip", "folded"):
-                done_keys.add(r["key"])
-            elif r.get("type") == "model":
-                done_models.add(r["model"])
-            elif r.get("type") == "device":
-                done_devices.add(r.get("device", ""))
+    done_keys, _, done_models, done_devices = _recorded(out, ("op", "skip", "folded"))
     graphs = []
     for p in paths:
         p = Path(p)
@@ -260,6 +250,27 @@ def measure_models(
     return stats
 
 
+def _recorded(
+    out: Path, key_types: tuple[str, ...]
+) -> tuple[set[str], set[str], set[str], set[str]]:
+    """What the records file ``out`` (if it exists) already holds, so a run resumes it: the
+    ``key`` and the label (``model``) of each record of ``key_types``, the models of its
+    ``model`` records and its devices."""
+    keys: set[str] = set()
+    labels: set[str] = set()
+    models: set[str] = set()
+    devices: set[str] = set()
+    for r in read_records(out) if out.exists() else ():
+        if r.get("type") in key_types:
+            keys.add(r["key"])
+            labels.add(r.get("model", ""))
+        elif r.get("type") == "model":
+            models.add(r["model"])
+        elif r.get("type") == "device":
+            devices.add(r.get("device", ""))
+    return keys, labels, models, devices
+
+
 def measure_graphs(
     items: Iterable[tuple[str, Callable[[], nx.MultiDiGraph]]],
     out: str | Path,
@@ -285,16 +296,7 @@ def measure_graphs(
 
     cfg = MeasureConfig() if cfg is None else cfg
     out = Path(out)
-    done_keys: set[str] = set()
-    done_labels: set[str] = set()
-    done_devices: set[str] = set()
-    if out.exists():
-        for r in read_records(out):
-            if r.get("type") in ("op", "skip"):
-                done_keys.add(r["key"])
-                done_labels.add(r.get("model", ""))
-            elif r.get("type") == "device":
-                done_devices.add(r.get("device", ""))
+    done_keys, done_labels, _, done_devices = _recorded(out, ("op", "skip"))
     todo = list(items)
     stats = {"measured": 0, "reused": 0, "skipped": 0, "left": 0}
     start = time.perf_counter()
