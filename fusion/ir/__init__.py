@@ -15,10 +15,13 @@ these invariants; every pass calls it on its output in the tests.
 
 This module gathers the IR under one import path: the records (:mod:`tacopt.fusion.ir.records`),
 graph building and queries (:mod:`tacopt.fusion.ir.graph`) and the checker
-(:mod:`tacopt.fusion.ir.validate`).
+(:mod:`tacopt.fusion.ir.validate`). The names load on first access, as ``import tacopt``'s do:
+importing a light sub-module such as :mod:`tacopt.fusion.ir.errors` (every command does, to
+report errors) then imports neither numpy nor networkx.
 
 Examples
 --------
+>>> from tacopt.fusion.ir import Op, Tensor, make_graph, validate_graph
 >>> G = make_graph(
 ...     "g",
 ...     tensors=[Tensor("x", (1, 4), "float32"), Tensor("y", (1, 4), "float32"),
@@ -32,54 +35,63 @@ Examples
 
 from __future__ import annotations
 
-from tacopt.fusion.ir.graph import (
-    add_op,
-    all_graphs,
-    consumers,
-    ir_diff,
-    make_graph,
-    op_of,
-    ops_of,
-    producers,
-)
-from tacopt.fusion.ir.records import (
-    DTYPE_NBYTES,
-    DTYPE_TO_TFLITE,
-    FLOAT_DTYPES,
-    TFLITE_DTYPES,
-    Buffer,
-    Composite,
-    ModelInfo,
-    Op,
-    Quantization,
-    SignatureDef,
-    Tensor,
-    numpy_dtype,
-)
-from tacopt.fusion.ir.validate import MAX_TENSOR_BYTES, tensor_problem, validate_graph
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
-    "DTYPE_NBYTES",
-    "DTYPE_TO_TFLITE",
-    "FLOAT_DTYPES",
-    "MAX_TENSOR_BYTES",
-    "TFLITE_DTYPES",
-    "Buffer",
-    "Composite",
-    "ModelInfo",
-    "Op",
-    "Quantization",
-    "SignatureDef",
-    "Tensor",
-    "add_op",
-    "all_graphs",
-    "consumers",
-    "ir_diff",
-    "make_graph",
-    "numpy_dtype",
-    "op_of",
-    "ops_of",
-    "producers",
-    "tensor_problem",
-    "validate_graph",
-]
+if TYPE_CHECKING:  # what the names are, for type checkers (at run time they load on first use)
+    from tacopt.fusion.ir.graph import (  # noqa: F401
+        add_op,
+        all_graphs,
+        consumers,
+        ir_diff,
+        make_graph,
+        op_of,
+        ops_of,
+        producers,
+    )
+    from tacopt.fusion.ir.records import (  # noqa: F401
+        DTYPE_NBYTES,
+        DTYPE_TO_TFLITE,
+        FLOAT_DTYPES,
+        TFLITE_DTYPES,
+        Buffer,
+        Composite,
+        ModelInfo,
+        Op,
+        Quantization,
+        SignatureDef,
+        Tensor,
+        numpy_dtype,
+    )
+    from tacopt.fusion.ir.validate import (  # noqa: F401
+        MAX_TENSOR_BYTES,
+        tensor_problem,
+        validate_graph,
+    )
+
+# name -> the sub-module that defines it
+_NAMES: dict[str, str] = {
+    **dict.fromkeys(
+        ("add_op", "all_graphs", "consumers", "ir_diff", "make_graph", "op_of", "ops_of",
+         "producers"), "graph"),
+    **dict.fromkeys(
+        ("DTYPE_NBYTES", "DTYPE_TO_TFLITE", "FLOAT_DTYPES", "TFLITE_DTYPES", "Buffer",
+         "Composite", "ModelInfo", "Op", "Quantization", "SignatureDef", "Tensor", "numpy_dtype"),
+        "records"),
+    **dict.fromkeys(("MAX_TENSOR_BYTES", "tensor_problem", "validate_graph"), "validate"),
+}  # fmt: skip
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    module = _NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

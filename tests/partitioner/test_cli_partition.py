@@ -174,7 +174,8 @@ STARTUP = """
 import sys
 from tacopt.partitioner.cli import main
 code = main(sys.argv[1:])
-loaded = sorted(m for m in sys.modules if m.split(".")[0] in ("scipy", "ortools")
+loaded = sorted(m for m in sys.modules if m in ("numpy", "networkx")
+                or m.split(".")[0] in ("scipy", "ortools")
                 or m.startswith("tacopt.partitioner.pickers.") and m.count(".") == 3
                 or m.startswith("tacopt.cost_models.learned.fitting"))
 print(code, " ".join(loaded))
@@ -203,6 +204,11 @@ def test_help_names_the_pickers_without_importing_them(capsys):
     code, loaded = _loaded_after("partition", "--help")
     assert code == 0
     assert {m for m in loaded if m.startswith("tacopt.")} <= {"tacopt.partitioner.pickers.registry"}
+
+
+def test_version_imports_no_numpy():
+    code, loaded = _loaded_after("--version")
+    assert code == 0 and "numpy" not in loaded  # reporting errors does not load the whole IR
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,3 +402,21 @@ def test_bad_memory_is_one_line_and_exit_2(bundled_models, capsys, memory, messa
                  "--memory", memory])  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_main_collects_garbage_less_often_while_it_runs_and_restores_the_thresholds(
+    bundled_models, tmp_path, monkeypatch, capsys
+):
+    import gc
+
+    from tacopt.partitioner import cli
+
+    module = tmp_path / "peek.py"
+    module.write_text("import gc\nSEEN = gc.get_threshold()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = gc.get_threshold()
+    argv = ["partition", str(bundled_models[MODEL]), "--devices", "GPU", "--load", "peek"]
+    assert cli.main(argv) == 0
+    import peek  # type: ignore[import-not-found]
+
+    assert peek.SEEN == (cli.GC_THRESHOLD, *before[1:]) and gc.get_threshold() == before
