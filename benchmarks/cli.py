@@ -19,11 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tacopt.fusion.ir.errors import EXIT_INTERRUPTED
 from tacopt.fusion.ir.options import add_command, at_least, seconds
 
 DEFAULT_OUT = Path("tacopt-bench") / "results.jsonl"
-DEFAULT_PICKERS = ("exact", "tac", "greedy", "first-fit")
-EXIT_INTERRUPTED = 130
 EXIT_ALL_FAILED = 1
 
 _EPILOG = """\
@@ -204,6 +203,7 @@ def run_bench(args: argparse.Namespace) -> int:
 def _run_bench(args: argparse.Namespace) -> int:
     from tacopt.benchmarks.harness import (
         DEFAULT_DEVICE_SETS,
+        DEFAULT_PICKERS,
         FAILED,
         Study,
         run_study,

@@ -410,7 +410,7 @@ def run_fit(args: argparse.Namespace) -> int:
     records (share of ops within ±10 %, MAPE, whole-model error). -o is written only when
     everything succeeded.
     """
-    from tacopt.cost_models.learned.fitting.accuracy import evaluate
+    from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
     from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
     from tacopt.cost_models.learned.measurement.records import read_records
     from tacopt.cost_models.model_file import model_bytes
@@ -428,7 +428,7 @@ def run_fit(args: argparse.Namespace) -> int:
         if args.eval is not None:
             train_keys = {r["key"] for r in train if r.get("type") == "op"}
             held_out = read_records(args.eval)
-            result = evaluate(LearnedCostModel(doc), held_out, train_keys=train_keys)
+            result = model_accuracy(LearnedCostModel(doc), held_out, train_keys=train_keys)
         out.write(args.out, model_bytes(doc, args.out))
     if result is None:
         if not args.json:

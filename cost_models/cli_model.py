@@ -28,14 +28,14 @@ def run_evaluate(args: argparse.Namespace) -> int:
     model's units by the speed measured beside them. The figures are those of `tacopt fit
     --eval` (one implementation: cost_models/learned/fitting/accuracy.py).
     """
-    from tacopt.cost_models.learned.fitting.accuracy import evaluate, report_lines
+    from tacopt.cost_models.learned.fitting.accuracy import model_accuracy, report_lines
     from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
     from tacopt.cost_models.learned.measurement.records import read_records
 
     model = load_learned(args.model)
     check_records_file(args.records, what="records file")
     records = read_records(args.records)
-    result = evaluate(model, records, train_keys=set(model.table))
+    result = model_accuracy(model, records, train_keys=set(model.table))
     result["fingerprints"] = {
         "model": model.doc.get("fingerprint"),
         "records": records_fingerprint(records),

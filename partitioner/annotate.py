@@ -35,8 +35,9 @@ from tacopt.partitioner.targets import PartitionError, Target, get_target
 KIND_PREFIX = "kind:"
 
 
-def inference_type(G: nx.MultiDiGraph, node: str) -> str:
-    """TAC's inference type of op ``node``, with UNKNOWN mapped to FLOAT."""
+def annotated_inference_type(G: nx.MultiDiGraph, node: str) -> str:
+    """The inference type op ``node`` is annotated with: TAC's
+    (:func:`tacopt.cost_models.ops.inference_type`), with UNKNOWN mapped to FLOAT."""
     itype = tac_inference_type(G, node)
     return "FLOAT" if itype == "UNKNOWN" else itype
 
@@ -141,7 +142,7 @@ def annotate_targets(
     matched = [False] * len(checked)
     out: dict[str, Annotation] = {}
     for name, op in ops_of(G):
-        itype = inference_type(G, name)
+        itype = annotated_inference_type(G, name)
         hits = _matching_pins(name, op, checked)
         for i in hits:
             matched[i] = True

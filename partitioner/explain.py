@@ -32,7 +32,7 @@ from typing import Any
 import networkx as nx
 
 from tacopt.fusion.ir import ops_of
-from tacopt.partitioner.annotate import Annotation, inference_type
+from tacopt.partitioner.annotate import Annotation, annotated_inference_type
 from tacopt.partitioner.refusals import REASONS, Refusal, refusal, runnable_refusal
 from tacopt.partitioner.targets import Target
 
@@ -68,7 +68,7 @@ def op_refusals(
     out: dict[str, dict[str, Refusal | None]] = {}
     for name, op in ops_of(G):
         ann = (annotations or {}).get(name)
-        itype = ann.inference_type if ann is not None else inference_type(G, name)
+        itype = ann.inference_type if ann is not None else annotated_inference_type(G, name)
         row: dict[str, Refusal | None] = {}
         for target in targets:
             if ann is not None and ann.pinned and ann.device != target.name:

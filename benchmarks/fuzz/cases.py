@@ -19,9 +19,9 @@ from pathlib import Path
 
 from tacopt.benchmarks.fuzz.inplace import mutate_in_place
 from tacopt.benchmarks.fuzz.objects import mutate_object
+from tacopt.benchmarks.zoos import BUNDLED_DIR
 
 ROOT = Path(__file__).resolve().parents[2]
-BUNDLED_DIR = ROOT / "benchmarks" / "models"
 ZOO_DIR = ROOT.parent / "shared" / "zoo"
 
 #: Models small enough for object-API mutations (unpack + re-pack in a few ms).

@@ -13,6 +13,8 @@ import sys
 
 #: The exit code of every bad input: a :class:`TacoptError`, or a command line that is refused.
 EXIT_BAD_INPUT = 2
+#: The exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
+EXIT_INTERRUPTED = 130
 
 #: Characters that would break the one line: control characters and Unicode line separators.
 _BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")

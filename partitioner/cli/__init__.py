@@ -34,9 +34,7 @@ from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, e
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tacopt.fusion.ir.errors import EXIT_BAD_INPUT, TacoptError, print_error
-
-EXIT_INTERRUPTED = 130
+from tacopt.fusion.ir.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, TacoptError, print_error
 
 #: What ``--help`` can list, in this order (see :class:`TacoptParser`).
 REGISTRIES = ("devices", "pickers", "cost models")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tacopt.benchmarks import cli
-from tacopt.benchmarks.harness import DEFAULT_DEVICE_SETS, read_records
+from tacopt.benchmarks.harness import DEFAULT_DEVICE_SETS, DEFAULT_PICKERS, read_records
 from tacopt.partitioner.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +27,7 @@ def test_no_arguments_is_the_default_study() -> None:
     args = _args([])
     assert args.run is cli.run_bench and args.zoo is None and args.devices is None
     assert args.granularity == ("subgraph", "op")
-    assert args.pickers is None and cli.DEFAULT_PICKERS == ("exact", "tac", "greedy", "first-fit")
+    assert args.pickers is None and DEFAULT_PICKERS == ("exact", "tac", "greedy", "first-fit")
     assert args.out == Path("tacopt-bench/results.jsonl")
     assert DEFAULT_DEVICE_SETS == (("GPU", "CPU"), ("NNAPI", "CPU"), ("GPU", "NNAPI", "CPU"))
 

@@ -157,14 +157,14 @@ def test_int8_weights_dequantized_per_channel_fold_to_their_real_values() -> Non
 
 
 def test_evaluate_counts_folded_ops_apart_from_skips_with_their_reasons() -> None:
-    from tacopt.cost_models.learned.fitting.accuracy import evaluate, report_lines
+    from tacopt.cost_models.learned.fitting.accuracy import model_accuracy, report_lines
 
     ops = [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
             "flops": 10.0**i, "bytes": 10.0**i, "outputs": [[[10**i]]], "latency_us": 2.0 + i,
             "overhead_us": 1.0, "model": "m"} for i in range(5)]  # fmt: skip
     skip = {"type": "skip", "key": "s", "kind": "WHILE", "reason": "control flow"}
     folded = {"type": "folded", "key": "f", "kind": "DEQUANTIZE", "reason": "folded at init"}
-    res = evaluate(LearnedCostModel(fit(ops)), [*ops, skip, folded, folded])
+    res = model_accuracy(LearnedCostModel(fit(ops)), [*ops, skip, folded, folded])
     assert res["skips"] == 1 and res["skip_share"] == pytest.approx(1 / 6)
     assert res["folded"] == 2 and res["skip_reasons"] == {"WHILE: control flow": 1}
     assert "  skipped 1 x WHILE: control flow" in report_lines(res)

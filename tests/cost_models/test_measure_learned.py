@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tacopt.cost_models.base import CostModelError, get_cost_model
-from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.singleop import (
@@ -177,7 +177,7 @@ def test_unseen_kind_falls_back_or_raises() -> None:
     assert LearnedCostModel(doc).predict(feats).source == "fallback"
     with pytest.raises(CostModelError, match="SOFTMAX was never measured"):
         LearnedCostModel(doc, strict=True).predict(feats)
-    assert np.isfinite(evaluate(LearnedCostModel(doc), recs)["spearman"])
+    assert np.isfinite(model_accuracy(LearnedCostModel(doc), recs)["spearman"])
 
 
 def test_data_movement_ops_cost_bytes_and_runs() -> None:

@@ -137,13 +137,13 @@ def _records(factor: float) -> list[dict]:
 
 
 def test_records_of_a_slower_day_fit_and_evaluate_in_one_unit() -> None:
-    from tacopt.cost_models.learned.fitting.accuracy import evaluate
+    from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 
     doc = fit(_records(1.0))
     model = LearnedCostModel(doc)
     assert doc["anchor_speed"] == {"conv": 10.0} and model.speed_factor == 1.0
     # the same ops measured 2x slower: normalized, they match the model
-    result = evaluate(model, _records(2.0))
+    result = model_accuracy(model, _records(2.0))
     assert result["within_10pct"] == 1.0
     # calibrated on a machine 2x slower, op costs double
     slow = LearnedCostModel({**doc, "speed": {"conv": 20.0}})

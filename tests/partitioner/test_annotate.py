@@ -7,7 +7,12 @@ import pytest
 
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
 from tacopt.fusion.ir.builder import GraphBuilder
-from tacopt.partitioner.annotate import Annotation, annotate_targets, inference_type, parse_pin
+from tacopt.partitioner.annotate import (
+    Annotation,
+    annotate_targets,
+    annotated_inference_type,
+    parse_pin,
+)
 from tacopt.partitioner.targets import PartitionError, TargetError, resolve_devices
 
 QI8 = Quantization((0.05,), (0,))
@@ -100,7 +105,7 @@ def typed_ops():
 
 def test_inference_types_from_operand_types():
     G = typed_ops()
-    got = {n: inference_type(G, n) for n in G}
+    got = {n: annotated_inference_type(G, n) for n in G}
     assert got == {
         "add_f": "FLOAT",
         "add_q": "QUANTIZED_INT8",

@@ -31,7 +31,7 @@ from tacopt.benchmarks.scripts.learned.bench_learn import (
     half_models,
     line,
 )
-from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.sampling.adapt import adapt
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         model = LearnedCostModel(doc)
         print(f"\n{name}: {fingerprint_of(doc)}")
         for p, recs in tests.items():
-            print(f"  {p.name:30s} {line(evaluate(model, recs))}")
+            print(f"  {p.name:30s} {line(model_accuracy(model, recs))}")
     return 0
 
 

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.speed import family_indices, run_speed
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         results = []
         for path, recs in tests.items():
-            res = evaluate(model, recs)
+            res = model_accuracy(model, recs)
             results.append(res)
             idx = family_indices(run_speed(recs), model.anchor_speed)
             speeds = " ".join(f"{k} {v:.2f}" for k, v in idx.items())

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
 from tacopt.cost_models.learned.measurement.measure import measure_models
 from tacopt.cost_models.learned.measurement.records import gate_summary, read_records
@@ -79,7 +79,7 @@ def report(name: str, train: list[dict], test: list[dict]) -> dict[str, Any]:
     doc = fit(train)
     fit_s = time.perf_counter() - t0
     train_keys = {r["key"] for r in train if r["type"] == "op"}
-    result = evaluate(LearnedCostModel(doc), test, train_keys=train_keys)
+    result = model_accuracy(LearnedCostModel(doc), test, train_keys=train_keys)
     print(
         f"== {name}: fit in {fit_s:.1f} s on {doc['trained_on']['configs']} configurations "
         f"of {len(doc['trained_on']['models'])} models"

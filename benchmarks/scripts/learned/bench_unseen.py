@@ -29,7 +29,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.cost_models.learned.fitting.accuracy import evaluate
+from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LEARNERS, LearnedCostModel, fit
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.speed import run_speed, speed_index
@@ -80,7 +80,7 @@ def main() -> int:
         tr, va = validation_split(sweep)
         scores = {}
         for name in sorted(LEARNERS):
-            res = evaluate(LearnedCostModel(fit(tr, learner=name)), va)
+            res = model_accuracy(LearnedCostModel(fit(tr, learner=name)), va)
             scores[name] = res["within_10pct"]
             print(line(f"validation, {name}", res))
         learner = max(sorted(scores), key=lambda n: scores[n])
@@ -92,7 +92,7 @@ def main() -> int:
     results = []
     for path in args.test:
         test = read_records(path)
-        res = evaluate(model, test, train_keys=train_keys)
+        res = model_accuracy(model, test, train_keys=train_keys)
         results.append(res)
         # the machine's speed in that run: its reference timings over the training anchor's
         speed = speed_index(run_speed(test), model.anchor_speed)

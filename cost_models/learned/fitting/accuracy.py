@@ -17,7 +17,7 @@ from tacopt.cost_models.learned.fitting.whole_model import FLOOR_US, net_latency
 from tacopt.cost_models.learned.measurement.speed import normalize_records
 
 
-def evaluate(
+def model_accuracy(
     model: LearnedCostModel,
     records: Sequence[Mapping[str, Any]],
     *,

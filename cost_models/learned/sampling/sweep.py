@@ -113,7 +113,7 @@ def adaptive_weights(
     """
     import hashlib
 
-    from tacopt.cost_models.learned.fitting.accuracy import evaluate
+    from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
     from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
 
     def seed_of(r: Mapping[str, Any]) -> int:
@@ -131,7 +131,7 @@ def adaptive_weights(
         if not train or not held:
             continue
         model = LearnedCostModel(fit(train, kinds=False))
-        for name, v in evaluate(model, held)["per_kind"].items():
+        for name, v in model_accuracy(model, held)["per_kind"].items():
             misses.setdefault(name.split("|")[0], []).append((1 - v["within_10pct"]) * v["n"])
     counts: dict[str, int] = {}
     for r in earlier:
