@@ -6,6 +6,11 @@ Run::
     python -m tacopt.benchmarks bench_pickers --sizes 50000 --repeats 1 --time-limit 60
     python -m tacopt.benchmarks bench_pickers --sizes 1000 --backends highs,scip,cp-sat
     python -m tacopt.benchmarks bench_pickers --sizes 0 --mincut-sizes 100000
+    python -m tacopt.benchmarks bench_pickers --sizes 10000 --pickers greedy --mincut-sizes 0 \
+        --methods decompose,monolithic        # the certificate against HiGHS's branch-and-bound
+
+With ``--methods``, each exact run names its method (``exact/highs/monolithic``) and a line
+gives each method's time over the last one's, problem by problem, from the same run.
 
 Wall times include building the flat index and the model, and the final ``evaluate``; they
 are the ``seconds`` each plan reports. Problems come from
@@ -59,10 +64,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--backends", default="highs")
     parser.add_argument("--time-limit", type=float, default=120.0)
     parser.add_argument("--seeds", default="0", help="comma-separated problem seeds")
+    parser.add_argument("--methods", default="decompose",
+                        help="exact's methods: decompose (the region certificate), monolithic")
     args = parser.parse_args(argv)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"# {os.cpu_count()} cores, load average {load:.1f}; median of {args.repeats} runs")
-    print(f"{'units':>7} {'seed':>4} {'picker':<14} {'status':<10} {'objective':>14} {'gap':>8} "
+    print(f"{'units':>7} {'seed':>4} {'picker':<24} {'status':<10} {'objective':>14} {'gap':>8} "
           f"{'median_s':>9} {'cpu_s':>7}  exact<=all")  # fmt: skip
     seeds = [int(s) for s in args.seeds.split(",")]
     sizes = [int(s) for s in args.sizes.split(",") if int(s) > 0]
@@ -73,11 +80,20 @@ def main(argv: Sequence[str] | None = None) -> None:
               f"{n_vars} variables, {n_rows} rows")  # fmt: skip
         others = {name: median_run(problem, name, args.repeats)
                   for name in args.pickers.split(",")}  # fmt: skip
+        methods = args.methods.split(",")
         for backend in args.backends.split(","):
-            exact = median_run(problem, "exact", args.repeats, backend=backend,
-                               time_limit_s=args.time_limit)  # fmt: skip
-            wins = all(exact.objective <= p.objective + 1e-6 for p in others.values())
-            _row(n, seed, f"exact/{backend}", exact, "yes" if wins else "NO")
+            seconds = {}
+            for method in methods:
+                exact = median_run(problem, "exact", args.repeats, backend=backend,
+                                   time_limit_s=args.time_limit, method=method)  # fmt: skip
+                wins = all(exact.objective <= p.objective + 1e-6 for p in others.values())
+                name = f"exact/{backend}" + (f"/{method}" if len(methods) > 1 else "")
+                _row(n, seed, name, exact, "yes" if wins else "NO")
+                seconds[method] = exact.seconds
+            if len(methods) > 1:
+                ratios = ", ".join(f"{m} {seconds[m] / seconds[methods[-1]]:.3f}x"
+                                   for m in methods[:-1])  # fmt: skip
+                print(f"# {n} units, seed {seed}: time over {methods[-1]}'s: {ratios}")
         for name, plan in others.items():
             _row(n, seed, name, plan, "")
     for n, seed in ((int(s), seed) for s in args.mincut_sizes.split(",") if int(s) > 0
@@ -91,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 def _row(n: int, seed: int, name: str, plan: Plan, verdict: str) -> None:
     gap = "-" if plan.gap is None else f"{100 * plan.gap:.3f}%"
     cpu = plan.params.get("cpu_s", float("nan"))
-    print(f"{n:>7} {seed:>4} {name:<14} {plan.status:<10} {plan.objective:>14.1f} {gap:>8} "
+    print(f"{n:>7} {seed:>4} {name:<24} {plan.status:<10} {plan.objective:>14.1f} {gap:>8} "
           f"{plan.seconds:>9.3f} {cpu:>7.2f}  {verdict}", flush=True)  # fmt: skip
 
 
