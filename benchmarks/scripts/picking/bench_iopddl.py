@@ -11,6 +11,10 @@ Run it under the timing lock (the figures are times)::
 
     flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks bench_iopddl ../shared/iopddl \\
         --out results/iopddl
+
+``--read N`` only reads each instance N times and prints what reading costs before a picker
+starts (reading, decoding and checking the file into the pick problem, then its index), with
+the spread over the runs.
 """
 
 from __future__ import annotations
@@ -153,6 +157,31 @@ def report(records: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def read_times(folder: str | os.PathLike[str], runs: int) -> list[dict[str, Any]]:
+    """Seconds to read each instance (``load_iopddl``) and to index it, over ``runs`` runs."""
+    from tacopt.partitioner.problem import index_problem
+
+    rows = []
+    for path in instances(folder):
+        load, index = [], []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            problem = load_iopddl(path)
+            t1 = time.perf_counter()
+            index_problem(problem)
+            load.append(t1 - t0)
+            index.append(time.perf_counter() - t1)
+        total = sorted(a + b for a, b in zip(load, index, strict=True))
+        rows.append({"instance": path.name, "units": len(problem.units), "load_s": sorted(load),
+                     "index_s": sorted(index), "total_s": total,
+                     "loadavg": os.getloadavg()[0]})  # fmt: skip
+        print(f"{path.name:<34} {len(problem.units):>6} units  read {min(load):6.2f} s  "
+              f"index {min(index):5.2f} s  total median {total[len(total) // 2]:6.2f} s "
+              f"(min {total[0]:.2f}, max {total[-1]:.2f})  load {rows[-1]['loadavg']:.1f}",
+              flush=True)  # fmt: skip
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("folder", help="folder of contest problems (.json, .json.gz)")
@@ -160,8 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, help="seconds per instance (default: contest)")
     parser.add_argument("--out", help="write results.jsonl and report.md here")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--read", type=int, metavar="N",
+                        help="only read each instance N times and print the times")
     args = parser.parse_args(argv)
     try:
+        if args.read:
+            read_times(args.folder, args.read)
+            return 0
         run_iopddl_bench(args.folder, tuple(args.pickers.split(",")), args.time_limit, args.out,
                          seed=args.seed)  # fmt: skip
     except (IopddlError, PickerError) as exc:
