@@ -150,6 +150,52 @@ def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
     assert (timing.cpu_us, timing.quiet, timing.rejected) == (4.0, False, 6)
 
 
+class _SlowEpisode:
+    """A gate whose probe reads 2 to 6 show a slow episode, the others the fast state (no real
+    timing): a sample counts when the reads before and after it are both fast."""
+
+    def __init__(self) -> None:
+        self.n, self.last, self.waits = 0, 1.0, 0
+
+    def read(self) -> float:
+        self.n += 1
+        self.last = 2.0 if 2 <= self.n <= 6 else 1.0
+        return self.last
+
+    def is_quiet(self, probe_us: float) -> bool:
+        return probe_us <= 1.15
+
+    def wait(self, max_s: float) -> bool:
+        self.waits += 1
+        return True
+
+
+@pytest.mark.parametrize(
+    ("target", "quiet_each", "waits"), [(None, [3, 3, 3], 6), (1, [1, 1, 2], 1)]
+)
+def test_top_up_until_each_instance_has_its_quiet_samples(target, quiet_each, waits) -> None:
+    """9 samples over 3 instances; the episode leaves them 1, 0 and 2 quiet samples. An
+    instance short of quiet samples is sampled again, after waiting for quiet: up to its share
+    (3), or up to ``quiet_target`` (``tacopt learn``: 1, as only an instance's lowest quiet
+    sample counts), which takes 5 fewer samples and waits."""
+    from tacopt.cost_models.learned.measurement.timing import (
+        MeasureConfig,
+        _run_rounds,
+        _Timer,
+        neg_graph,
+    )
+    from tacopt.fusion.tflite.writer import serialize_tflite
+
+    cfg = MeasureConfig(samples=9, rounds=3, quiet_target=target, max_time_s=10.0)
+    gate = _SlowEpisode()
+    t = _Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=9)
+    _run_rounds([t], cfg, gate)  # type: ignore[arg-type]
+    quiet = [t.instance[i] for i in t.quiet(gate)]  # type: ignore[arg-type]
+    assert [quiet.count(j) for j in range(3)] == quiet_each
+    assert gate.waits == waits and len(t.cpu) == 9 + waits
+    assert cfg.knobs()["method"].endswith("/q1") == (target == 1)
+
+
 def test_unseen_kind_falls_back_or_raises() -> None:
     recs = [
         {

@@ -47,7 +47,9 @@ class MeasureConfig:
     when both reads are <= ``gate`` x the fast-state probe time. An instance short of quiet
     samples gets up to ``retry_rounds`` more passes, each extra sample after waiting up to
     ``wait_s`` for the machine to be quiet, at most ``max_wait_s`` of waiting per chunk and
-    ``run_wait_s`` per :class:`Gate` (per run). Its latency is the median over instances of the
+    ``run_wait_s`` per :class:`Gate` (per run); "short" means fewer quiet samples than its share
+    of ``samples``, or than ``quiet_target`` when that is set (``tacopt learn``: 1, since only
+    the lowest quiet sample of an instance counts). Its latency is the median over instances of the
     lowest quiet sample of thread CPU time per invoke (wall-clock time with ``threads`` > 1:
     the kernels then run on other threads too). Whole models get ``model_samples``.
 
@@ -75,6 +77,7 @@ class MeasureConfig:
     wait_s: float = 1.0
     max_wait_s: float = 10.0
     run_wait_s: float = 600.0
+    quiet_target: int | None = None
     seed: int = 0
 
     def knobs(self) -> dict[str, Any]:
@@ -84,7 +87,8 @@ class MeasureConfig:
             "threads": self.threads,
             "resolver": self.resolver,
             "method": f"median-instance-min-quiet-{clock}/{self.samples}x"
-            f"{self.sample_s * 1e3:g}ms/{self.rounds}r/gate{self.gate:g}",
+            f"{self.sample_s * 1e3:g}ms/{self.rounds}r/gate{self.gate:g}"
+            + ("" if self.quiet_target is None else f"/q{self.quiet_target}"),
         }
 
     @property
@@ -237,6 +241,7 @@ class _Timer:
         samples: int,
     ) -> None:
         self.model, self.inputs, self.cfg, self.seed = model, inputs, cfg, seed
+        self.values: list[np.ndarray] = []  # the inputs of the first instance, reused after
         self.instances: list[Callable[[], object]] = []
         self.invoke = self.new_instance()
         interp_invoke = self.invoke
@@ -270,12 +275,16 @@ class _Timer:
             if -1 in list(d.get("shape_signature", [])):
                 interp.resize_tensor_input(d["index"], [max(int(x), 1) for x in d["shape"]])
         interp.allocate_tensors()
-        rng = np.random.default_rng(self.seed)
-        for d in interp.get_input_details():
-            value = None if self.inputs is None else self.inputs.get(d["name"])
-            if value is None:
-                value = _random_input(d, rng)
-            interp.set_tensor(d["index"], np.asarray(value, dtype=d["dtype"]).reshape(d["shape"]))
+        details = interp.get_input_details()
+        if not self.values:  # the same seed gives every instance the same inputs: draw them once
+            rng = np.random.default_rng(self.seed)
+            for d in details:
+                value = None if self.inputs is None else self.inputs.get(d["name"])
+                if value is None:
+                    value = _random_input(d, rng)
+                self.values.append(np.asarray(value, dtype=d["dtype"]).reshape(d["shape"]))
+        for d, value in zip(details, self.values, strict=True):
+            interp.set_tensor(d["index"], value)
         interp.invoke()  # first run: lazy allocations, delegate preparation
         for _ in range(cfg.warmup):
             interp.invoke()
@@ -344,6 +353,8 @@ def _run_rounds(timers: Sequence[_Timer], cfg: MeasureConfig, gate: Gate) -> Non
             quiet = [t.instance[i] for i in t.quiet(gate)]
             for j, invoke in enumerate(t.instances):
                 share = len(range(j, t.target, len(t.instances)))  # its round's share
+                if cfg.quiet_target is not None:
+                    share = min(share, cfg.quiet_target)
                 for _ in range(share - quiet.count(j)):
                     short = True
                     left = deadline - time.perf_counter()
