@@ -34,6 +34,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +49,7 @@ from tacopt.partitioner.pickers.reduce import (
     Infeasible,
     reduce_problem,
 )
-from tacopt.partitioner.pickers.reduced_mip import solve_mip
+from tacopt.partitioner.pickers.reduced_mip import MipResult, solve_mip
 from tacopt.partitioner.problem import ProblemIndex
 
 #: Reduced problems with at most this many pairwise entries get the whole program first.
@@ -158,7 +159,9 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
         if beside is not None and proven:
             beside.cancel()
         elif beside is not None:
+            t = time.monotonic()
             found, lagrangian = beside.result()
+            info["beside_wait_s"] = round(time.monotonic() - t, 3)
             info["lagrangian_bound"] = lagrangian
             info["beside_objective"] = None if found is None else _value_or_inf(c, found)
             bound = bound if lagrangian is None else max(bound, lagrangian)
@@ -180,9 +183,15 @@ def _exact(c, nb, best, bound, deadline, seed, info):
     if len(c.edge_cost) <= SMALL_ENTRIES:  # the whole program, while there is time
         everything = np.ones(c.n_nodes, dtype=bool)
         start = best if best is not None else np.zeros(c.n_nodes, dtype=np.int64)
-        res = solve_mip(c, everything, start, 0.9 * (deadline - time.monotonic()))
+        t = time.monotonic()
+        share = 0.9 * (deadline - t)
+        # in a process stopped soon after its share: HiGHS may overrun its limit by seconds
+        stopped = MipResult(None, math.inf, -math.inf, False, "stopped after its time share")
+        end = t + share + min(2.0, 0.05 * (deadline - t))
+        res = primal.bounded(_whole_program, end, stopped, (c, everything, start, share))
         bound = max(bound, res.bound)
         info["mip_status"] = res.status
+        info["mip_s"] = round(time.monotonic() - t, 3)
         if res.x is not None and search.fits(c, res.x) and np.isfinite(search.objective(c, res.x)):
             if best is None or search.objective(c, res.x) <= search.objective(c, best):
                 best = res.x
@@ -193,6 +202,10 @@ def _exact(c, nb, best, bound, deadline, seed, info):
     best, rounds = _lns(c, nb, best, deadline, seed)
     info["lns_rounds"] = rounds
     return best, bound, False
+
+
+def _whole_program(c: Compact, free: np.ndarray, start: np.ndarray, seconds: float):
+    return (solve_mip(c, free, start, seconds),)
 
 
 def _lns(c: Compact, nb: search.Neighbourhood, x: np.ndarray, deadline: float, seed: int):

@@ -34,13 +34,17 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from tacopt.partitioner.pickers import search as ls
 from tacopt.partitioner.pickers.bounds import diffusion_bound
 from tacopt.partitioner.pickers.reduce import Compact, ranges
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -414,7 +418,7 @@ class _Search:
             self.offer(x)
             while self.left() > 0.5:
                 if self.toulbar2 and self._slice() > 0:
-                    x = _bounded(
+                    x = bounded(
                         exact_sub,
                         self.deadline - 0.3,
                         x,
@@ -447,7 +451,7 @@ class _Search:
                 last = rounds
                 t = time.monotonic()
                 seconds = self._slice()
-                x = _bounded(
+                x = bounded(
                     exact_sub, self.deadline - 0.3, x, (c, g, x, pen, everything, seconds, True)
                 )
                 self.build_s = max(self.build_s, time.monotonic() - t - seconds)
@@ -578,9 +582,10 @@ class _Search:
         self.offer(x)
 
 
-def _bounded(fn, deadline: float, fallback: np.ndarray, args: tuple) -> np.ndarray:
+def bounded(fn: Callable[..., tuple[T]], deadline: float, fallback: T, args: tuple) -> T:
     """``fn(*args)[0]`` computed in a forked process that is stopped at ``deadline`` (then
-    ``fallback``): toulbar2 keeps a CPU-time limit, which a loaded machine stretches."""
+    ``fallback``): toulbar2 keeps a CPU-time limit, which a loaded machine stretches, and HiGHS
+    may overrun its time limit by many seconds (in presolve or a long simplex run)."""
     ctx = mp.get_context("fork")
     recv, send = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_child, args=(fn, args, send), daemon=True)
