@@ -226,9 +226,13 @@ def _pick_problem(lens, costs, usages, interval, edge_nodes, elens, edge_cost, l
     # Choices are frozen: one object per distinct (cost, usage, strategy number), shared by
     # the nodes that have it (A: 213,736 choices, 3,066 distinct).
     rank = np.arange(len(cost), dtype=np.int64) - np.repeat(offset[:-1], lens)
-    keys, which = np.unique(np.stack([cost, usages, rank], axis=1), axis=0, return_inverse=True)
-    distinct = [Choice(DEVICE, "FLOAT", c, u, variants[k]) for c, u, k in keys.tolist()]
-    flat = list(map(distinct.__getitem__, which.ravel().tolist()))
+    shared: dict[tuple[int, int, int], Choice] = {}
+    flat = []
+    for key in zip(cost.tolist(), usages.tolist(), rank.tolist()):
+        choice = shared.get(key)
+        if choice is None:
+            choice = shared[key] = Choice(DEVICE, "FLOAT", key[0], key[1], variants[key[2]])
+        flat.append(choice)
     units = []
     for i, (lo, hi, span) in enumerate(zip(offset[:-1].tolist(), offset[1:].tolist(),
                                            interval.tolist())):  # fmt: skip
