@@ -135,10 +135,10 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
         beside = BoundProcess(c, t0 + BOUND_SHARE * (deadline - t0), target)
         best = primal.search(c, deadline, seed=seed, threads=2)
         info["primal_s"] = round(time.monotonic() - t0, 3)
-        found = beside.result()
-        info["lagrangian_bound"] = found
+        lagrangian = beside.result()
+        info["lagrangian_bound"] = lagrangian
         bound = edge_split_bound(c)
-        return best, bound if found is None else max(bound, found), False
+        return best, bound if lagrangian is None else max(bound, lagrangian), False
     x = search.greedy_start(c, nb)
     heuristic_end = min(deadline, t0 + max(1.0, HEURISTIC_SHARE * (deadline - t0)))
     best = search.price_search(c, nb, x, heuristic_end)
@@ -151,16 +151,16 @@ def _run(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
         # On the other core: the primal search, then the bounds stage (priced toward its plan).
         # Not without a plan of the heuristic: the time may be needed to look among plans
         # with forbidden pairs (see solve_pairwise).
-        beside = None
+        searcher: primal.SearchProcess | None = None
         if best is not None and (c.k > 1).any():
-            beside = primal.SearchProcess(c, t0 + SEARCH_SHARE * (deadline - t0), seed=seed + 1,
+            searcher = primal.SearchProcess(c, t0 + SEARCH_SHARE * (deadline - t0), seed=seed + 1,
                                           start=best, bound_until=deadline - 0.3)  # fmt: skip
         best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info)
-        if beside is not None and proven:
-            beside.cancel()
-        elif beside is not None:
+        if searcher is not None and proven:
+            searcher.cancel()
+        elif searcher is not None:
             t = time.monotonic()
-            found, lagrangian = beside.result()
+            found, lagrangian = searcher.result()
             info["beside_wait_s"] = round(time.monotonic() - t, 3)
             info["lagrangian_bound"] = lagrangian
             info["beside_objective"] = None if found is None else _value_or_inf(c, found)

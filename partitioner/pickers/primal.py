@@ -36,7 +36,7 @@ import multiprocessing as mp
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -582,7 +582,7 @@ class _Search:
         self.offer(x)
 
 
-def bounded(fn: Callable[..., tuple[T]], deadline: float, fallback: T, args: tuple) -> T:
+def bounded(fn: Callable[..., tuple[Any, ...]], deadline: float, fallback: T, args: tuple) -> T:
     """``fn(*args)[0]`` computed in a forked process that is stopped at ``deadline`` (then
     ``fallback``): toulbar2 keeps a CPU-time limit, which a loaded machine stretches, and HiGHS
     may overrun its time limit by many seconds (in presolve or a long simplex run)."""
