@@ -226,7 +226,7 @@ def _pick_problem(lens, costs, usages, interval, edge_nodes, elens, edge_cost, l
     # Choices are frozen: one object per distinct (cost, usage, strategy number), shared by
     # the nodes that have it (A: 213,736 choices, 3,066 distinct).
     rank = np.arange(len(cost), dtype=np.int64) - np.repeat(offset[:-1], lens)
-    shared: dict[tuple[int, int, int], Choice] = {}
+    shared = {}  # (cost, usage, strategy number) -> its Choice
     flat = []
     for key in zip(cost.tolist(), usages.tolist(), rank.tolist()):
         choice = shared.get(key)
