@@ -535,8 +535,10 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
     return view
 
 
-#: The learned model shipped with the package (``--cost-model learned``): fitted on the
-#: committed sweep, ``benchmarks/results/learned_v5/sweep.jsonl`` (docs/cost-models.md).
+#: The learned model shipped with the package (``--cost-model learned``): ``tacopt learn
+#: --minutes 15`` on an AMD EPYC Zen 3 (AVX2, 2 cores), XNNPACK, 1 thread, its fingerprint in the
+#: file (``benchmarks/results/learn_v7/``; until 2026-11-26 the fit of the AVX-512 machine's sweep
+#: ``benchmarks/results/learned_v5/sweep.jsonl``: docs/cost-models.md has both's figures).
 DEFAULT_MODEL = Path(__file__).parents[2] / "data" / "learned_cpu.json.gz"
 
 

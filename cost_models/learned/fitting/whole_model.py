@@ -82,8 +82,11 @@ def _counted(rec: Mapping[str, Any] | None) -> bool:
 
 
 def _fit_scale(rows: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
-    """``(scale, per_op)`` minimizing the robust relative error of scale x sum + per_op x ops
-    against the measured latency; ``(median ratio, 0)`` with fewer than 3 models."""
+    """``(scale, per_op)`` minimizing the robust log ratio of scale x sum + per_op x ops to the
+    measured latency (symmetric: a relative error is bounded by -1 below and not above, so a
+    few models measured far below their ops' sum pulled the scale down: two XNNPACK threads
+    under load, models at 0.16-3.2x their sums, median 1.07, gave 0.34);
+    ``(median ratio, 0)`` with fewer than 3 models."""
     if not rows:
         return 1.0, 0.0
     y, a, n = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
@@ -92,7 +95,7 @@ def _fit_scale(rows: Sequence[tuple[float, float, float]]) -> tuple[float, float
     from scipy.optimize import least_squares
 
     fit = least_squares(
-        lambda p: (p[0] * a + p[1] * n - y) / y,
+        lambda p: np.log((p[0] * a + p[1] * n) / y),
         x0=[float(np.median(y / a)), 0.0],
         bounds=([0.25, 0.0], [4.0, 100.0]),
         loss="soft_l1",
