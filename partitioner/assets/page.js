@@ -71,7 +71,7 @@
       ? curve(D.io[k], D.ops[j], "edge io-edge") : curve(D.ops[j], D.io[k], "edge io-edge")).join("");
     $("io").innerHTML = D.io.map((n, i) => {
       const label = (n.kind === "input" ? "in: " : "out: ") + n.tensor;
-      const text = label.length > 22 ? label.slice(0, 21) + "\u2026" : label;
+      const text = label.length > 19 ? label.slice(0, 18) + "\u2026" : label;
       return `<g class="io ${n.kind}" data-io="${i}" transform="translate(${n.x - NW / 2},${n.y - NH / 2})">` +
         `<rect width="${NW}" height="${NH}" rx="${NH / 2}"></rect><text x="10" y="${NH / 2 + 4}">${esc(text)}</text>` +
         `<title>graph ${n.kind} ${esc(n.tensor)}${n.info ? " " + shape(n.info[1]) + " " + esc(n.info[2]) : ""}</title></g>`;
