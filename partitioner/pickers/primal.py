@@ -227,15 +227,6 @@ def _one(c, g, deadline, seed, start):
     return (search(c, deadline, seed=seed, start=start, graph=g),)
 
 
-def has_toulbar2() -> bool:
-    """Whether ``pytoulbar2`` can be imported (without it only forest moves are used)."""
-    try:
-        import pytoulbar2  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def penalties(c: Compact, g: Graph, weight: np.ndarray) -> np.ndarray:
     """Per strategy: its items' usage above their lowest, times their weights."""
     per = np.repeat(weight, c.k[c.item_node]) * g.item_extra
@@ -374,7 +365,7 @@ class _Search:
         self.hard = np.isfinite(c.limit)
         self.build_s = 0.0
         self.whole_every = whole_every  # rounds without a better choice before a whole solve
-        self.toulbar2 = has_toulbar2()
+        self.toulbar2 = ls.has_toulbar2()
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -419,10 +410,10 @@ class _Search:
             while self.left() > 0.5:
                 if self.toulbar2 and self._slice() > 0:
                     x = bounded(
-                        exact_sub,
+                        ls.exact_sub,
                         self.deadline - 0.3,
                         x,
-                        (c, g, x, zero, everything, self._slice(), True),
+                        (c, g.nb, x, zero, everything, self._slice(), True),
                     )
                 else:
                     x = self.descend(x, zero, stall=3, most=20)
@@ -451,9 +442,8 @@ class _Search:
                 last = rounds
                 t = time.monotonic()
                 seconds = self._slice()
-                x = bounded(
-                    exact_sub, self.deadline - 0.3, x, (c, g, x, pen, everything, seconds, True)
-                )
+                args = (c, g.nb, x, pen, everything, seconds, True)
+                x = bounded(ls.exact_sub, self.deadline - 0.3, x, args)
                 self.build_s = max(self.build_s, time.monotonic() - t - seconds)
                 since = 0
             else:
@@ -630,87 +620,3 @@ def _keep_limit(c: Compact, g: Graph, x: np.ndarray, y: np.ndarray) -> np.ndarra
             return x.copy()
         y[bad] = x[bad]
     return x.copy()
-
-
-def ball(
-    c: Compact, g: Graph, rng: np.random.Generator, size: int, weights: np.ndarray | None = None
-) -> np.ndarray:
-    """A breadth-first ball of about ``size`` movable nodes around a random one (drawn in
-    proportion to ``weights`` if given), neighbours visited in random order."""
-    movable = g.movable
-    free = np.zeros(c.n_nodes, dtype=bool)
-    if weights is not None and weights[movable].sum() > 0:
-        w = weights[movable]
-        seed = int(movable[rng.choice(len(movable), p=w / w.sum())])
-    else:
-        seed = int(rng.choice(movable))
-    ptr, nbr = g.adj_ptr, g.adj_nbr
-    k = c.k
-    frontier = [seed]
-    free[seed] = True
-    count = 1
-    while frontier and count < size:
-        nxt = []
-        for i in frontier:
-            near = nbr[ptr[i] : ptr[i + 1]]
-            near = near[(~free[near]) & (k[near] > 1)]
-            if len(near) > size - count:
-                near = rng.choice(near, size=size - count, replace=False)
-            free[near] = True
-            count += len(near)
-            nxt.extend(near.tolist())
-            if count >= size:
-                break
-        rng.shuffle(nxt)
-        frontier = nxt
-    return free
-
-
-def exact_sub(
-    c: Compact,
-    g: Graph,
-    x: np.ndarray,
-    pen: np.ndarray,
-    free: np.ndarray,
-    seconds: int = 1,
-    improve: bool = False,
-) -> tuple[np.ndarray, bool]:
-    """The penalised optimum over the ``free`` nodes, the others fixed at ``x``, by toulbar2
-    (a cost-function-network solver) within ``seconds`` of CPU; returns the choice (``x`` if
-    nothing better was found) and whether it was proven optimal. ``improve``: search only
-    below the cost of ``x`` (an upper bound prunes the search)."""
-    import pytoulbar2
-
-    nb = g.nb
-    ent = ~free[nb.nbr]
-    w = nb.w[nb.base[ent] + nb.stride[ent] * x[nb.nbr[ent]]]
-    local = c.cost + pen + np.bincount(nb.g[ent], weights=w, minlength=len(c.cost))
-    nodes = np.flatnonzero(free)
-    pos = np.full(c.n_nodes, -1)
-    pos[nodes] = np.arange(len(nodes))
-    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
-    inner = np.flatnonzero(free[u] & free[v])
-    cur = sum(float(local[c.offset[i] + x[i]]) for i in nodes.tolist())
-    cur += float(nb.w[c.edge_offset[inner] + x[u[inner]] * c.k[v[inner]] + x[v[inner]]].sum())
-    shift = float(local.min(initial=0.0))
-    ub = cur - shift * len(nodes) + 1.0 if improve else None
-    cfn = pytoulbar2.CFN(ubinit=ub, resolution=0, verbose=-1, seed=int(x.sum() % 1000 + 1))
-    for i in nodes.tolist():
-        cfn.AddVariable(f"x{i}", range(int(c.k[i])))
-    for i in nodes.tolist():
-        cfn.AddFunction([int(pos[i])], (local[c.offset[i] : c.offset[i + 1]] - shift).tolist())
-    for e in inner.tolist():
-        cfn.AddFunction([int(pos[u[e]]), int(pos[v[e]])],
-                        nb.w[c.edge_offset[e] : c.edge_offset[e + 1]].tolist())  # fmt: skip
-    try:
-        res = cfn.Solve(timeLimit=max(1, int(seconds)))
-    except Exception:  # toulbar2 signals contradictions and limits by exceptions
-        return x, False
-    if not res:
-        return x, False
-    y = x.copy()
-    y[nodes] = np.asarray(res[0], dtype=np.int64)
-    optimal = cfn.GetDDualBound() >= res[1] - 0.5 if hasattr(cfn, "GetDDualBound") else False
-    new = sum(float(local[c.offset[i] + y[i]]) for i in nodes.tolist())
-    new += float(nb.w[c.edge_offset[inner] + y[u[inner]] * c.k[v[inner]] + y[v[inner]]].sum())
-    return (y if new <= cur else x), optimal

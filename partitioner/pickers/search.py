@@ -9,6 +9,9 @@ modes:
 - *hard*: a move may raise a node's usage only by the slack left under the limit on its
   interval, and moves that together break the limit are undone, so a solution that fits keeps
   fitting.
+
+And one exact move: :func:`exact_sub` solves a set of free nodes (the others fixed) with toulbar2,
+a cost-function-network solver, for the primal search's whole solves.
 """
 
 from __future__ import annotations
@@ -367,3 +370,61 @@ def _priced(c: Compact, nb: Neighbourhood, x: np.ndarray, pen: np.ndarray) -> fl
     u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
     pair = nb.w[c.edge_offset[:-1] + x[u] * c.k[v] + x[v]].sum()
     return float((c.cost + pen)[c.offset[:-1] + x].sum() + pair)
+
+
+def has_toulbar2() -> bool:
+    """Whether ``pytoulbar2`` can be imported (without it only forest moves are used)."""
+    try:
+        import pytoulbar2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def exact_sub(
+    c: Compact,
+    nb: Neighbourhood,
+    x: np.ndarray,
+    pen: np.ndarray,
+    free: np.ndarray,
+    seconds: int = 1,
+    improve: bool = False,
+) -> tuple[np.ndarray, bool]:
+    """The penalised optimum over the ``free`` nodes, the others fixed at ``x``, by toulbar2
+    (a cost-function-network solver) within ``seconds`` of CPU; returns the choice (``x`` if
+    nothing better was found) and whether it was proven optimal. ``improve``: search only
+    below the cost of ``x`` (an upper bound prunes the search)."""
+    import pytoulbar2
+
+    ent = ~free[nb.nbr]
+    w = nb.w[nb.base[ent] + nb.stride[ent] * x[nb.nbr[ent]]]
+    local = c.cost + pen + np.bincount(nb.g[ent], weights=w, minlength=len(c.cost))
+    nodes = np.flatnonzero(free)
+    pos = np.full(c.n_nodes, -1)
+    pos[nodes] = np.arange(len(nodes))
+    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+    inner = np.flatnonzero(free[u] & free[v])
+    cur = sum(float(local[c.offset[i] + x[i]]) for i in nodes.tolist())
+    cur += float(nb.w[c.edge_offset[inner] + x[u[inner]] * c.k[v[inner]] + x[v[inner]]].sum())
+    shift = float(local.min(initial=0.0))
+    ub = cur - shift * len(nodes) + 1.0 if improve else None
+    cfn = pytoulbar2.CFN(ubinit=ub, resolution=0, verbose=-1, seed=int(x.sum() % 1000 + 1))
+    for i in nodes.tolist():
+        cfn.AddVariable(f"x{i}", range(int(c.k[i])))
+    for i in nodes.tolist():
+        cfn.AddFunction([int(pos[i])], (local[c.offset[i] : c.offset[i + 1]] - shift).tolist())
+    for e in inner.tolist():
+        cfn.AddFunction([int(pos[u[e]]), int(pos[v[e]])],
+                        nb.w[c.edge_offset[e] : c.edge_offset[e + 1]].tolist())  # fmt: skip
+    try:
+        res = cfn.Solve(timeLimit=max(1, int(seconds)))
+    except Exception:  # toulbar2 signals contradictions and limits by exceptions
+        return x, False
+    if not res:
+        return x, False
+    y = x.copy()
+    y[nodes] = np.asarray(res[0], dtype=np.int64)
+    optimal = cfn.GetDDualBound() >= res[1] - 0.5 if hasattr(cfn, "GetDDualBound") else False
+    new = sum(float(local[c.offset[i] + y[i]]) for i in nodes.tolist())
+    new += float(nb.w[c.edge_offset[inner] + y[u[inner]] * c.k[v[inner]] + y[v[inner]]].sum())
+    return (y if new <= cur else x), optimal

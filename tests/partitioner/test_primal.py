@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tacopt.partitioner.memory import fits_batch
-from tacopt.partitioner.pickers import pick, primal
+from tacopt.partitioner.pickers import pick, primal, search
 from tacopt.partitioner.pickers.reduce import Compact, reduce_problem
 from tacopt.partitioner.plan import evaluate_index
 from tacopt.partitioner.problem import index_problem
@@ -90,7 +90,7 @@ def test_forest_dp_is_exact_on_a_small_forest(seed):
     assert primal.penalised(c, g, y, pen) == pytest.approx(_brute_penalised(c, g, x, pen, free))
 
 
-@pytest.mark.skipif(not primal.has_toulbar2(), reason="pytoulbar2 is not installed")
+@pytest.mark.skipif(not search.has_toulbar2(), reason="pytoulbar2 is not installed")
 def test_exact_sub_matches_brute_force():
     _, c = _reduced(60, 21)
     g = primal.prepare(c)
@@ -98,7 +98,7 @@ def test_exact_sub_matches_brute_force():
     free[g.movable[:5]] = True
     x = np.zeros(c.n_nodes, dtype=np.int64)
     pen = np.zeros(len(c.cost))
-    y, _ = primal.exact_sub(c, g, x, pen, free, 5)
+    y, _ = search.exact_sub(c, g.nb, x, pen, free, 5)
     assert primal.penalised(c, g, y, pen) == pytest.approx(_brute_penalised(c, g, x, pen, free))
 
 
