@@ -80,9 +80,9 @@ def register_measure(subparsers: Any) -> None:
     p.add_argument(
         "--repeats",
         type=at_least(1),
-        default=9,
-        help="timed samples per op, each a >= 2 ms batch of invokes, over 3 interpreter instances;"
-        " the lowest quiet one of each instance, median over instances, counts (default 9)",
+        default=16,
+        help="timed samples per op, each a >= 1 ms batch of invokes, over 8 interpreter instances;"
+        " the fastest counts (default 16)",
     )
     p.add_argument("--warmup", type=at_least(0), default=3, help="untimed runs first (default 3)")
     p.add_argument(
@@ -159,12 +159,12 @@ def run_measure(args: argparse.Namespace) -> int:
 
     Fold the ops of constants the runtime computes at init (DEQUANTIZE of float16 weights,
     DENSIFY, ...; one 'folded' record each) and fuse as the partitioner does, then cut each op
-    into a single-op model with random weights, time it (thread CPU time of >= 2 ms batches of
-    invokes, only those taken while a probe shows the machine quiet; lowest per interpreter
-    instance, median over 3 instances), optionally also rebuilt in other inference types
-    (--types), time the whole model as stored, append one JSON record per op configuration to
-    --out (resumable), each naming the device fingerprint (CPU, ISA, LiteRT version, --resolver,
-    --threads) of a 'device' record.
+    into a single-op model with random weights, time it (the fastest of 16 samples of thread
+    CPU time, each a >= 1 ms batch of invokes, over 8 interpreter instances spread over seconds;
+    more after waiting while a probe shows the machine busy), optionally also rebuilt in other
+    inference types (--types), time the whole model as stored, append one JSON record per op
+    configuration to --out (resumable), each naming the device fingerprint (CPU, ISA, LiteRT
+    version, --resolver, --threads) of a 'device' record.
     """
     from tacopt.cost_models.learned.measurement.measure import measure_models
     from tacopt.cost_models.learned.measurement.records import MeasureError

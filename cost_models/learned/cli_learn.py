@@ -35,11 +35,11 @@ from tacopt.fusion.ir.options import add_command, at_least, positive
 #: Seconds of the budget kept for fitting (at most a quarter of it; 3,092 records took 29 s to
 #: fit here at load 5-8, under the timing lock).
 FIT_RESERVE_S = 75.0
-#: Quiet samples an interpreter instance needs before ``learn`` moves on
-#: (:attr:`~tacopt.cost_models.learned.measurement.timing.MeasureConfig.quiet_target`): only its
-#: lowest quiet sample counts, and topping every instance up to its full share of quiet samples
-#: spent 43 % of a loaded run waiting for quiet (160 sweep ops: 54.7 s, 23.5 s of it waiting;
-#: with 1: 33.9 s, 4.0 s). ``tacopt measure`` keeps the full share (test data).
+#: Quiet samples an op needs before ``learn`` moves on
+#: (:attr:`~tacopt.cost_models.learned.measurement.timing.MeasureConfig.quiet_target`): its
+#: latency is its fastest sample, and waiting for more quiet samples spent 43 % of a loaded run
+#: (160 sweep ops: 54.7 s, 23.5 s of it waiting; with 1: 33.9 s, 4.0 s). ``tacopt measure``
+#: keeps 3 (test data).
 QUIET_TARGET = 1
 #: Share of a phase's time for its chain models (whole-model effects), after its ops.
 CHAIN_SHARE = 0.12

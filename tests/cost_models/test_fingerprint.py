@@ -71,7 +71,7 @@ def test_measure_runs_with_each_resolver_and_records_it(
     ops = [r for r in recs if r["type"] == "op"]
     assert len(ops) == 6 and all(r["latency_us"] > 0 and r["resolver"] == resolver for r in ops)
     clock = "wall" if threads > 1 else "thread-cpu"
-    assert all(f"-quiet-{clock}/" in r["method"] for r in ops)
+    assert all(r["method"].startswith(f"min-{clock}/") for r in ops)
     if threads > 1:
         assert all(r["latency_us"] == r["wall_us"] for r in ops)
     assert records_fingerprint(recs) == fp

@@ -16,7 +16,9 @@ from tacopt.cost_models.learned.sampling.adapt import adapt, corrections
 from tacopt.cost_models.model_file import read_model_doc
 from tacopt.partitioner.cli import main
 
-FAST = MeasureConfig(samples=3, rounds=1, probe_reads=5, max_wait_s=0.5, sample_s=0.0005)
+FAST = MeasureConfig(
+    samples=3, rounds=1, probe_reads=5, calibrate_s=0.0, max_wait_s=0.5, sample_s=0.0005
+)
 
 
 def _records(factor: float, kind: str = "ADD", speed: float = 10.0) -> list[dict]:

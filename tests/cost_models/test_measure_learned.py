@@ -81,8 +81,8 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     # samples kept (quiet ones, or all), on several interpreter instances; small ops are timed
     # in batches of many invokes; the invoke overhead re-calibrated by the gate's probe
     assert all(r["latency_median_us"] > 0 and r["repeats"] >= 1 for r in ops)
-    assert all(r["repeats"] + r["rejected"] >= 3 and r["instances"] >= 1 for r in ops)
-    assert all(r["overhead_us"] > 0 and r["method"].startswith("median-instance") for r in ops)
+    assert all(r["repeats"] >= 3 and r["instances"] >= 1 for r in ops)
+    assert all(r["overhead_us"] > 0 and r["method"].startswith("min-") for r in ops)
     assert max(r["batch"] for r in ops) > 1 and all(r["batch"] >= 1 for r in ops)
     assert {r["model"] for r in recs if r["type"] == "model"} == {p.stem for p in models}
     capsys.readouterr()
@@ -124,14 +124,14 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
         model.op_cost(G, "add_0", "GPU", "FLOAT")
 
 
-def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
-    """Samples whose probe reads show the machine slow do not count; an op's latency is the
-    median over interpreter instances of each one's lowest quiet sample (no real timing here:
-    the samples are set by hand)."""
+def test_latency_is_the_fastest_sample_and_the_gate_marks_slow_ones() -> None:
+    """An op's latency is its fastest sample over every instance (contention only ever slows a
+    sample); samples whose probe reads show the machine slow are counted as rejected and left
+    out of the median (no real timing here: the samples are set by hand)."""
     from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, _Timer, neg_graph
     from tacopt.fusion.tflite.writer import serialize_tflite
 
-    cfg = MeasureConfig(probe_reads=1)
+    cfg = MeasureConfig(probe_reads=1, calibrate_s=0.0)
     gate = Gate(cfg)
     gate.reads[:] = [1.0] * 20  # the fast state: probe reads of 1 us
     gate._ref_at = 0
@@ -139,15 +139,18 @@ def test_gate_keeps_quiet_samples_and_medians_instances() -> None:
     assert gate.overhead_us() == 1.0
     t = _Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=6)
     t.cpu = [5.0, 4.0, 9.0, 3.0, 7.0, 6.0]
-    t.wall = list(t.cpu)
-    t.probes = [1.0, 1.0, 1.0, 2.0, 1.0, 1.0]  # sample 3 (the lowest) taken in a slow episode
+    t.wall = [x + 1 for x in t.cpu]
+    t.probes = [1.0, 1.0, 1.0, 2.0, 1.0, 1.0]  # sample 3 (the fastest) taken in a slow episode
     t.instance = [0, 0, 1, 1, 2, 2]
     timing = t.timing(gate)
-    assert timing.cpu_us == 6.0  # median of instance minima 4, 9, 6
-    assert (timing.samples, timing.rejected, timing.quiet, timing.instances) == (5, 1, True, 3)
-    t.probes = [2.0] * 6  # nothing quiet: every sample counts, flagged
+    assert (timing.cpu_us, timing.wall_us) == (3.0, 4.0)  # the fastest, slow episode or not
+    assert timing.cpu_median_us == 6.0  # median of the quiet samples 5, 4, 9, 7, 6
+    assert (timing.samples, timing.rejected, timing.quiet) == (6, 1, True)
+    t.probes = [2.0] * 6  # nothing quiet: the median is over every sample, flagged
     timing = t.timing(gate)
-    assert (timing.cpu_us, timing.quiet, timing.rejected) == (4.0, False, 6)
+    assert (timing.cpu_us, timing.cpu_median_us, timing.quiet, timing.rejected) == (
+        3.0, 5.5, False, 6,
+    )  # fmt: skip
 
 
 class _SlowEpisode:
@@ -170,14 +173,10 @@ class _SlowEpisode:
         return True
 
 
-@pytest.mark.parametrize(
-    ("target", "quiet_each", "waits"), [(None, [3, 3, 3], 6), (1, [1, 1, 2], 1)]
-)
-def test_top_up_until_each_instance_has_its_quiet_samples(target, quiet_each, waits) -> None:
-    """9 samples over 3 instances; the episode leaves them 1, 0 and 2 quiet samples. An
-    instance short of quiet samples is sampled again, after waiting for quiet: up to its share
-    (3), or up to ``quiet_target`` (``tacopt learn``: 1, as only an instance's lowest quiet
-    sample counts), which takes 5 fewer samples and waits."""
+@pytest.mark.parametrize(("target", "waits"), [(3, 0), (6, 3), (1, 0)])
+def test_top_up_until_the_op_has_its_quiet_samples(target, waits) -> None:
+    """9 samples over 3 instances; the episode leaves 3 of them quiet. An op with fewer quiet
+    samples than ``quiet_target`` is sampled again, each time after waiting for quiet."""
     from tacopt.cost_models.learned.measurement.timing import (
         MeasureConfig,
         _run_rounds,
@@ -190,10 +189,10 @@ def test_top_up_until_each_instance_has_its_quiet_samples(target, quiet_each, wa
     gate = _SlowEpisode()
     t = _Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=9)
     _run_rounds([t], cfg, gate)  # type: ignore[arg-type]
-    quiet = [t.instance[i] for i in t.quiet(gate)]  # type: ignore[arg-type]
-    assert [quiet.count(j) for j in range(3)] == quiet_each
+    assert t.instances == 3 and sorted(set(t.instance)) == [0, 1, 2]
+    assert len(t.quiet(gate)) == max(3, target)  # type: ignore[arg-type]
     assert gate.waits == waits and len(t.cpu) == 9 + waits
-    assert cfg.knobs()["method"].endswith("/q1") == (target == 1)
+    assert cfg.knobs()["method"].endswith(f"/q{target}")
 
 
 def test_unseen_kind_falls_back_or_raises() -> None:

@@ -25,7 +25,9 @@ from tacopt.fusion.ir import validate_graph
 from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.cli import main
 
-FAST = MeasureConfig(samples=3, rounds=1, probe_reads=5, max_wait_s=0.5, sample_s=0.0005)
+FAST = MeasureConfig(
+    samples=3, rounds=1, probe_reads=5, calibrate_s=0.0, max_wait_s=0.5, sample_s=0.0005
+)
 
 
 def test_every_sampler_builds_valid_single_ops_deterministically() -> None:

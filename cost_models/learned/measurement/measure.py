@@ -140,14 +140,13 @@ def measure_models(
     count = 0
     with out.open("a") as f:
         device = _device(f, cfg, done_devices)
-        pending: list[tuple[dict[str, Any], dict[str, Any], bytes]] = []
+        pending: list[_Pending] = []
 
         def submit(base: dict[str, Any], feats: dict[str, Any], single: bytes) -> None:
             nonlocal pending
-            pending.append((base, feats, single))
+            pending.append((base, feats, single, 0))
             if len(pending) >= cfg.chunk:
-                _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
-                pending = []
+                pending = _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
 
         def skip(base: Mapping[str, Any], kind: str, reason: str) -> None:
             record = {"type": "skip", **base, "kind": kind, "reason": reason, "device": device}
@@ -214,8 +213,8 @@ def measure_models(
                         continue
                     done_keys.add(vkey)
                     submit({**vbase, "key": vkey}, vfeats, serialize_tflite(R))
-            _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
-            pending = []
+            while pending:  # the model's ops are recorded before the model
+                pending = _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
             timed: dict[str, Any]
             try:  # the model as stored: what the runtime runs
                 whole = serialize_tflite(fill_constants(stored, seed=cfg.seed))
@@ -308,7 +307,7 @@ def measure_graphs(
 
     with out.open("a") as f:
         device = _device(f, cfg, done_devices)
-        pending: list[tuple[dict[str, Any], dict[str, Any], bytes]] = []
+        pending: list[_Pending] = []
         for i, (label, build) in enumerate(todo):
             if progress is not None:
                 progress(i + 1, len(todo), label)
@@ -327,11 +326,11 @@ def measure_graphs(
                 stats["reused"] += 1
                 continue
             done_keys.add(key)
-            pending.append((base, feats, serialize_tflite(G)))
+            pending.append((base, feats, serialize_tflite(G), 0))
             if len(pending) >= cfg.chunk:
-                _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
-                pending = []
-        _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
+                pending = _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
+        while pending:
+            pending = _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
     return stats
 
 
@@ -355,34 +354,48 @@ def _run_knobs(cfg: MeasureConfig, gate: Gate, tracker: SpeedTracker) -> dict[st
     }
 
 
+#: An op waiting to be timed: its record's base fields, its features, its single-op model and
+#: how many times it was put back (:attr:`MeasureConfig.defer`).
+_Pending = tuple[dict[str, Any], dict[str, Any], bytes, int]
+
+
 def _measure_chunk(
     f: TextIO,
-    pending: Sequence[tuple[dict[str, Any], dict[str, Any], bytes]],
+    pending: Sequence[_Pending],
     cfg: MeasureConfig,
     gate: Gate,
     tracker: SpeedTracker,
     knobs: Callable[[], dict[str, Any]],
     stats: dict[str, int],
-) -> None:
+) -> list[_Pending]:
+    """Time ``pending`` with the reference models and write their records; return the ops
+    put back to be timed again later, as none of their samples was quiet (at most
+    ``cfg.defer`` times each: a slow episode of the machine can outlast a chunk's waiting)."""
     if not pending:
-        return
+        return []
+    if all(tries for *_, tries in pending):  # only ops put back: wait for quiet first
+        gate.wait(cfg.max_wait_s)
     refs = reference_models()
     timed = time_models(
-        [*refs.values(), *(m for _, _, m in pending)], cfg, seed=cfg.seed, gate=gate
+        [*refs.values(), *(m for _, _, m, _ in pending)], cfg, seed=cfg.seed, gate=gate
     )
     tracker.add({n: t.latency_us for n, t in zip(refs, timed) if isinstance(t, Timing)})
     timings = timed[len(refs) :]
     run_knobs = knobs()  # the overhead as re-calibrated up to now
-    for (base, feats, _), t in zip(pending, timings, strict=True):
+    again: list[_Pending] = []
+    for (base, feats, m, tries), t in zip(pending, timings, strict=True):
         if isinstance(t, Exception):
             reason = f"runtime: {type(t).__name__}: {(str(t).splitlines() or [''])[0][:160]}"
             record = {"type": "skip", **base, **feats, "reason": reason}
             record["device"] = run_knobs["device"]
             write_record(f, record)
             stats["skipped"] += 1
+        elif not t.quiet and tries < cfg.defer:
+            again.append((base, feats, m, tries + 1))
         else:
             write_record(f, {"type": "op", **base, **feats, **_timing_fields(t), **run_knobs})
             stats["measured"] += 1
+    return again
 
 
 def _timing_fields(t: Timing) -> dict[str, Any]:

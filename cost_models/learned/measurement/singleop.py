@@ -214,9 +214,7 @@ def _fold_one(
             tensors[name] = replace(t, buffer=buf, quantization=t.quantization)
     if not folded:
         return S, []
-    H = make_graph(
-        S.graph["name"], tensors.values(), kept, S.graph["inputs"], S.graph["outputs"]
-    )
+    H = make_graph(S.graph["name"], tensors.values(), kept, S.graph["inputs"], S.graph["outputs"])
     for k, v in S.graph.items():
         if k not in H.graph:
             H.graph[k] = v

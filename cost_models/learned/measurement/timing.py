@@ -2,18 +2,23 @@
 
 How an op is timed (:func:`time_models`; chosen by measuring repeatability across runs with
 ``python -m tacopt.benchmarks check_repeatability``, see docs/cost-models.md): warm-up, then
-samples, each a batch of back-to-back ``invoke()`` calls lasting >= 2 ms (per-invoke time = batch
-time / batch size, which amortises the clock reads and the timing loop), taken in 3 rounds
-interleaved over 16 ops so one op's samples are spread over time, each round on a new interpreter
-instance (a fresh copy of the model: where tensors and constants land in memory changes some ops'
-latency by up to 40 %). Every sample is bracketed by two reads of a probe (:class:`Gate`:
-0.5 ms of invokes of a one-element model); it counts only when both show the machine in its
-fast state (<= 1.15 x the probe's 5th percentile): on a virtual machine like ours the CPU has
-slow episodes, milliseconds to seconds long, in which everything, thread CPU time included,
-runs 1.1-1.8x slower. An instance short of quiet samples gets more, each after waiting for the
-machine to be quiet. The latency is the median over instances of each instance's *lowest
-quiet* sample of the calling thread's CPU time. Median and wall-clock figures are recorded
-next to it.
+samples, each a batch of back-to-back ``invoke()`` calls lasting >= 1 ms (per-invoke time = batch
+time / batch size, which amortises the clock reads and the timing loop), taken in 8 rounds
+interleaved over 48 ops so one op's samples are spread over seconds, each round on a new
+interpreter instance (a fresh copy of the model: where tensors and constants land in memory
+changes some ops' latency by up to 40 %). The latency is the op's *fastest* sample of the calling
+thread's CPU time, over every instance: on this (virtual, 2-vCPU) machine timing noise is only
+ever upward -- work on the other vCPU or elsewhere on the host slows an op by 1.1-1.9x, thread
+CPU time included, in episodes of milliseconds to seconds -- so the fastest of many samples
+spread over time is the statistic that repeats (two passes over the same 259 ops while another
+process ran: 94 % within +-10 % with the fastest of 24 samples over 8 instances, 68 % with the
+median over 3 instances of each one's fastest quiet sample, the method before).
+
+Every sample is bracketed by two reads of a probe (:class:`Gate`: 0.5 ms of invokes of a
+one-element model); it is *quiet* when both show the machine in its fast state (<= 1.15 x the
+probe's 5th percentile). An op short of quiet samples gets more, each after waiting for the
+machine to be quiet, so an op measured through a long slow episode is measured again after it.
+The median quiet sample and the wall-clock figures are recorded next to the latency.
 
 ``latency_us`` is the latency of one ``invoke()`` of the single-op model, the fixed cost of the
 Python call included. That cost (``overhead_us`` in every record) is the median quiet probe
@@ -43,15 +48,17 @@ class MeasureConfig:
     an op gets ``samples`` samples taken in ``rounds`` interleaved rounds over ``chunk`` ops,
     fewer when they would take more than ``max_time_s`` (at least ``min_samples``), each round on
     a new interpreter instance. Each sample is bracketed by reads of the probe (:class:`Gate`: a
-    batch of ``probe_s`` of a one-element model, ``probe_reads`` reads to start); it is *quiet*
-    when both reads are <= ``gate`` x the fast-state probe time. An instance short of quiet
-    samples gets up to ``retry_rounds`` more passes, each extra sample after waiting up to
-    ``wait_s`` for the machine to be quiet, at most ``max_wait_s`` of waiting per chunk and
-    ``run_wait_s`` per :class:`Gate` (per run); "short" means fewer quiet samples than its share
-    of ``samples``, or than ``quiet_target`` when that is set (``tacopt learn``: 1, since only
-    the lowest quiet sample of an instance counts). Its latency is the median over instances of the
-    lowest quiet sample of thread CPU time per invoke (wall-clock time with ``threads`` > 1:
-    the kernels then run on other threads too). Whole models get ``model_samples``.
+    batch of ``probe_s`` of a one-element model, ``probe_reads`` reads to start, then more,
+    a few ms apart, for ``calibrate_s``, so that the fast state is seen even when the run starts
+    in a slow episode); it is *quiet*
+    when both reads are <= ``gate`` x the fast-state probe time. An op with fewer than
+    ``quiet_target`` quiet samples gets up to ``retry_rounds`` more passes, each extra sample after
+    waiting up to ``wait_s`` for the machine to be quiet, at most ``max_wait_s`` of waiting per
+    chunk and ``run_wait_s`` per :class:`Gate` (per run); an op left without a quiet sample is
+    put back, up to ``defer`` times, to be timed again later in the run. Its latency is its
+    fastest sample of thread CPU time per invoke, over every instance (wall-clock time with
+    ``threads`` > 1: the kernels then run on other threads too). Whole models get
+    ``model_samples``.
 
     ``resolver`` names the kernels
     (:data:`tacopt.cost_models.learned.measurement.fingerprint.RESOLVERS`): ``xnnpack`` (LiteRT's
@@ -62,22 +69,24 @@ class MeasureConfig:
     threads: int = 1
     resolver: str = "xnnpack"
     warmup: int = 3
-    samples: int = 9
+    samples: int = 16
     min_samples: int = 3
-    rounds: int = 3
-    chunk: int = 16
-    sample_s: float = 0.002
+    rounds: int = 8
+    chunk: int = 48
+    sample_s: float = 0.001
     max_time_s: float = 0.3
     model_samples: int = 7
     model_max_time_s: float = 2.0
     probe_s: float = 0.0005
     probe_reads: int = 40
+    calibrate_s: float = 1.5
     gate: float = 1.15
     retry_rounds: int = 3
     wait_s: float = 1.0
     max_wait_s: float = 10.0
     run_wait_s: float = 600.0
-    quiet_target: int | None = None
+    quiet_target: int = 3
+    defer: int = 2
     seed: int = 0
 
     def knobs(self) -> dict[str, Any]:
@@ -86,9 +95,8 @@ class MeasureConfig:
         return {
             "threads": self.threads,
             "resolver": self.resolver,
-            "method": f"median-instance-min-quiet-{clock}/{self.samples}x"
-            f"{self.sample_s * 1e3:g}ms/{self.rounds}r/gate{self.gate:g}"
-            + ("" if self.quiet_target is None else f"/q{self.quiet_target}"),
+            "method": f"min-{clock}/{self.samples}x{self.sample_s * 1e3:g}ms/{self.rounds}r"
+            f"/gate{self.gate:g}/q{self.quiet_target}",
         }
 
     @property
@@ -116,15 +124,14 @@ class Timing:
     """Per-``invoke()`` latency of one model, CPU and wall clock.
 
     ``cpu_us`` (the figure records call ``latency_us``, unless ``wall_clock``: then ``wall_us``
-    is) is taken on the calling thread's CPU
-    time (``time.thread_time_ns``: with one interpreter thread the kernels run on the caller, so
-    preemption by other processes is not counted) over *quiet* samples only (the probe read just
-    before and just after shows the machine in its fast state, see :class:`Gate`): the lowest
-    quiet sample of each interpreter instance (the least disturbed by cache / memory-bandwidth
-    contention), then the median over the ``instances`` (memory placement differs between
-    them). ``cpu_median_us`` is the median quiet sample. The statistics are over ``samples``
-    samples; ``rejected`` were dropped as not quiet. When no sample was quiet every sample counts
-    and ``quiet`` is False.
+    is) is the fastest sample of the calling thread's CPU time (``time.thread_time_ns``: with one
+    interpreter thread the kernels run on the caller, so preemption by other processes is not
+    counted), over every sample of every interpreter instance: contention only ever slows a
+    sample, so the fastest of many, spread over time and memory placements, is the one that
+    repeats. ``cpu_median_us`` is the median *quiet* sample (the probe read just before and
+    just after shows the machine in its fast state, see :class:`Gate`), over every sample when
+    none was quiet (then ``quiet`` is False). ``samples`` samples were taken on ``instances``
+    instances; ``rejected`` of them were not quiet.
     """
 
     cpu_us: float
@@ -162,7 +169,7 @@ class Gate:
     5th percentile of every probe read so far). :meth:`overhead_us` (the invoke overhead the records
     carry) is the median of the quiet probe reads: re-calibrated all through the run, not once.
 
-    >>> g = Gate(MeasureConfig(probe_reads=5))
+    >>> g = Gate(MeasureConfig(probe_reads=5, calibrate_s=0.0))
     >>> 0 < g.overhead_us() and 0 < g.reference() and g.is_quiet(g.reference())
     True
     """
@@ -178,7 +185,13 @@ class Gate:
         self._ref_at = 0
         self.waited_s = 0.0  # time spent in wait(), against cfg.run_wait_s
         self.last = math.inf  # the latest probe read
+        deadline = time.perf_counter() + cfg.calibrate_s
         for _ in range(max(cfg.probe_reads, 1)):
+            self.read()
+        # a run started in a slow episode (the other vCPU busy for seconds) would otherwise
+        # take the slow state for the fast one: the first model of a run measured 1.3-1.8x slow
+        while time.perf_counter() < deadline:
+            time.sleep(0.005)
             self.read()
 
     def read(self) -> float:
@@ -242,7 +255,7 @@ class _Timer:
     ) -> None:
         self.model, self.inputs, self.cfg, self.seed = model, inputs, cfg, seed
         self.values: list[np.ndarray] = []  # the inputs of the first instance, reused after
-        self.instances: list[Callable[[], object]] = []
+        self.instances = 0  # instances built so far; samples go to the latest
         self.invoke = self.new_instance()
         interp_invoke = self.invoke
         n = 1
@@ -288,8 +301,8 @@ class _Timer:
         interp.invoke()  # first run: lazy allocations, delegate preparation
         for _ in range(cfg.warmup):
             interp.invoke()
-        self.instances.append(interp.invoke)
-        self.invoke = interp.invoke
+        self.instances += 1
+        self.invoke = interp.invoke  # the previous instance is released
         return interp.invoke
 
     def sample(self, k: int, gate: Gate) -> None:
@@ -305,7 +318,7 @@ class _Timer:
             self.cpu.append((c1 - c0) / 1e3 / n)
             self.wall.append((w1 - w0) / 1e3 / n)
             self.probes.append(max(before, gate.read()))
-            self.instance.append(len(self.instances) - 1)
+            self.instance.append(self.instances - 1)
 
     def quiet(self, gate: Gate) -> list[int]:
         """Indices of the samples taken while the machine was quiet."""
@@ -314,30 +327,24 @@ class _Timer:
     def timing(self, gate: Gate) -> Timing:
         keep = self.quiet(gate)
         used = keep or list(range(len(self.cpu)))
-        best_cpu: dict[int, float] = {}
-        best_wall: dict[int, float] = {}
-        for i in used:
-            j = self.instance[i]
-            best_cpu[j] = min(best_cpu.get(j, math.inf), self.cpu[i])
-            best_wall[j] = min(best_wall.get(j, math.inf), self.wall[i])
         return Timing(
-            statistics.median(best_cpu.values()),
+            min(self.cpu),
             statistics.median(self.cpu[i] for i in used),
-            statistics.median(best_wall.values()),
+            min(self.wall),
             statistics.median(self.wall[i] for i in used),
             self.batch,
-            len(used),
+            len(self.cpu),
             len(self.cpu) - len(keep),
             bool(keep),
-            len(best_cpu),
+            self.instances,
             self.cfg.wall_clock,
         )
 
 
 def _run_rounds(timers: Sequence[_Timer], cfg: MeasureConfig, gate: Gate) -> None:
     """Sample ``timers`` in ``cfg.rounds`` interleaved rounds, a new instance of each per round,
-    then top up every instance short of quiet samples (waiting for the machine to be quiet
-    before each extra sample, at most ``cfg.max_wait_s`` in all)."""
+    then top up every timer with fewer than ``cfg.quiet_target`` quiet samples (waiting for the
+    machine to be quiet before each extra sample, at most ``cfg.max_wait_s`` in all)."""
     rounds = max(cfg.rounds, 1)
     for r in range(rounds):
         for t in timers:
@@ -350,20 +357,13 @@ def _run_rounds(timers: Sequence[_Timer], cfg: MeasureConfig, gate: Gate) -> Non
     for _ in range(cfg.retry_rounds):
         short = False
         for t in timers:
-            quiet = [t.instance[i] for i in t.quiet(gate)]
-            for j, invoke in enumerate(t.instances):
-                share = len(range(j, t.target, len(t.instances)))  # its round's share
-                if cfg.quiet_target is not None:
-                    share = min(share, cfg.quiet_target)
-                for _ in range(share - quiet.count(j)):
-                    short = True
-                    left = deadline - time.perf_counter()
-                    if left <= 0:
-                        return
-                    gate.wait(min(cfg.wait_s, left))
-                    t.invoke = invoke
-                    t.sample(1, gate)
-                    t.instance[-1] = j
+            for _ in range(min(cfg.quiet_target, t.target) - len(t.quiet(gate))):
+                short = True
+                left = deadline - time.perf_counter()
+                if left <= 0:
+                    return
+                gate.wait(min(cfg.wait_s, left))
+                t.sample(1, gate)
         if not short:
             return
 
@@ -382,13 +382,12 @@ def time_models(
     Each round runs on a new interpreter instance of each model (a fresh copy of it: memory
     placement changes some latencies). Each sample is a batch of back-to-back ``invoke()`` calls
     lasting at least ``cfg.sample_s`` (per-invoke time = batch time / batch size), bracketed by
-    probe reads of ``gate`` (a new :class:`Gate` when None); only quiet samples count, and an
-    instance short of quiet samples gets more (up to ``cfg.retry_rounds`` passes, each extra
+    probe reads of ``gate`` (a new :class:`Gate` when None); a model with fewer than
+    ``cfg.quiet_target`` quiet samples gets more (up to ``cfg.retry_rounds`` passes, each extra
     sample after waiting up to ``cfg.wait_s`` for quiet, at most ``cfg.max_wait_s`` of waiting
     per call). A model gets ``samples`` samples (default ``cfg.samples``), fewer when they would
-    exceed ``cfg.max_time_s`` (never below ``cfg.min_samples``). Its latency is the median over
-    instances of each instance's lowest quiet sample. A model the runtime refuses yields the
-    exception instead of a timing.
+    exceed ``cfg.max_time_s`` (never below ``cfg.min_samples``). Its latency is its fastest
+    sample. A model the runtime refuses yields the exception instead of a timing.
 
     >>> from tacopt.fusion.tflite.writer import serialize_tflite
     >>> t = time_models([serialize_tflite(neg_graph())], MeasureConfig(samples=3))[0]
