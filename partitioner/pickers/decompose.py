@@ -71,7 +71,7 @@ WINDOW_UNITS = 1000
 WINDOW_MARGIN = 100
 WINDOW_LONG_ROWS = 1e-3
 # Pieces of the plan's integer program are solved together up to this many columns.
-BATCH_COLUMNS = 1000
+BATCH_COLUMNS = 0
 
 
 @dataclass
@@ -92,7 +92,7 @@ def certify(
     deadline: float,
     seed: int,
     *,
-    hops: int = 1,
+    hops: int = 0,
     max_share: float = 0.5,
     threads: int = 2,
     window: tuple[int, int] = (WINDOW_UNITS, WINDOW_MARGIN),
@@ -130,6 +130,7 @@ def certify(
     # (10,000 units: region programs 2.1 -> 1.5 s) and finds nothing branching does not.
     parameters = solver_parameters("highs", seed, 1) + "\nmip_heuristic_run_feasibility_jump=false"
     region_cache: dict[bytes, float] = {}
+    region_plan: dict[bytes, np.ndarray] = {}
     piece_cache: dict[bytes, np.ndarray] = {}
     best_chosen, best_value, bound = chosen_choices(index, x), math.inf, lp_value
     rounds = 0
@@ -139,31 +140,46 @@ def certify(
         remaining = max(deadline - time.perf_counter(), 0.0)
         return solve_model(program, program.cost, "highs", remaining, parameters)
 
+    def run(programs: list[LinearModel]) -> list[Any]:
+        # Independent programs, solved concurrently (HiGHS releases the GIL; each solve is
+        # single-threaded and deterministic, so the result does not depend on the number of
+        # threads), largest first so that no thread is left alone with a long one at the end.
+        order = sorted(range(len(programs)), key=lambda i: -len(programs[i].cost))
+        solved = dict(zip(order, pool.map(solve, [programs[i] for i in order]), strict=True))
+        return [solved[i] for i in range(len(programs))]
+
     with ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
         while True:
             rounds += 1
             part = structure.partition(selected, y)
             region_tasks = _region_tasks(model, part, region_cache)
-            values, plan_tasks = _plan_tasks(index, model, selected, pinned, piece_cache)
-            # Every program of the round is independent: solved concurrently (HiGHS releases
-            # the GIL; each solve is single-threaded and deterministic, so the result does not
-            # depend on the number of threads).
-            programs = [p for _, p in region_tasks] + [b.program for b in plan_tasks]
-            # Largest first, so that neither thread is left alone with a long program at the end.
-            order = sorted(range(len(programs)), key=lambda i: -len(programs[i].cost))
-            solved = dict(zip(order, pool.map(solve, [programs[i] for i in order]), strict=True))
-            solutions = [solved[i] for i in range(len(programs))]
-            for (key, _), solution in zip(region_tasks, solutions, strict=False):
+            for (key, program), solution in zip(
+                region_tasks, run([p for _, p in region_tasks]), strict=True
+            ):
                 region_cache[key] = solution.dual_bound
-            for batch, solution in zip(plan_tasks, solutions[len(region_tasks) :], strict=True):
+                if solution.x is not None:
+                    region_plan[key] = solution.x[: program.n_choices]
+            lower = part.constant + _region_bounds(part, region_cache)
+            bound = max(bound, lower)
+            # The regions' own solutions, where they leave no term of U - LB (module
+            # docstring, step 4), are already the best plan there: only the other pieces
+            # of the plan's integer program are solved.
+            tolerance = REL_TOL * abs(min(best_value, bound)) + ABS_TOL * (1 + len(part.regions))
+            proposal = _proposal(part, pinned[:n_choices], region_plan)
+            x_prop = warm_start(model, chosen_choices(index, proposal))
+            offenders = structure.offenders(part, y, x_prop, tolerance / 10, spread=True)
+            offenders |= structure.short_regions(part, x_prop, tolerance / 10)
+            values, plan_tasks = _plan_tasks(index, model, selected, pinned, piece_cache,
+                                             proposal, offenders, part.region)  # fmt: skip
+            for batch, solution in zip(plan_tasks, run([b.program for b in plan_tasks]),
+                                       strict=True):  # fmt: skip
                 if solution.x is None:  # out of time: the LP's largest choice stays
                     continue
                 x_batch = solution.x[: batch.program.n_choices]
                 values[batch.choice_columns] = x_batch
                 for key, at in batch.pieces:
                     piece_cache[key] = x_batch[at]
-            lower = part.constant + _region_bounds(part, region_cache)
-            bound = max(bound, lower)
+            stats["plan_programs"] = stats.get("plan_programs", 0) + len(plan_tasks)
             chosen = chosen_choices(index, values)
             value = evaluate_index(index, chosen).total
             if value < best_value:
@@ -400,24 +416,33 @@ class _Structure:
             constant,
         )
 
-    def grow(
+    def offenders(
         self,
-        selected: np.ndarray,
         part: _Partition,
         y: np.ndarray,
         x_hat: np.ndarray,
-        tolerance: float,
+        eps: float,
+        *,
+        spread: bool = False,
     ) -> np.ndarray:
-        """``selected`` plus the units behind the terms of ``U - LB`` (module docstring)."""
+        """The units behind the terms of ``U - LB`` above ``eps`` for the plan ``x_hat``
+        (module docstring, step 5), but for regions above their bound
+        (:meth:`short_regions`)."""
         index, model = self.index, self.model
         n_choices = model.n_choices
-        eps = tolerance / 10
         offenders = np.zeros(index.n_units, dtype=bool)
         # Dualized rows left slack by the plan while their multiplier is positive.
         slack = self.matrix @ x_hat - model.row_lb
         loose = part.dualized & (y * slack > eps)
         entries = self.is_choice_entry & loose[self.row_of_entry]
         offenders[index.choice_unit[self.col_of_entry[entries]]] = True
+        if spread:
+            # ... and the units whose choices set the auxiliaries in those rows (a tensor's
+            # need[t, d] is set by all its consumers, also those outside the row).
+            aux = self.col_of_entry[~self.is_choice_entry & loose[self.row_of_entry]]
+            rows = np.zeros(self.matrix.shape[0], dtype=bool)
+            rows[self.columns[:, np.unique(aux)].indices] = True
+            offenders |= np.asarray(self.row_unit[rows].sum(axis=0)).ravel() > 0
         # Units outside regions not at their penalized minimum.
         chosen = np.flatnonzero(x_hat[:n_choices] > 0.5)
         excess = np.zeros(index.n_units)
@@ -430,7 +455,12 @@ class _Structure:
             rows = np.zeros(self.matrix.shape[0], dtype=bool)
             rows[self.columns[:, above].indices] = True
             offenders |= np.asarray(self.row_unit[rows].sum(axis=0)).ravel() > 0
-        # Regions whose part of the plan is not their penalized optimum grow by two steps.
+        return offenders
+
+    def short_regions(self, part: _Partition, x_hat: np.ndarray, eps: float) -> np.ndarray:
+        """Per unit: its region's part of ``x_hat`` is above the region's bound."""
+        if not part.regions:
+            return np.zeros(len(part.region), dtype=bool)
         in_region = part.column_region >= 0
         value = np.bincount(
             part.column_region[in_region],
@@ -438,7 +468,21 @@ class _Structure:
             minlength=len(part.regions),
         )
         short = value - part.bounds > eps
-        growing = (part.region >= 0) & short[np.maximum(part.region, 0)]
+        return (part.region >= 0) & short[np.maximum(part.region, 0)]
+
+    def grow(
+        self,
+        selected: np.ndarray,
+        part: _Partition,
+        y: np.ndarray,
+        x_hat: np.ndarray,
+        tolerance: float,
+    ) -> np.ndarray:
+        """``selected`` plus the units behind the terms of ``U - LB`` (module docstring)."""
+        eps = tolerance / 10
+        offenders = self.offenders(part, y, x_hat, eps)
+        # Regions whose part of the plan is not their penalized optimum grow by two steps.
+        growing = self.short_regions(part, x_hat, eps)
         around = offenders | growing
         around |= self.neighbours(around)
         around |= self.neighbours(growing)
@@ -480,19 +524,45 @@ def _plan_tasks(
     selected: np.ndarray,
     pinned: np.ndarray,
     cache: dict[bytes, np.ndarray],
+    proposal: np.ndarray,
+    offenders: np.ndarray,
+    region: np.ndarray,
 ) -> tuple[np.ndarray, list[_PlanBatch]]:
     """The true integer program over the selected units, every other unit pinned to its LP
-    choice: the values known so far (pinned units, remembered pieces) and the batches of
-    independent pieces still to solve."""
+    choice: the values known so far (pinned units, remembered pieces, and the ``proposal``'s
+    choices in pieces without ``offenders`` units) and the batches of independent pieces
+    still to solve."""
     fixed = np.where(selected[index.choice_unit], -1.0, pinned)
     sub, columns = restrict(model, fixed)
     values = np.maximum(fixed, 0.0)
     todo: list[np.ndarray] = []
     rows_of: list[np.ndarray] = []
-    for rows, cols in _pieces(sub):
+    pieces = _pieces(sub)
+    piece_units = [index.choice_unit[columns[cols[: int((cols < sub.n_choices).sum())]]]
+                   for _, cols in pieces]  # fmt: skip
+    # A region's solution is the best plan there only as a whole: a region in a piece that
+    # must be solved takes its other pieces along.
+    piece_of = np.full(index.n_units, -1)
+    for i, units in enumerate(piece_units):
+        piece_of[units] = i
+    bad_units = offenders & (piece_of >= 0)
+    solve_piece = np.zeros(len(pieces), dtype=bool)
+    while pieces:
+        solve_piece = np.zeros(len(pieces), dtype=bool)
+        solve_piece[piece_of[bad_units]] = True
+        in_bad_region = np.isin(region, region[solve_piece[np.maximum(piece_of, 0)]
+                                               & (piece_of >= 0) & (region >= 0)])  # fmt: skip
+        more = bad_units | (in_bad_region & (region >= 0) & (piece_of >= 0))
+        if more.sum() == bad_units.sum():
+            break
+        bad_units = more
+    for (rows, cols), bad in zip(pieces, solve_piece, strict=True):
         key = columns[cols].tobytes()
+        choice_columns = columns[cols[: int((cols < sub.n_choices).sum())]]
         if key in cache:
-            values[columns[cols[: int((cols < sub.n_choices).sum())]]] = cache[key]
+            values[choice_columns] = cache[key]
+        elif not bad:
+            values[choice_columns] = proposal[choice_columns]
         else:
             todo.append(cols)
             rows_of.append(rows)
@@ -514,6 +584,19 @@ def _plan_tasks(
         batches.append(_PlanBatch(program, columns[cols[:n]], pieces))
         start = stop
     return values, batches
+
+
+def _proposal(
+    part: _Partition, pinned: np.ndarray, region_plan: dict[bytes, np.ndarray]
+) -> np.ndarray:
+    """Choice values: each region's own solution where it has one, else ``pinned``."""
+    values = np.array(pinned)
+    n_choices = len(pinned)
+    for columns, _ in part.regions:
+        found = region_plan.get(columns.tobytes())
+        if found is not None:
+            values[columns[columns < n_choices]] = found
+    return values
 
 
 def _sub_model(
