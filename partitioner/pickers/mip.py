@@ -161,7 +161,11 @@ def solver_parameters(backend: str, seed: int, num_workers: int, *, tight: bool 
     """The backend's parameter text; ``tight`` asks for 1e-9 feasibility and integrality
     tolerances (capacity rows: a relative 1e-6 of 32 MiB is 33 bytes over)."""
     if backend == "cp-sat":
-        return f"num_workers:{num_workers} random_seed:{seed} log_search_progress:false"
+        # CP-SAT's own Ctrl-C handler puts back the default one when the solve ends (OR-Tools'
+        # SigintHandler), after which Ctrl-C killed the process instead of raising
+        # KeyboardInterrupt: the command's exit 130 and all-or-nothing outputs were lost.
+        return (f"num_workers:{num_workers} random_seed:{seed} log_search_progress:false"
+                " catch_sigint_signal:false")  # fmt: skip
     if backend == "scip":
         text = f"randomization/randomseedshift = {seed}\nlp/threads = 1"
         return text + "\nnumerics/feastol = 1e-9" if tight else text

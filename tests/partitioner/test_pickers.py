@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -585,3 +587,26 @@ def test_pairwise_costs_steer_the_exact_plan() -> None:
     plan = pick(problem, "exact")
     assert [c.device for c in plan.assignment.values()] == ["CPU", "GPU"]
     assert plan.breakdown.pairwise == 0.0 and plan.objective == 2.0
+
+
+CTRL_C_AFTER_SOLVE = """
+import os, signal, time
+from tacopt.partitioner.pickers import pick
+from tacopt.partitioner.problem.synthetic import layered_dag_problem
+plan = pick(layered_dag_problem(30, seed=0), "exact", backend={backend!r})
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt", plan.status)
+"""
+
+
+@pytest.mark.parametrize("backend", ["cp-sat", "scip", "highs"])
+def test_ctrl_c_after_a_solve_still_raises_keyboard_interrupt(backend: str) -> None:
+    # CP-SAT's own SIGINT handler put the default one back after each solve: Ctrl-C then
+    # killed the process (exit -2) instead of reaching the command's handler (exit 130).
+    code = CTRL_C_AFTER_SOLVE.format(backend=backend)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert (done.returncode, done.stdout) == (0, "KeyboardInterrupt OPTIMAL\n")
