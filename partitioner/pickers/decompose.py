@@ -92,7 +92,7 @@ def certify(
     deadline: float,
     seed: int,
     *,
-    hops: int = 0,
+    hops: int | None = None,
     max_share: float = 0.5,
     threads: int = 2,
     window: tuple[int, int] = (WINDOW_UNITS, WINDOW_MARGIN),
@@ -102,6 +102,8 @@ def certify(
     ``threads`` integer programs of a round are solved at a time (each by single-threaded
     HiGHS; the result does not depend on ``threads``). On problems of at least four
     ``window = (units, margin)``, the LP is solved window by window (:func:`_window_lp`).
+    ``hops`` (default: 1 when the LP is solved whole, else 0) steps of neighbours join the
+    fractional units before the first round.
 
     Returns None when the LP does not finish in time.
     """
@@ -123,7 +125,9 @@ def certify(
     stats["fractional_units"] = int(selected.sum())
 
     structure = _Structure(index, model)
-    for _ in range(hops):
+    # One step of neighbours often closes a small problem in one round; on large ones the
+    # regions stay smaller without it (50,000 units: 16 against 19 CPU seconds of programs).
+    for _ in range((1 if windows is None else 0) if hops is None else hops):
         selected |= structure.neighbours(selected)
     pinned = np.round(x)
     # HiGHS's feasibility-jump heuristic costs these small programs a quarter of their time
