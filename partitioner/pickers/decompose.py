@@ -420,15 +420,8 @@ class _Structure:
             constant,
         )
 
-    def offenders(
-        self,
-        part: _Partition,
-        y: np.ndarray,
-        x_hat: np.ndarray,
-        eps: float,
-        *,
-        spread: bool = False,
-    ) -> np.ndarray:
+    def offenders(self, part: _Partition, y: np.ndarray, x_hat: np.ndarray, eps: float,
+                  *, spread: bool = False) -> np.ndarray:  # fmt: skip
         """The units behind the terms of ``U - LB`` above ``eps`` for the plan ``x_hat``
         (module docstring, step 5), but for regions above their bound
         (:meth:`short_regions`)."""
@@ -466,11 +459,8 @@ class _Structure:
         if not part.regions:
             return np.zeros(len(part.region), dtype=bool)
         in_region = part.column_region >= 0
-        value = np.bincount(
-            part.column_region[in_region],
-            (part.penalized * x_hat)[in_region],
-            minlength=len(part.regions),
-        )
+        value = np.bincount(part.column_region[in_region], (part.penalized * x_hat)[in_region],
+                            minlength=len(part.regions))  # fmt: skip
         short = value - part.bounds > eps
         return (part.region >= 0) & short[np.maximum(part.region, 0)]
 
@@ -541,18 +531,18 @@ def _plan_tasks(
     values = np.maximum(fixed, 0.0)
     todo: list[np.ndarray] = []
     rows_of: list[np.ndarray] = []
-    pieces = _pieces(sub)
+    found = _pieces(sub)
     piece_units = [index.choice_unit[columns[cols[: int((cols < sub.n_choices).sum())]]]
-                   for _, cols in pieces]  # fmt: skip
+                   for _, cols in found]  # fmt: skip
     # A region's solution is the best plan there only as a whole: a region in a piece that
     # must be solved takes its other pieces along.
     piece_of = np.full(index.n_units, -1)
     for i, units in enumerate(piece_units):
         piece_of[units] = i
     bad_units = offenders & (piece_of >= 0)
-    solve_piece = np.zeros(len(pieces), dtype=bool)
-    while pieces:
-        solve_piece = np.zeros(len(pieces), dtype=bool)
+    solve_piece = np.zeros(len(found), dtype=bool)
+    while found:
+        solve_piece = np.zeros(len(found), dtype=bool)
         solve_piece[piece_of[bad_units]] = True
         in_bad_region = np.isin(region, region[solve_piece[np.maximum(piece_of, 0)]
                                                & (piece_of >= 0) & (region >= 0)])  # fmt: skip
@@ -560,7 +550,7 @@ def _plan_tasks(
         if more.sum() == bad_units.sum():
             break
         bad_units = more
-    for (rows, cols), bad in zip(pieces, solve_piece, strict=True):
+    for (rows, cols), bad in zip(found, solve_piece, strict=True):
         key = columns[cols].tobytes()
         choice_columns = columns[cols[: int((cols < sub.n_choices).sum())]]
         if key in cache:
