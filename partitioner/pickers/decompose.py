@@ -70,8 +70,6 @@ MAX_ROUNDS = 40
 WINDOW_UNITS = 1000
 WINDOW_MARGIN = 100
 WINDOW_LONG_ROWS = 1e-3
-# Pieces of the plan's integer program are solved together up to this many columns.
-BATCH_COLUMNS = 0
 
 
 @dataclass
@@ -560,23 +558,15 @@ def _plan_tasks(
         else:
             todo.append(cols)
             rows_of.append(rows)
+    # One program per piece: batching pieces up to 1,000 columns cost more than it saved
+    # (docs/pick-problem.md).
     batches: list[_PlanBatch] = []
-    start = 0
-    while start < len(todo):
-        stop, size = start, 0
-        while stop < len(todo) and (size < BATCH_COLUMNS or stop == start):
-            size += len(todo[stop])
-            stop += 1
-        cols = np.sort(np.concatenate(todo[start:stop]))
-        rows = np.concatenate(rows_of[start:stop])
+    for piece, rows in zip(todo, rows_of, strict=True):
+        cols = np.sort(piece)
         program = _sub_model(sub, rows, cols, sub.cost[cols])
-        n = program.n_choices
-        pieces = []
-        for piece in todo[start:stop]:
-            m = int((piece < sub.n_choices).sum())
-            pieces.append((columns[piece].tobytes(), np.searchsorted(cols, piece[:m])))
-        batches.append(_PlanBatch(program, columns[cols[:n]], pieces))
-        start = stop
+        m = int((piece < sub.n_choices).sum())
+        pieces = [(columns[piece].tobytes(), np.searchsorted(cols, piece[:m]))]
+        batches.append(_PlanBatch(program, columns[cols[: program.n_choices]], pieces))
     return values, batches
 
 
