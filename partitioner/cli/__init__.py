@@ -24,6 +24,7 @@ is many small matrix products, which extra BLAS threads only slow down and make 
 from __future__ import annotations
 
 import argparse
+import atexit
 import gc
 import importlib
 import importlib.util
@@ -214,6 +215,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     finally:
         gc.set_threshold(*old)
+
+
+def run_as_program() -> NoReturn:
+    """``python -m tacopt.partitioner.cli``: :func:`main`, then exit with its code.
+
+    An interrupted command exits 130 (after its one line) through ``os._exit``, once the exit
+    handlers have run and the output is flushed: under ``python -m``, CPython ends a process by
+    SIGINT whenever a KeyboardInterrupt once passed through code an extension ran with
+    ``PyRun_String`` (pybind11's ``py::exec`` when OR-Tools loads), even though :func:`main`
+    caught it, and the exit status would be -2 instead of 130.
+    """
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
 
 
 def _main(argv: Sequence[str] | None) -> int:

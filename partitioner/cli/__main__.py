@@ -1,8 +1,6 @@
 """``python -m tacopt.partitioner.cli``: the ``tacopt`` command."""
 
-import sys
-
-from tacopt.partitioner.cli import main
+from tacopt.partitioner.cli import run_as_program
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_program()

@@ -244,6 +244,33 @@ def test_ctrl_c_mid_solve_exits_130_and_writes_nothing(tmp_path: Path) -> None:
     assert list(out.iterdir()) == []
 
 
+INTERRUPTED_IN_EXEC = """
+import ctypes, os, signal
+from tacopt.partitioner.pickers import register_picker
+
+def interrupted(problem, **options):
+    run = ctypes.pythonapi.PyRun_String
+    run.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.py_object, ctypes.py_object]
+    run.restype = ctypes.py_object
+    code = b"import os, signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(1)"
+    run(code, 257, {{}}, {{}})  # Py_file_input
+
+register_picker("interrupted-in-exec", interrupted)
+"""
+
+
+def test_ctrl_c_inside_an_extensions_exec_still_exits_130(problem_file: Path, tmp_path: Path):
+    """CPython ends a ``python -m`` process by SIGINT (status -2) once a KeyboardInterrupt passed
+    through ``PyRun_String`` (as when it lands while OR-Tools' pybind11 code runs), even when
+    caught: the entry point exits 130 all the same."""
+    module = tmp_path / "exec_picker.py"
+    module.write_text(INTERRUPTED_IN_EXEC.format())
+    argv = [sys.executable, "-m", "tacopt.partitioner.cli", "pick", str(problem_file),
+            "--load", str(module), "--picker", "interrupted-in-exec"]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stderr) == (130, "tacopt pick: interrupted\n")
+
+
 def test_a_picker_spec_works_without_load(problem_file: Path, tmp_path: Path, capsys, monkeypatch):
     (tmp_path / "spec_picker_pick.py").write_text(
         "from tacopt.partitioner.pickers import get_picker\n"
