@@ -84,6 +84,14 @@ def register_measure(subparsers: Any) -> None:
         help="timed samples per op, each a >= 1 ms batch of invokes, over 8 interpreter instances;"
         " the fastest counts (default 16)",
     )
+    p.add_argument(
+        "--passes",
+        type=at_least(1),
+        default=2,
+        help="split each op's samples over this many passes, two minutes or more apart where the"
+        " run is long enough, so a minute-long slow episode of the machine covers one pass at most"
+        " (default 2)",
+    )
     p.add_argument("--warmup", type=at_least(0), default=3, help="untimed runs first (default 3)")
     p.add_argument(
         "--threads",
@@ -185,7 +193,7 @@ def run_measure(args: argparse.Namespace) -> int:
     samples = max(opts.repeats, 1)
     cfg = MeasureConfig(
         threads=opts.threads, warmup=opts.warmup, samples=samples, min_samples=min(3, samples),
-        resolver=opts.resolver,
+        resolver=opts.resolver, passes=args.passes,
     )  # fmt: skip
     bar = None
     if not opts.quiet and sys.stderr.isatty():
@@ -236,7 +244,7 @@ def _run_sweep(args: argparse.Namespace) -> int:
     samples = max(args.repeats, 1)
     cfg = MeasureConfig(
         threads=args.threads, warmup=args.warmup, samples=samples, min_samples=min(3, samples),
-        resolver=args.resolver,
+        resolver=args.resolver, passes=args.passes,
     )  # fmt: skip
     silence_xnnpack_banner()
     chunks = SWEEP_RECIPE if args.sweep == 0 else ((args.seed, args.prior, args.sweep, args.adapt),)

@@ -25,7 +25,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -216,8 +216,9 @@ def _measure_config(args: argparse.Namespace) -> Any:
     from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
     return MeasureConfig(
-        threads=args.threads, resolver=args.resolver, quiet_target=QUIET_TARGET, chunk=LEARN_CHUNK
-    )
+        threads=args.threads, resolver=args.resolver, quiet_target=QUIET_TARGET, chunk=LEARN_CHUNK,
+        passes=2,
+    )  # fmt: skip
 
 
 def _run_phase(
@@ -253,7 +254,8 @@ def _run_phase(
 
     ops_s = left * (1 - CHAIN_SHARE) if phase.chains else left
     cap = _measured(records, phase.seed) + int(left * MAX_RATE)
-    cfg = _measure_config(args)
+    # each op's samples in two passes, a third of the phase apart (at most two minutes)
+    cfg = replace(_measure_config(args), pass_gap_s=min(max(ops_s / 3, 20.0), 120.0))
     stats = measure_graphs(
         iter_samples(cap, seed=phase.seed, weights=weights),
         records,

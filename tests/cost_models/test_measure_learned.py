@@ -128,7 +128,7 @@ def test_latency_is_the_fastest_sample_and_the_gate_marks_slow_ones() -> None:
     """An op's latency is its fastest sample over every instance (contention only ever slows a
     sample); samples whose probe reads show the machine slow are counted as rejected and left
     out of the median (no real timing here: the samples are set by hand)."""
-    from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, _Timer, neg_graph
+    from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, Timer, neg_graph
     from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(probe_reads=1, calibrate_s=0.0)
@@ -137,7 +137,7 @@ def test_latency_is_the_fastest_sample_and_the_gate_marks_slow_ones() -> None:
     gate._ref_at = 0
     assert gate.reference() == 1.0 and gate.is_quiet(1.15) and not gate.is_quiet(1.3)
     assert gate.overhead_us() == 1.0
-    t = _Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=6)
+    t = Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=6)
     t.cpu = [5.0, 4.0, 9.0, 3.0, 7.0, 6.0]
     t.wall = [x + 1 for x in t.cpu]
     t.probes = [1.0, 1.0, 1.0, 2.0, 1.0, 1.0]  # sample 3 (the fastest) taken in a slow episode
@@ -179,16 +179,16 @@ def test_top_up_until_the_op_has_its_quiet_samples(target, waits) -> None:
     samples than ``quiet_target`` is sampled again, each time after waiting for quiet."""
     from tacopt.cost_models.learned.measurement.timing import (
         MeasureConfig,
-        _run_rounds,
-        _Timer,
+        Timer,
         neg_graph,
+        run_pass,
     )
     from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(samples=9, rounds=3, quiet_target=target, max_time_s=10.0)
     gate = _SlowEpisode()
-    t = _Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=9)
-    _run_rounds([t], cfg, gate)  # type: ignore[arg-type]
+    t = Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=9)
+    run_pass([t], cfg, gate)  # type: ignore[arg-type]
     assert t.instances == 3 and sorted(set(t.instance)) == [0, 1, 2]
     assert len(t.quiet(gate)) == max(3, target)  # type: ignore[arg-type]
     assert gate.waits == waits and len(t.cpu) == 9 + waits
@@ -341,3 +341,59 @@ def test_measure_types(models: list[Path], tmp_path: Path, capsys) -> None:
     capsys.readouterr()
     assert main([*argv[:-1], "int4"]) == 2
     assert "unknown type 'int4'" in capsys.readouterr().err
+
+
+def test_passes_split_the_samples_and_park_between() -> None:
+    """With 2 passes an op gets half its samples per pass, on new instances each time; parked
+    between passes it holds no interpreter, and its inputs are drawn again identically."""
+    from tacopt.cost_models.learned.measurement.timing import (
+        MeasureConfig,
+        Timer,
+        neg_graph,
+        run_pass,
+    )
+    from tacopt.fusion.tflite.writer import serialize_tflite
+
+    cfg = MeasureConfig(samples=8, rounds=4, quiet_target=1, max_time_s=10.0, passes=2)
+    gate = _SlowEpisode()
+    t = Timer(serialize_tflite(neg_graph()), None, cfg, seed=3, samples=8, passes=2)
+    first = [v.copy() for v in t.values]
+    run_pass([t], cfg, gate)  # type: ignore[arg-type]
+    assert (len(t.cpu), t.instances, t.done) == (4, 2, False)
+    t.park()
+    assert not t.live and not t.values
+    with pytest.raises(RuntimeError, match="parked"):
+        t.invoke()
+    run_pass([t], cfg, gate)  # type: ignore[arg-type]
+    assert (len(t.cpu), t.instances, t.done) == (8, 4, True)
+    assert sorted(set(t.instance)) == [0, 1, 2, 3]
+    assert all((a == b).all() for a, b in zip(first, t.values, strict=True))
+    assert cfg.knobs()["method"].endswith("/p2")
+
+
+def test_queue_writes_an_op_after_its_last_pass_and_parks_it_for_the_gap(tmp_path) -> None:
+    """An op's record is written once its second pass is done; a parked op waits for
+    ``pass_gap_s`` before its next pass unless the queue is drained."""
+    import io
+
+    from tacopt.cost_models.learned.measurement.queue import OpQueue
+    from tacopt.cost_models.learned.measurement.speed import SpeedTracker
+    from tacopt.cost_models.learned.measurement.timing import MeasureConfig, neg_graph
+    from tacopt.fusion.tflite.writer import serialize_tflite
+
+    cfg = MeasureConfig(samples=4, rounds=2, quiet_target=1, passes=2, pass_gap_s=3600, chunk=4)
+    f, stats, keys = io.StringIO(), {"measured": 0, "skipped": 0}, []
+    q = OpQueue(f, cfg, _SlowEpisode(), SpeedTracker(), lambda: {"device": "d"}, stats)  # type: ignore[arg-type]
+    q.on_written(keys.append)
+    model = serialize_tflite(neg_graph())
+    for i in range(2):
+        q.submit({"key": f"k{i}", "model": "m", "op": f"neg_{i}"}, {"kind": "NEG"}, model)
+    assert f.getvalue() == "" and len(q.parked) == 2 and not q.fresh  # first pass done
+    q.step()
+    assert f.getvalue() == "" and len(q.parked) == 2  # the gap has not passed
+    q.submit({"key": "bad", "model": "m", "op": "x"}, {"kind": "NEG"}, b"not a model")
+    q.drain()
+    records = [json.loads(line) for line in f.getvalue().splitlines()]
+    assert [r["type"] for r in records] == ["skip", "op", "op"] and keys == ["bad", "k0", "k1"]
+    assert all(r["repeats"] == 4 and r["instances"] == 2 for r in records[1:])
+    assert stats == {"measured": 2, "skipped": 1} and len(q) == 0

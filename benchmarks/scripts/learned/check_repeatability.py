@@ -116,7 +116,7 @@ def check_episodes(seconds: float) -> int:
     12 zoo models) for ``seconds``; print how much slower ops run when the probe shows a slow
     episode, by latency band, and the share of time in slow episodes."""
     from tacopt.cost_models.learned.measurement.singleop import cut_op, fill_constants, model_ops
-    from tacopt.cost_models.learned.measurement.timing import Gate, _Timer
+    from tacopt.cost_models.learned.measurement.timing import Gate, Timer
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.fusion.tflite.writer import serialize_tflite
 
@@ -132,7 +132,7 @@ def check_episodes(seconds: float) -> int:
     timers = []
     for m in singles[::7]:
         try:
-            timers.append(_Timer(m, None, cfg, seed=0, samples=1))
+            timers.append(Timer(m, None, cfg, seed=0, samples=1))
         except Exception:  # ops the runtime refuses alone
             continue
     gate = Gate(cfg)

@@ -68,6 +68,7 @@ from tacopt.cost_models.learned.measurement.fingerprint import (
     fingerprint_id,
     host_fingerprint,
 )
+from tacopt.cost_models.learned.measurement.queue import OpQueue, timing_fields
 from tacopt.cost_models.learned.measurement.records import read_records, write_record
 from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
 from tacopt.cost_models.learned.measurement.singleop import (
@@ -79,14 +80,8 @@ from tacopt.cost_models.learned.measurement.singleop import (
     priced_graph,
     unmeasurable,
 )
-from tacopt.cost_models.learned.measurement.speed import SpeedTracker, reference_models
-from tacopt.cost_models.learned.measurement.timing import (
-    Gate,
-    MeasureConfig,
-    Timing,
-    time_model,
-    time_models,
-)
+from tacopt.cost_models.learned.measurement.speed import SpeedTracker
+from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, time_model
 from tacopt.cost_models.ops import trip_count
 
 
@@ -140,13 +135,22 @@ def measure_models(
     count = 0
     with out.open("a") as f:
         device = _device(f, cfg, done_devices)
-        pending: list[_Pending] = []
+        queue = OpQueue(f, cfg, gate, tracker, knobs, stats)
+        queued: set[str] = set()  # keys submitted, their records not yet written
+        waiting: list[tuple[set[str], dict[str, Any]]] = []  # model records after their ops'
+
+        def written(key: str) -> None:
+            queued.discard(key)
+            for keys, _ in waiting:
+                keys.discard(key)
+            while waiting and not waiting[0][0]:
+                write_record(f, waiting.pop(0)[1])
+
+        queue.on_written(written)
 
         def submit(base: dict[str, Any], feats: dict[str, Any], single: bytes) -> None:
-            nonlocal pending
-            pending.append((base, feats, single, 0))
-            if len(pending) >= cfg.chunk:
-                pending = _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
+            queued.add(base["key"])
+            queue.submit(base, feats, single)
 
         def skip(base: Mapping[str, Any], kind: str, reason: str) -> None:
             record = {"type": "skip", **base, "kind": kind, "reason": reason, "device": device}
@@ -213,8 +217,6 @@ def measure_models(
                         continue
                     done_keys.add(vkey)
                     submit({**vbase, "key": vkey}, vfeats, serialize_tflite(R))
-            while pending:  # the model's ops are recorded before the model
-                pending = _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
             timed: dict[str, Any]
             try:  # the model as stored: what the runtime runs
                 whole = serialize_tflite(fill_constants(stored, seed=cfg.seed))
@@ -226,26 +228,27 @@ def measure_models(
                     samples=cfg.model_samples,
                     gate=gate,
                 )
-                timed = _timing_fields(t)
+                timed = timing_fields(t)
             except Exception as exc:  # custom ops, ...: the ops are measured, the whole is not
                 first = (str(exc).splitlines() or [""])[0][:200]
                 timed = {"latency_us": None, "untimed": f"{type(exc).__name__}: {first}"}
-            write_record(
-                f,
-                {
-                    "type": "model",
-                    "model": path.stem,
-                    **timed,
-                    "ops": sorted([k, v] for k, v in keys.items()),
-                    "variants": sorted([k, v] for k, v in variants.items()),
-                    "folded": sorted([k, v] for k, v in folded_keys.items()),
-                    **({"priced": note} if note else {}),
-                    "types": list(types),
-                    "loop_trips": loop_trips,
-                    **knobs(),
-                },
-            )
+            record = {
+                "type": "model",
+                "model": path.stem,
+                **timed,
+                "ops": sorted([k, v] for k, v in keys.items()),
+                "variants": sorted([k, v] for k, v in variants.items()),
+                "folded": sorted([k, v] for k, v in folded_keys.items()),
+                **({"priced": note} if note else {}),
+                "types": list(types),
+                "loop_trips": loop_trips,
+                **knobs(),
+            }
+            # written once its ops are (the parked ones after their last pass)
+            waiting.append(((set(keys) | set(variants)) & queued, record))
+            written("")
             stats["models"] += 1
+        queue.drain()
     return stats
 
 
@@ -281,7 +284,8 @@ def measure_graphs(
     """Measure single-op graphs (``(label, build)``, e.g. from
     :func:`tacopt.cost_models.learned.sampling.sweep.iter_samples`) into the JSONL file ``out``,
     resuming it: labels and configurations already recorded are skipped (a label is recorded as the
-    record's ``model``). Stops submitting new ops after ``max_s`` seconds (re-run to go on).
+    record's ``model``). Stops submitting new ops once the time spent and the queued ops' estimated
+    time reach ``max_s`` seconds (re-run to go on).
 
     Returns
     -------
@@ -307,14 +311,14 @@ def measure_graphs(
 
     with out.open("a") as f:
         device = _device(f, cfg, done_devices)
-        pending: list[_Pending] = []
+        queue = OpQueue(f, cfg, gate, tracker, knobs, stats)
         for i, (label, build) in enumerate(todo):
             if progress is not None:
                 progress(i + 1, len(todo), label)
             if label in done_labels:
                 stats["reused"] += 1
                 continue
-            if max_s is not None and time.perf_counter() - start > max_s:
+            if max_s is not None and time.perf_counter() - start + queue.backlog_s() > max_s:
                 stats["left"] = len(todo) - i
                 break
             G = build()
@@ -326,11 +330,8 @@ def measure_graphs(
                 stats["reused"] += 1
                 continue
             done_keys.add(key)
-            pending.append((base, feats, serialize_tflite(G), 0))
-            if len(pending) >= cfg.chunk:
-                pending = _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
-        while pending:
-            pending = _measure_chunk(f, pending, cfg, gate, tracker, knobs, stats)
+            queue.submit(base, feats, serialize_tflite(G))
+        queue.drain()
     return stats
 
 
@@ -351,62 +352,4 @@ def _run_knobs(cfg: MeasureConfig, gate: Gate, tracker: SpeedTracker) -> dict[st
         "overhead_us": round(gate.overhead_us(), 4),
         "probe_us": round(gate.reference(), 4),
         "speed": tracker.speed(),
-    }
-
-
-#: An op waiting to be timed: its record's base fields, its features, its single-op model and
-#: how many times it was put back (:attr:`MeasureConfig.defer`).
-_Pending = tuple[dict[str, Any], dict[str, Any], bytes, int]
-
-
-def _measure_chunk(
-    f: TextIO,
-    pending: Sequence[_Pending],
-    cfg: MeasureConfig,
-    gate: Gate,
-    tracker: SpeedTracker,
-    knobs: Callable[[], dict[str, Any]],
-    stats: dict[str, int],
-) -> list[_Pending]:
-    """Time ``pending`` with the reference models and write their records; return the ops
-    put back to be timed again later, as none of their samples was quiet (at most
-    ``cfg.defer`` times each: a slow episode of the machine can outlast a chunk's waiting)."""
-    if not pending:
-        return []
-    if all(tries for *_, tries in pending):  # only ops put back: wait for quiet first
-        gate.wait(cfg.max_wait_s)
-    refs = reference_models()
-    timed = time_models(
-        [*refs.values(), *(m for _, _, m, _ in pending)], cfg, seed=cfg.seed, gate=gate
-    )
-    tracker.add({n: t.latency_us for n, t in zip(refs, timed) if isinstance(t, Timing)})
-    timings = timed[len(refs) :]
-    run_knobs = knobs()  # the overhead as re-calibrated up to now
-    again: list[_Pending] = []
-    for (base, feats, m, tries), t in zip(pending, timings, strict=True):
-        if isinstance(t, Exception):
-            reason = f"runtime: {type(t).__name__}: {(str(t).splitlines() or [''])[0][:160]}"
-            record = {"type": "skip", **base, **feats, "reason": reason}
-            record["device"] = run_knobs["device"]
-            write_record(f, record)
-            stats["skipped"] += 1
-        elif not t.quiet and tries < cfg.defer:
-            again.append((base, feats, m, tries + 1))
-        else:
-            write_record(f, {"type": "op", **base, **feats, **_timing_fields(t), **run_knobs})
-            stats["measured"] += 1
-    return again
-
-
-def _timing_fields(t: Timing) -> dict[str, Any]:
-    return {
-        "latency_us": round(t.latency_us, 4),
-        "latency_median_us": round(t.latency_median_us, 4),
-        "wall_us": round(t.wall_us, 4),
-        "wall_median_us": round(t.wall_median_us, 4),
-        "batch": t.batch,
-        "repeats": t.samples,
-        "rejected": t.rejected,
-        "quiet": t.quiet,
-        "instances": t.instances,
     }

@@ -4,7 +4,9 @@ How an op is timed (:func:`time_models`; chosen by measuring repeatability acros
 ``python -m tacopt.benchmarks check_repeatability``, see docs/cost-models.md): warm-up, then
 samples, each a batch of back-to-back ``invoke()`` calls lasting >= 1 ms (per-invoke time = batch
 time / batch size, which amortises the clock reads and the timing loop), taken in 8 rounds
-interleaved over 48 ops so one op's samples are spread over seconds, each round on a new
+interleaved over 48 ops so one op's samples are spread over seconds (``tacopt measure`` splits
+them over two passes minutes apart: :mod:`~tacopt.cost_models.learned.measurement.queue`), each
+round on a new
 interpreter instance (a fresh copy of the model: where tensors and constants land in memory
 changes some ops' latency by up to 40 %). The latency is the op's *fastest* sample of the calling
 thread's CPU time, over every instance: on this (virtual, 2-vCPU) machine timing noise is only
@@ -55,7 +57,10 @@ class MeasureConfig:
     ``quiet_target`` quiet samples gets up to ``retry_rounds`` more passes, each extra sample after
     waiting up to ``wait_s`` for the machine to be quiet, at most ``max_wait_s`` of waiting per
     chunk and ``run_wait_s`` per :class:`Gate` (per run); an op left without a quiet sample is
-    put back, up to ``defer`` times, to be timed again later in the run. Its latency is its
+    put back, up to ``defer`` times, to be timed again later in the run. With ``passes`` > 1
+    (``tacopt measure``: 2) an op's samples are split over that many passes, at least
+    ``pass_gap_s`` apart where the run is long enough, each on new instances: a slow episode of
+    the machine can last a minute and cover every sample of one pass. Its latency is its
     fastest sample of thread CPU time per invoke, over every instance (wall-clock time with
     ``threads`` > 1: the kernels then run on other threads too). Whole models get
     ``model_samples``.
@@ -87,6 +92,8 @@ class MeasureConfig:
     run_wait_s: float = 600.0
     quiet_target: int = 3
     defer: int = 2
+    passes: int = 1
+    pass_gap_s: float = 120.0
     seed: int = 0
 
     def knobs(self) -> dict[str, Any]:
@@ -96,7 +103,8 @@ class MeasureConfig:
             "threads": self.threads,
             "resolver": self.resolver,
             "method": f"min-{clock}/{self.samples}x{self.sample_s * 1e3:g}ms/{self.rounds}r"
-            f"/gate{self.gate:g}/q{self.quiet_target}",
+            f"/gate{self.gate:g}/q{self.quiet_target}"
+            + (f"/p{self.passes}" if self.passes > 1 else ""),
         }
 
     @property
@@ -179,7 +187,7 @@ class Gate:
 
         self.cfg = cfg
         probe_cfg = replace(cfg, sample_s=cfg.probe_s)
-        self._probe = _Timer(serialize_tflite(neg_graph()), None, probe_cfg, seed=0, samples=1)
+        self._probe = Timer(serialize_tflite(neg_graph()), None, probe_cfg, seed=0, samples=1)
         self.reads: list[float] = []
         self._ref = math.inf
         self._ref_at = 0
@@ -235,13 +243,16 @@ class Gate:
         return float(statistics.median(v for v in self.reads if self.is_quiet(v)))
 
 
-class _Timer:
+class Timer:
     """A model to time: interpreters of it ready to invoke, the batch size chosen (on the
     first) so a sample lasts ``sample_s``, and the samples taken so far.
 
     Each :meth:`new_instance` builds another interpreter from a fresh copy of the model: the
     latency of some ops depends on where their tensors and constants land in memory (the same
     MUL measured 1.3 or 1.8 us depending on the instance), so an op is timed on several.
+
+    Its ``target`` samples are taken in ``passes`` calls of :func:`run_pass`; between passes
+    :meth:`park` releases the interpreter and the inputs (drawn again, the same, from the seed).
     """
 
     def __init__(
@@ -252,8 +263,11 @@ class _Timer:
         *,
         seed: int,
         samples: int,
+        passes: int = 1,
     ) -> None:
         self.model, self.inputs, self.cfg, self.seed = model, inputs, cfg, seed
+        self.passes, self.passes_done = max(passes, 1), 0
+        self.live = True  # an interpreter is ready (False between passes)
         self.values: list[np.ndarray] = []  # the inputs of the first instance, reused after
         self.instances = 0  # instances built so far; samples go to the latest
         self.invoke = self.new_instance()
@@ -303,7 +317,27 @@ class _Timer:
             interp.invoke()
         self.instances += 1
         self.invoke = interp.invoke  # the previous instance is released
+        self.live = True
         return interp.invoke
+
+    @property
+    def done(self) -> bool:
+        """Whether every pass has been run."""
+        return self.passes_done >= self.passes
+
+    def goal(self) -> int:
+        """Samples to have after the next pass (one more pass's worth once all are done: an
+        op put back for want of a quiet sample)."""
+        if self.done:
+            return len(self.cpu) + math.ceil(self.target / self.passes)
+        return math.ceil(self.target * (self.passes_done + 1) / self.passes)
+
+    def park(self) -> None:
+        """Release the interpreter and the drawn inputs until the next pass."""
+        self.invoke = _released
+        self.live = False
+        if self.inputs is None:
+            self.values = []
 
     def sample(self, k: int, gate: Gate) -> None:
         """Take ``k`` samples on the current instance, each bracketed by probe reads (the read
@@ -341,22 +375,29 @@ class _Timer:
         )
 
 
-def _run_rounds(timers: Sequence[_Timer], cfg: MeasureConfig, gate: Gate) -> None:
-    """Sample ``timers`` in ``cfg.rounds`` interleaved rounds, a new instance of each per round,
-    then top up every timer with fewer than ``cfg.quiet_target`` quiet samples (waiting for the
-    machine to be quiet before each extra sample, at most ``cfg.max_wait_s`` in all)."""
-    rounds = max(cfg.rounds, 1)
-    for r in range(rounds):
-        for t in timers:
-            k = math.ceil(t.target * (r + 1) / rounds) - len(t.cpu)
-            if k > 0:
-                if r:
+def run_pass(timers: Sequence[Timer], cfg: MeasureConfig, gate: Gate) -> None:
+    """Run one pass of each of ``timers``: its share of samples (:meth:`Timer.goal`) in
+    ``cfg.rounds / passes`` interleaved rounds, a new instance of each per round; then top up
+    every timer whose passes are done and that has fewer than ``cfg.quiet_target`` quiet samples
+    (waiting for the machine to be quiet before each extra sample, at most ``cfg.max_wait_s`` in
+    all)."""
+    plans = [
+        (t, len(t.cpu), t.goal(), max(math.ceil(max(cfg.rounds, 1) / t.passes), 1)) for t in timers
+    ]
+    for r in range(max((rounds for *_, rounds in plans), default=0)):
+        for t, start, goal, rounds in plans:
+            k = math.ceil(start + (goal - start) * (r + 1) / rounds) - len(t.cpu)
+            if r < rounds and k > 0:
+                if r or not t.live:
                     t.new_instance()
                 t.sample(k, gate)
+    for t in timers:
+        t.passes_done += 1
+    final = [t for t in timers if t.done]
     deadline = time.perf_counter() + cfg.max_wait_s
     for _ in range(cfg.retry_rounds):
         short = False
-        for t in timers:
+        for t in final:
             for _ in range(min(cfg.quiet_target, t.target) - len(t.quiet(gate))):
                 short = True
                 left = deadline - time.perf_counter()
@@ -366,6 +407,10 @@ def _run_rounds(timers: Sequence[_Timer], cfg: MeasureConfig, gate: Gate) -> Non
                 t.sample(1, gate)
         if not short:
             return
+
+
+def _released() -> None:
+    raise RuntimeError("timer parked between passes: call new_instance() first")
 
 
 def time_models(
@@ -396,14 +441,14 @@ def time_models(
     """
     gate = Gate(cfg) if gate is None else gate
     want = cfg.samples if samples is None else samples
-    timers: list[_Timer | Exception] = []
+    timers: list[Timer | Exception] = []
     for m in models:
         try:
-            timers.append(_Timer(m, None, cfg, seed=seed, samples=want))
+            timers.append(Timer(m, None, cfg, seed=seed, samples=want))
         except Exception as exc:  # the runtime refused this model
             timers.append(exc)
-    _run_rounds([t for t in timers if isinstance(t, _Timer)], cfg, gate)
-    return [t.timing(gate) if isinstance(t, _Timer) else t for t in timers]
+    run_pass([t for t in timers if isinstance(t, Timer)], cfg, gate)
+    return [t.timing(gate) if isinstance(t, Timer) else t for t in timers]
 
 
 def time_model(
@@ -417,10 +462,10 @@ def time_model(
 ) -> Timing:
     """Time one model (see :func:`time_models`), with given ``inputs`` (else random ones)."""
     gate = Gate(cfg) if gate is None else gate
-    timer = _Timer(
+    timer = Timer(
         model, inputs, cfg, seed=seed, samples=cfg.samples if samples is None else samples
     )
-    _run_rounds([timer], cfg, gate)
+    run_pass([timer], cfg, gate)
     return timer.timing(gate)
 
 
