@@ -397,3 +397,25 @@ def test_queue_writes_an_op_after_its_last_pass_and_parks_it_for_the_gap(tmp_pat
     assert [r["type"] for r in records] == ["skip", "op", "op"] and keys == ["bad", "k0", "k1"]
     assert all(r["repeats"] == 4 and r["instances"] == 2 for r in records[1:])
     assert stats == {"measured": 2, "skipped": 1} and len(q) == 0
+
+
+def test_queue_past_its_deadline_writes_parked_ops_as_they_are() -> None:
+    """Past the deadline no chunk starts: a parked op is written with its one pass, a new one
+    is dropped (a resumed run times it)."""
+    import io
+
+    from tacopt.cost_models.learned.measurement.queue import OpQueue
+    from tacopt.cost_models.learned.measurement.speed import SpeedTracker
+    from tacopt.cost_models.learned.measurement.timing import MeasureConfig, neg_graph
+    from tacopt.fusion.tflite.writer import serialize_tflite
+
+    cfg = MeasureConfig(samples=4, rounds=2, quiet_target=1, passes=2, pass_gap_s=3600, chunk=2)
+    f, stats = io.StringIO(), {"measured": 0, "skipped": 0}
+    q = OpQueue(f, cfg, _SlowEpisode(), SpeedTracker(), lambda: {"device": "d"}, stats)  # type: ignore[arg-type]
+    model = serialize_tflite(neg_graph())
+    q.submit({"key": "k0", "model": "m", "op": "neg_0"}, {"kind": "NEG"}, model)  # one pass
+    q.fresh.append(type(q.parked[0])({"key": "k1"}, {"kind": "NEG"}, model))  # never timed
+    q.drain(deadline=0.0)
+    records = [json.loads(line) for line in f.getvalue().splitlines()]
+    assert [(r["key"], r["repeats"], r["instances"]) for r in records] == [("k0", 2, 1)]
+    assert len(q) == 0 and stats["measured"] == 1

@@ -284,8 +284,9 @@ def measure_graphs(
     """Measure single-op graphs (``(label, build)``, e.g. from
     :func:`tacopt.cost_models.learned.sampling.sweep.iter_samples`) into the JSONL file ``out``,
     resuming it: labels and configurations already recorded are skipped (a label is recorded as the
-    record's ``model``). Stops submitting new ops once the time spent and the queued ops' estimated
-    time reach ``max_s`` seconds (re-run to go on).
+    record's ``model``). Stops submitting new ops half a pass gap before ``max_s`` seconds and
+    starts no chunk after it: ops still parked between passes are then written with the passes
+    they had (re-run to go on).
 
     Returns
     -------
@@ -303,6 +304,9 @@ def measure_graphs(
     todo = list(items)
     stats = {"measured": 0, "reused": 0, "skipped": 0, "left": 0}
     start = time.perf_counter()
+    # new ops stop early enough for the parked ones' second pass (about half a gap of work)
+    gap = cfg.pass_gap_s / 2 if cfg.passes > 1 else 0.0
+    submit_s = None if max_s is None else max(max_s - gap, max_s / 2)
     gate, tracker = Gate(cfg), SpeedTracker()
     device = ""
 
@@ -318,7 +322,7 @@ def measure_graphs(
             if label in done_labels:
                 stats["reused"] += 1
                 continue
-            if max_s is not None and time.perf_counter() - start + queue.backlog_s() > max_s:
+            if max_s is not None and time.perf_counter() - start > submit_s:
                 stats["left"] = len(todo) - i
                 break
             G = build()
@@ -331,7 +335,7 @@ def measure_graphs(
                 continue
             done_keys.add(key)
             queue.submit(base, feats, serialize_tflite(G))
-        queue.drain()
+        queue.drain(None if max_s is None else start + max_s)
     return stats
 
 

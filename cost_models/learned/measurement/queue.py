@@ -69,7 +69,6 @@ class OpQueue:
         self.fresh: list[_Op] = []
         self.parked: deque[_Op] = deque()
         self.written: Callable[[str], None] = lambda key: None
-        self.pass_s = 0.0  # seconds per op and pass, a running mean (0 until a chunk is timed)
 
     def on_written(self, callback: Callable[[str], None]) -> None:
         """Call ``callback(key)`` after each op or skip record written from here."""
@@ -77,14 +76,6 @@ class OpQueue:
 
     def __len__(self) -> int:
         return len(self.fresh) + len(self.parked)
-
-    def backlog_s(self) -> float:
-        """Estimated seconds to time every op queued (its passes left), from the chunks so far."""
-        passes = max(self.cfg.passes, 1)
-        left = len(self.fresh) * passes + sum(
-            max(passes - (op.timer.passes_done if op.timer else 0), 1) for op in self.parked
-        )
-        return left * self.pass_s
 
     def submit(self, base: dict[str, Any], feats: dict[str, Any], model: bytes) -> None:
         """Queue an op; a chunk is timed once ``chunk / passes`` new ops wait (with the
@@ -96,13 +87,28 @@ class OpQueue:
     def _fresh_per_chunk(self) -> int:
         return max(-(-self.cfg.chunk // max(self.cfg.passes, 1)), 1)
 
-    def drain(self) -> None:
+    def drain(self, deadline: float | None = None) -> None:
         """Time every op left, parked ones without waiting for their gap (the run's last ops
-        get less time between passes)."""
+        get less time between passes). Past ``deadline`` (a ``time.perf_counter()`` value), no
+        chunk is started: the parked ops are written with the passes they had, the new ones
+        are dropped (a resumed run times them)."""
         while self.fresh or self.parked:
+            if deadline is not None and time.perf_counter() >= deadline:
+                self.fresh = []
+                self._write_now()
+                return
             if not self.fresh and all(op.tries for op in self.parked):
                 self.gate.wait(self.cfg.max_wait_s)  # only ops put back: wait for quiet first
             self.step(now=float("inf"))
+
+    def _write_now(self) -> None:
+        run_knobs = self.knobs()
+        while self.parked:
+            op = self.parked.popleft()
+            assert op.timer is not None
+            record = {"type": "op", **op.base, **op.feats}
+            self._write({**record, **timing_fields(op.timer.timing(self.gate)), **run_knobs})
+            self.stats["measured"] += 1
 
     def step(self, now: float | None = None) -> None:
         """Time one chunk: up to ``chunk / passes`` new ops and up to ``chunk`` parked ops
@@ -119,12 +125,6 @@ class OpQueue:
             self._time(chunk)
 
     def _time(self, chunk: list[_Op]) -> None:
-        start = time.perf_counter()
-        self._time_chunk(chunk)
-        per_op = (time.perf_counter() - start) / len(chunk)
-        self.pass_s = per_op if not self.pass_s else 0.8 * self.pass_s + 0.2 * per_op
-
-    def _time_chunk(self, chunk: list[_Op]) -> None:
         cfg = self.cfg
         refs = reference_models()
         ref_timers = [
