@@ -257,15 +257,36 @@ def _kernel_terms(
 
 
 def design_row(features: Mapping[str, Any]) -> list[float]:
-    """The group-fit inputs of one op: ``[1, log FLOPs, log bytes, log output elements]``."""
+    """The group-fit inputs of one op: ``[1, log FLOPs, log bytes, log output elements, fused
+    activation, broadcast]`` (the last two 0 / 1: XNNPACK runs a fused activation of an
+    elementwise op as a second pass over the output, 1.5-1.9x the time of the op alone here; a
+    broadcast operand is read once, not per element).
+
+    >>> t = lambda *s: [list(s), "float32", False, False]
+    >>> relu = {"fused_activation_function": "RELU"}
+    >>> row = design_row({"kind": "ADD", "inputs": [t(1, 8, 8, 4), t(1, 1, 1, 4)],
+    ...                   "outputs": [t(1, 8, 8, 4)], "options": relu})
+    >>> round(row[3], 4), row[4:]
+    (5.5491, [1.0, 1.0])
+    """
     outs = [o for o in features.get("outputs", []) if o]
     out_elems = sum(math.prod(max(d, 1) for d in o[0]) for o in outs) if outs else 1
+    act = (features.get("options") or {}).get("fused_activation_function", "NONE")
+    sizes = {_elements(_desc(d)) for d in features.get("inputs", []) if d}
     return [
         1.0,
         math.log1p(features.get("flops", 0.0)),
         math.log1p(features.get("bytes", 0.0)),
         math.log1p(out_elems),
+        float(act not in ("NONE", None)),
+        float(len(sizes) > 1),
     ]
+
+
+#: Names of :func:`design_row`'s entries (models fitted before the last two use the first four).
+GROUP_FEATURES = (
+    "1", "log1p(flops)", "log1p(bytes)", "log1p(output elements)", "fused activation", "broadcast",
+)
 
 
 def bytes_moved(features: Mapping[str, Any]) -> int:

@@ -65,7 +65,12 @@ from tacopt.cost_models.base import (
     check_inference_type,
     needs_conversion,
 )
-from tacopt.cost_models.learned.fitting.features import FEATURES, design_row, op_vector
+from tacopt.cost_models.learned.fitting.features import (
+    FEATURES,
+    GROUP_FEATURES,
+    design_row,
+    op_vector,
+)
 from tacopt.cost_models.learned.fitting.kind_models import (
     KindModels,
     alias_group,
@@ -290,7 +295,7 @@ def _fit(
         "unit": "us",
         "device": device,
         "target": "groups: log(latency_us - overhead_us); trees: log(latency_us) residual",
-        "group_features": ["1", "log1p(flops)", "log1p(bytes)", "log1p(output elements)"],
+        "group_features": list(GROUP_FEATURES),
         "tree_features": [*FEATURES, *(f"kind={k}" for k in kinds)],
         "tree_kinds": kinds,
         "learner": learner,
@@ -431,7 +436,7 @@ class LearnedCostModel(CostModelBase):
             net = predict_movement(self.movement, features)
             if net is not None:
                 return Prediction(self.base_overhead_us + max(net, FLOOR_US), "movement")
-        row = np.asarray(design_row(features))
+        row = np.asarray(design_row(features))[: len(self.fits["*"])]  # older files: 4 inputs
         log_net, source = float(row @ self.fits["*"]), "fallback"
         for name in (f"{kind}|{features.get('inference_type')}", kind):
             if name in self.fits:
