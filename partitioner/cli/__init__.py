@@ -220,19 +220,24 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_as_program() -> NoReturn:
     """``python -m tacopt.partitioner.cli``: :func:`main`, then exit with its code.
 
-    An interrupted command exits 130 (after its one line) through ``os._exit``, once the exit
-    handlers have run and the output is flushed: under ``python -m``, CPython ends a process by
-    SIGINT whenever a KeyboardInterrupt once passed through code an extension ran with
-    ``PyRun_String`` (pybind11's ``py::exec`` when OR-Tools loads), even though :func:`main`
-    caught it, and the exit status would be -2 instead of 130.
+    An interrupted command exits 130 (after its one line): under ``python -m``, CPython ends a
+    process by SIGINT, after its exit handlers, whenever a KeyboardInterrupt once passed through
+    code an extension ran with ``PyRun_String`` (pybind11's ``py::exec`` when OR-Tools loads),
+    even though :func:`main` caught it, and the exit status would be -2. So an exit handler
+    registered first (it runs last, once threads are joined and every other handler has run)
+    flushes the output and leaves with 130 through ``os._exit``.
     """
-    code = main()
-    if code == EXIT_INTERRUPTED:
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+    code = [0]
+
+    def leave_interrupted() -> None:
+        if code[0] == EXIT_INTERRUPTED:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+
+    atexit.register(leave_interrupted)
+    code[0] = main()
+    sys.exit(code[0])
 
 
 def _main(argv: Sequence[str] | None) -> int:
