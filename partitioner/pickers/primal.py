@@ -433,12 +433,29 @@ class _Search:
         # between fitting and breaking the limit, grows after three rounds on one side (up to
         # STEP_MOST: weights far from the limit's level get there in a few rounds).
         step, side, run = 1.0, None, 0
+        # Whole solves run from the best plan at a scale of the weights of the round that
+        # found it, the scale bisected between one whose solve broke the limit and one whose
+        # solve fitted (both forgotten when a better plan is found).
+        best_w: np.ndarray | None = None
+        scale, broke, fitted = 1.0, 0.0, np.inf
         while self.left() > 0.5:
             rounds += 1
-            pen = penalties(c, g, weight)
             before = self.best_val
             due = since >= self.whole_every or rounds - last >= 2 * self.whole_every
-            if due and self.toulbar2 and self._slice() > 0:
+            whole = due and self.toulbar2 and self._slice() > 0
+            if whole and best_w is not None and self.best is not None:
+                # A whole solve is dear (seconds to tens of seconds): spend it near the best
+                # plan and its weights (tuning on M: 12 of 13 whole solves at the drifted
+                # weights broke the limit several times over or were over-penalised).
+                if broke > 0 and fitted / broke < 1.05:  # bracketed: other weights, same level
+                    best_w = best_w * np.exp(self.rng.normal(0.0, 0.3, len(best_w)))
+                    broke, fitted = 0.0, np.inf
+                scale = _next_scale(broke, fitted)
+                weight, x = best_w * scale, self.best.copy()
+                step, side, run = 1.0, None, 0
+            pen = penalties(c, g, weight)
+            used = weight.copy()
+            if whole:
                 last = rounds
                 t = time.monotonic()
                 seconds = self._slice()
@@ -451,17 +468,9 @@ class _Search:
             prof = c.profile(x)
             over = prof > c.limit
             if _DEBUG:
-                print(
-                    rounds,
-                    round(self.left(), 1),
-                    ls.objective(c, x),
-                    int(over.sum()),
-                    float(prof.max() / c.limit),
-                    self.best_val,
-                    float(weight.max()),
-                    base,
-                    round(step, 3),
-                )
+                print(rounds, round(self.left(), 1), ls.objective(c, x), int(over.sum()),
+                      float(prof.max() / c.limit), self.best_val, float(weight.max()),
+                      round(step, 3), "W" if whole else "")  # fmt: skip
             rel = prof / c.limit - 1.0
             fits = not over.any()
             run = run + 1 if fits == side else 1
@@ -482,6 +491,10 @@ class _Search:
                 weight[hit] = weight[hit] * 1.15**step \
                     + step * base * (0.02 + np.minimum(excess[hit], 0.5))  # fmt: skip
             since = 0 if self.best_val < before else since + 1
+            if self.best_val < before:
+                best_w, broke, fitted = used, 0.0, np.inf
+            elif whole and best_w is not None:
+                broke, fitted = (broke, min(fitted, scale)) if fits else (max(broke, scale), fitted)
         if self.best is None:  # out of time before anything fitted: one repair, whatever it takes
             fixed = self.repair(self.low, c.profile(self.low), anytime=False)
             if fixed is not None:
@@ -543,7 +556,6 @@ class _Search:
             if not np.isfinite(ratio).any():
                 return None
             nodes = np.unique(g.nb.owner[np.isfinite(ratio)])
-            seg = c.offset[nodes]
             sub = np.concatenate([ratio[c.offset[i] : c.offset[i + 1]] for i in nodes])
             kk = c.k[nodes]
             starts = np.concatenate(([0], np.cumsum(kk)[:-1]))
@@ -551,7 +563,6 @@ class _Search:
             arg = np.array([int(np.argmin(sub[s : s + n])) for s, n in zip(starts, kk)])
             # the cheapest moves first: a share of them per round, at least one
             take = np.argsort(best, kind="stable")[: max(1, len(nodes) // 8)]
-            del seg
             x[nodes[take]] = arg[take]
             prof = c.profile(x)
         return x if (prof <= c.limit).all() else None
@@ -570,6 +581,23 @@ class _Search:
                 x = y
         x = ls.sweep(c, g.nb, x, hard=True, max_passes=5, deadline=self.deadline)
         self.offer(x)
+
+
+def _next_scale(broke: float, fitted: float) -> float:
+    """The next whole solve's scale of the best plan's weights: between the largest scale
+    whose solve broke the limit and the smallest whose solve fitted (geometric mean), else a
+    step beyond the one known; 1 at first.
+
+    >>> _next_scale(0.0, np.inf), _next_scale(1.0, np.inf), _next_scale(0.0, 1.0)
+    (1.0, 1.6, 0.7)
+    >>> round(_next_scale(1.0, 1.6), 3)
+    1.265
+    """
+    if broke > 0 and np.isfinite(fitted):
+        return float(np.sqrt(broke * fitted))
+    if broke > 0:
+        return 1.6 * broke
+    return 0.7 * fitted if np.isfinite(fitted) else 1.0
 
 
 def bounded(fn: Callable[..., tuple[Any, ...]], deadline: float, fallback: T, args: tuple) -> T:
