@@ -232,7 +232,7 @@ def measure_models(
             except Exception as exc:  # custom ops, ...: the ops are measured, the whole is not
                 first = (str(exc).splitlines() or [""])[0][:200]
                 timed = {"latency_us": None, "untimed": f"{type(exc).__name__}: {first}"}
-            record = {
+            model_record: dict[str, Any] = {
                 "type": "model",
                 "model": path.stem,
                 **timed,
@@ -245,7 +245,7 @@ def measure_models(
                 **knobs(),
             }
             # written once its ops are (the parked ones after their last pass)
-            waiting.append(((set(keys) | set(variants)) & queued, record))
+            waiting.append(((set(keys) | set(variants)) & queued, model_record))
             written("")
             stats["models"] += 1
         queue.drain()
@@ -322,7 +322,7 @@ def measure_graphs(
             if label in done_labels:
                 stats["reused"] += 1
                 continue
-            if max_s is not None and time.perf_counter() - start > submit_s:
+            if submit_s is not None and time.perf_counter() - start > submit_s:
                 stats["left"] = len(todo) - i
                 break
             G = build()
