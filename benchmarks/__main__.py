@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tacopt.benchmarks import scripts
-from tacopt.fusion.ir.errors import print_error
+from tacopt.fusion.ir.errors import print_error, run_as_program
 
 #: Runnable modules of the study that are not under ``scripts/``.
 STUDY = {
@@ -82,4 +82,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_as_program(main)

@@ -8,8 +8,12 @@ prints that line (:func:`print_error`, the one place that does) and exits with c
 
 from __future__ import annotations
 
+import atexit
+import os
 import re
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 #: The exit code of every bad input: a :class:`TacoptError`, or a command line that is refused.
 EXIT_BAD_INPUT = 2
@@ -73,3 +77,26 @@ class OutputError(TacoptError):
 
 class ResourceLimitError(TacoptError):
     """An input that would need more memory than a documented, overridable cap allows."""
+
+
+def run_as_program(main: Callable[[], int]) -> NoReturn:
+    """Run a command's ``main()`` as the program (``python -m ...``) and exit with its code.
+
+    An interrupted command exits 130 (after its one line): under ``python -m``, CPython ends a
+    process by SIGINT, after its exit handlers, whenever a KeyboardInterrupt once passed through
+    code an extension ran with ``PyRun_String`` (pybind11's ``py::exec`` when OR-Tools loads),
+    even though ``main`` caught it, and the exit status would be -2. So an exit handler
+    registered first (it runs last, once threads are joined and every other handler has run)
+    flushes the output and leaves with 130 through ``os._exit``.
+    """
+    code = [0]
+
+    def leave_interrupted() -> None:
+        if code[0] == EXIT_INTERRUPTED:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(EXIT_INTERRUPTED)
+
+    atexit.register(leave_interrupted)
+    code[0] = main()
+    sys.exit(code[0])

@@ -24,7 +24,6 @@ is many small matrix products, which extra BLAS threads only slow down and make 
 from __future__ import annotations
 
 import argparse
-import atexit
 import gc
 import importlib
 import importlib.util
@@ -215,29 +214,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _main(argv)
     finally:
         gc.set_threshold(*old)
-
-
-def run_as_program() -> NoReturn:
-    """``python -m tacopt.partitioner.cli``: :func:`main`, then exit with its code.
-
-    An interrupted command exits 130 (after its one line): under ``python -m``, CPython ends a
-    process by SIGINT, after its exit handlers, whenever a KeyboardInterrupt once passed through
-    code an extension ran with ``PyRun_String`` (pybind11's ``py::exec`` when OR-Tools loads),
-    even though :func:`main` caught it, and the exit status would be -2. So an exit handler
-    registered first (it runs last, once threads are joined and every other handler has run)
-    flushes the output and leaves with 130 through ``os._exit``.
-    """
-    code = [0]
-
-    def leave_interrupted() -> None:
-        if code[0] == EXIT_INTERRUPTED:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(EXIT_INTERRUPTED)
-
-    atexit.register(leave_interrupted)
-    code[0] = main()
-    sys.exit(code[0])
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -1,6 +1,7 @@
 """``python -m tacopt.partitioner.cli``: the ``tacopt`` command."""
 
-from tacopt.partitioner.cli import run_as_program
+from tacopt.fusion.ir.errors import run_as_program
+from tacopt.partitioner.cli import main
 
 if __name__ == "__main__":
-    run_as_program()
+    run_as_program(main)
