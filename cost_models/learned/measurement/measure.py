@@ -284,9 +284,9 @@ def measure_graphs(
     """Measure single-op graphs (``(label, build)``, e.g. from
     :func:`tacopt.cost_models.learned.sampling.sweep.iter_samples`) into the JSONL file ``out``,
     resuming it: labels and configurations already recorded are skipped (a label is recorded as the
-    record's ``model``). Stops submitting new ops half a pass gap before ``max_s`` seconds and
-    starts no chunk after it: ops still parked between passes are then written with the passes
-    they had (re-run to go on).
+    record's ``model``). Stops submitting new ops half a pass gap before ``max_s`` seconds; at
+    ``max_s`` the new ops still waiting get one pass and every op is written with the passes it
+    had (re-run to go on).
 
     Returns
     -------

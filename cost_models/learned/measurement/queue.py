@@ -18,6 +18,7 @@ again when it resumes (their records were never written).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -89,12 +90,13 @@ class OpQueue:
 
     def drain(self, deadline: float | None = None) -> None:
         """Time every op left, parked ones without waiting for their gap (the run's last ops
-        get less time between passes). Past ``deadline`` (a ``time.perf_counter()`` value), no
-        chunk is started: the parked ops are written with the passes they had, the new ones
-        are dropped (a resumed run times them)."""
+        get less time between passes). Past ``deadline`` (a ``time.perf_counter()`` value), the
+        new ops still waiting get one pass (a partial chunk, as a chunk started before the
+        deadline ends after it) and every op is written with the passes it had."""
         while self.fresh or self.parked:
             if deadline is not None and time.perf_counter() >= deadline:
-                self.fresh = []
+                while self.fresh:
+                    self.step(now=-math.inf)  # the new ops only: no parked op is due
                 self._write_now()
                 return
             if not self.fresh and all(op.tries for op in self.parked):
