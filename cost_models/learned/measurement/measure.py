@@ -139,12 +139,15 @@ def measure_models(
         queued: set[str] = set()  # keys submitted, their records not yet written
         waiting: list[tuple[set[str], dict[str, Any]]] = []  # model records after their ops'
 
+        def write_finished_models() -> None:
+            while waiting and not waiting[0][0]:
+                write_record(f, waiting.pop(0)[1])
+
         def written(key: str) -> None:
             queued.discard(key)
             for keys, _ in waiting:
                 keys.discard(key)
-            while waiting and not waiting[0][0]:
-                write_record(f, waiting.pop(0)[1])
+            write_finished_models()
 
         queue.on_written(written)
 
@@ -246,7 +249,7 @@ def measure_models(
             }
             # written once its ops are (the parked ones after their last pass)
             waiting.append(((set(keys) | set(variants)) & queued, model_record))
-            written("")
+            write_finished_models()
             stats["models"] += 1
         queue.drain()
     return stats
@@ -305,8 +308,8 @@ def measure_graphs(
     stats = {"measured": 0, "reused": 0, "skipped": 0, "left": 0}
     start = time.perf_counter()
     # new ops stop early enough for the parked ones' second pass (about half a gap of work)
-    gap = cfg.pass_gap_s / 2 if cfg.passes > 1 else 0.0
-    submit_s = None if max_s is None else max(max_s - gap, max_s / 2)
+    lead_s = cfg.pass_gap_s / 2 if cfg.passes > 1 else 0.0
+    submit_s = None if max_s is None else max(max_s - lead_s, max_s / 2)
     gate, tracker = Gate(cfg), SpeedTracker()
     device = ""
 

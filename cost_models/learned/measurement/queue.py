@@ -108,9 +108,7 @@ class OpQueue:
         while self.parked:
             op = self.parked.popleft()
             assert op.timer is not None
-            record = {"type": "op", **op.base, **op.feats}
-            self._write({**record, **timing_fields(op.timer.timing(self.gate)), **run_knobs})
-            self.stats["measured"] += 1
+            self._write_op(op, op.timer.timing(self.gate), run_knobs)
 
     def step(self, now: float | None = None) -> None:
         """Time one chunk: up to ``chunk / passes`` new ops and up to ``chunk`` parked ops
@@ -157,14 +155,16 @@ class OpQueue:
             if timer.done:
                 t = timer.timing(self.gate)
                 if t.quiet or op.tries >= cfg.defer:
-                    record = {"type": "op", **op.base, **op.feats, **timing_fields(t), **run_knobs}
-                    self._write(record)
-                    self.stats["measured"] += 1
+                    self._write_op(op, t, run_knobs)
                     continue
                 op.tries += 1  # no quiet sample: put back, timed again after the gap
             timer.park()
             op.parked_at = now
             self.parked.append(op)
+
+    def _write_op(self, op: _Op, t: Timing, run_knobs: Mapping[str, Any]) -> None:
+        self._write({"type": "op", **op.base, **op.feats, **timing_fields(t), **run_knobs})
+        self.stats["measured"] += 1
 
     def _write(self, record: Mapping[str, Any]) -> None:
         write_record(self.f, record)

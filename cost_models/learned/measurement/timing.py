@@ -267,7 +267,6 @@ class Timer:
     ) -> None:
         self.model, self.inputs, self.cfg, self.seed = model, inputs, cfg, seed
         self.passes, self.passes_done = max(passes, 1), 0
-        self.live = True  # an interpreter is ready (False between passes)
         self.values: list[np.ndarray] = []  # the inputs of the first instance, reused after
         self.instances = 0  # instances built so far; samples go to the latest
         self.invoke = self.new_instance()
@@ -317,8 +316,12 @@ class Timer:
             interp.invoke()
         self.instances += 1
         self.invoke = interp.invoke  # the previous instance is released
-        self.live = True
         return interp.invoke
+
+    @property
+    def live(self) -> bool:
+        """Whether an interpreter is ready (False between passes)."""
+        return self.invoke is not _released
 
     @property
     def done(self) -> bool:
@@ -335,7 +338,6 @@ class Timer:
     def park(self) -> None:
         """Release the interpreter and the drawn inputs until the next pass."""
         self.invoke = _released
-        self.live = False
         if self.inputs is None:
             self.values = []
 
