@@ -422,3 +422,31 @@ def test_queue_past_its_deadline_writes_parked_ops_as_they_are() -> None:
         ("k1", 2, 1),
     ]
     assert len(q) == 0 and stats["measured"] == 2
+
+
+class _NeverQuiet(_SlowEpisode):
+    """A gate whose every probe read shows a slow episode."""
+
+    def read(self) -> float:
+        self.last = 2.0
+        return self.last
+
+
+def test_a_pass_without_samples_still_tops_up_on_a_new_instance() -> None:
+    """One sample split over two passes: the second pass draws none, and the top-up for a quiet
+    sample builds a new instance instead of invoking the parked one."""
+    from tacopt.cost_models.learned.measurement.timing import (
+        MeasureConfig,
+        Timer,
+        neg_graph,
+        run_pass,
+    )
+    from tacopt.fusion.tflite.writer import serialize_tflite
+
+    cfg = MeasureConfig(samples=1, rounds=2, quiet_target=1, passes=2, max_wait_s=0.5)
+    gate = _NeverQuiet()
+    t = Timer(serialize_tflite(neg_graph()), None, cfg, seed=0, samples=1, passes=2)
+    run_pass([t], cfg, gate)  # type: ignore[arg-type]
+    t.park()
+    run_pass([t], cfg, gate)  # type: ignore[arg-type]
+    assert t.done and t.live and len(t.cpu) > 1 and gate.waits > 0

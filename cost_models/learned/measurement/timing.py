@@ -406,6 +406,8 @@ def run_pass(timers: Sequence[Timer], cfg: MeasureConfig, gate: Gate) -> None:
                 if left <= 0:
                     return
                 gate.wait(min(cfg.wait_s, left))
+                if not t.live:  # its last pass drew no sample (one sample split over two)
+                    t.new_instance()
                 t.sample(1, gate)
         if not short:
             return
