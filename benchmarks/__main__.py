@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tacopt.benchmarks import scripts
-from tacopt.fusion.ir.errors import print_error, run_as_program
+from tacopt.fusion.ir.errors import TacoptError, print_error, run_as_program
 
 #: Runnable modules of the study that are not under ``scripts/``.
 STUDY = {
@@ -77,7 +77,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_error("python -m tacopt.benchmarks",
                            f"no script {name!r} (run without NAME to list them)")
     sys.argv = [f"python -m tacopt.benchmarks {name}", *rest]
-    runpy.run_module(table[name], run_name="__main__", alter_sys=False)
+    try:
+        runpy.run_module(table[name], run_name="__main__", alter_sys=False)
+    except TacoptError as e:  # bad input a script did not report itself: one line, exit 2
+        return print_error(sys.argv[0], e)
     return 0
 
 

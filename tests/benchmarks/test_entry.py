@@ -34,3 +34,13 @@ def test_an_unknown_name_is_one_line_and_exit_2() -> None:
                             capture_output=True, text=True, timeout=60)  # fmt: skip
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and "no script 'nope'" in result.stderr
+
+
+def test_a_scripts_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    missing = tmp_path / "no_such_records.jsonl"
+    result = subprocess.run([sys.executable, "-m", "tacopt.benchmarks", "check_drift", "compare",
+                             str(missing), str(missing)],
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith(f"'{missing}' does not exist")
