@@ -36,8 +36,10 @@ from __future__ import annotations
 
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -107,60 +109,68 @@ def certify(
     """
     started = time.perf_counter()
     windows = _windows(index, model, *window)
-    lp = _lp(model, deadline) if windows is None else _window_lp(index, model, windows,
-                                                                 deadline, threads)  # fmt: skip
-    if lp is None:
-        return None
-    x_lp, y, lp_value = lp
-    n_choices, n_units = model.n_choices, index.n_units
-    stats: dict[str, Any] = {"lp_s": round(time.perf_counter() - started, 3), "lp_bound": lp_value}
-    if windows is not None:
-        stats["lp_windows"] = len(windows)
-    x = x_lp[:n_choices]
-    fractional = (x > INTEGRAL_TOL) & (x < 1 - INTEGRAL_TOL)
-    selected = np.zeros(n_units, dtype=bool)
-    selected[index.choice_unit[fractional]] = True
-    stats["fractional_units"] = int(selected.sum())
-
-    structure = _Structure(index, model)
-    # One step of neighbours often closes a small problem in one round; on large ones the
-    # regions stay smaller without it (50,000 units: 16 against 19 CPU seconds of programs).
-    for _ in range((1 if windows is None else 0) if hops is None else hops):
-        selected |= structure.neighbours(selected)
-    pinned = np.round(x)
     # HiGHS's feasibility-jump heuristic costs these small programs a quarter of their time
     # (10,000 units: region programs 2.1 -> 1.5 s) and finds nothing branching does not.
     parameters = solver_parameters("highs", seed, 1) + "\nmip_heuristic_run_feasibility_jump=false"
-    region_cache: dict[bytes, float] = {}
-    region_plan: dict[bytes, np.ndarray] = {}
-    piece_cache: dict[bytes, np.ndarray] = {}
-    best_chosen, best_value, bound = chosen_choices(index, x), math.inf, lp_value
-    rounds = 0
-    proven = False
-
-    def solve(program: LinearModel) -> Any:
-        remaining = max(deadline - time.perf_counter(), 0.0)
-        return solve_model(program, program.cost, "highs", remaining, parameters)
-
-    def run(programs: list[LinearModel]) -> list[Any]:
-        # Independent programs, solved concurrently (HiGHS releases the GIL; each solve is
-        # single-threaded and deterministic, so the result does not depend on the number of
-        # threads), largest first so that no thread is left alone with a long one at the end.
-        order = sorted(range(len(programs)), key=lambda i: -len(programs[i].cost))
-        solved = dict(zip(order, pool.map(solve, [programs[i] for i in order]), strict=True))
-        return [solved[i] for i in range(len(programs))]
-
     with ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
+        # The unit structure is built on one thread while the LP (or its windows) starts.
+        building = pool.submit(_Structure, index, model)
+        lp = _lp(model, deadline) if windows is None else _window_lp(index, model, windows,
+                                                                     deadline, pool)  # fmt: skip
+        structure = building.result()
+        if lp is None:
+            return None
+        x_lp, y, lp_value = lp
+        n_choices, n_units = model.n_choices, index.n_units
+        stats: dict[str, Any] = {"lp_s": round(time.perf_counter() - started, 3)}
+        stats["lp_bound"] = lp_value
+        if windows is not None:
+            stats["lp_windows"] = len(windows)
+        x = x_lp[:n_choices]
+        fractional = (x > INTEGRAL_TOL) & (x < 1 - INTEGRAL_TOL)
+        selected = np.zeros(n_units, dtype=bool)
+        selected[index.choice_unit[fractional]] = True
+        stats["fractional_units"] = int(selected.sum())
+
+        # One step of neighbours often closes a small problem in one round; on large ones the
+        # regions stay smaller without it (50,000 units: 16 against 19 CPU seconds of programs).
+        for _ in range((1 if windows is None else 0) if hops is None else hops):
+            selected |= structure.neighbours(selected)
+        pinned = np.round(x)
+        region_cache: dict[bytes, float] = {}
+        region_plan: dict[bytes, np.ndarray] = {}
+        piece_cache: dict[bytes, np.ndarray] = {}
+        best_chosen, best_value, bound = chosen_choices(index, x), math.inf, lp_value
+        rounds = 0
+        proven = False
+
+        def solve(build: Callable[[], LinearModel]) -> tuple[LinearModel, Any]:
+            # The program is built on the worker too: its slicing (Python, under the GIL) then
+            # overlaps the other worker's HiGHS solve (which releases the GIL).
+            program = build()
+            remaining = max(deadline - time.perf_counter(), 0.0)
+            return program, solve_model(program, program.cost, "highs", remaining, parameters)
+
+        def submit(tasks: list[_Task]) -> list[Future[tuple[LinearModel, Any]]]:
+            # Independent programs, solved concurrently (each solve is single-threaded and
+            # deterministic, so the result does not depend on the number of threads), largest
+            # first so that no thread is left alone with a long one at the end.
+            order = sorted(range(len(tasks)), key=lambda i: -tasks[i].size)
+            futures = {i: pool.submit(solve, tasks[i].build) for i in order}
+            return [futures[i] for i in range(len(tasks))]
+
         while True:
             rounds += 1
             part = structure.partition(selected, y)
             region_tasks = _region_tasks(model, part, region_cache)
-            for (key, program), solution in zip(
-                region_tasks, run([p for _, p in region_tasks]), strict=True
-            ):
-                region_cache[key] = solution.dual_bound
+            region_futures = submit(region_tasks)
+            # The plan's pieces depend only on the selected units: found while the regions solve.
+            pieces = _plan_pieces(index, model, selected, pinned)
+            for task, future in zip(region_tasks, region_futures, strict=True):
+                program, solution = future.result()
+                region_cache[task.key] = solution.dual_bound
                 if solution.x is not None:
-                    region_plan[key] = solution.x[: program.n_choices]
+                    region_plan[task.key] = solution.x[: program.n_choices]
             lower = part.constant + _region_bounds(part, region_cache)
             bound = max(bound, lower)
             # The regions' own solutions, where they leave no term of U - LB (module
@@ -171,16 +181,14 @@ def certify(
             x_prop = warm_start(model, chosen_choices(index, proposal))
             offenders = structure.offenders(part, y, x_prop, tolerance / 10, spread=True)
             offenders |= structure.short_regions(part, x_prop, tolerance / 10)
-            values, plan_tasks = _plan_tasks(index, model, selected, pinned, piece_cache,
-                                             proposal, offenders, part.region)  # fmt: skip
-            for batch, solution in zip(plan_tasks, run([b.program for b in plan_tasks]),
-                                       strict=True):  # fmt: skip
+            values, plan_tasks = _plan_tasks(pieces, piece_cache, proposal, offenders, part.region)
+            for task, future in zip(plan_tasks, submit(plan_tasks), strict=True):
+                program, solution = future.result()
                 if solution.x is None:  # out of time: the LP's largest choice stays
                     continue
-                x_batch = solution.x[: batch.program.n_choices]
-                values[batch.choice_columns] = x_batch
-                for key, at in batch.pieces:
-                    piece_cache[key] = x_batch[at]
+                x_piece = solution.x[: program.n_choices]
+                values[task.choice_columns] = x_piece
+                piece_cache[task.key] = x_piece
             stats["plan_programs"] = stats.get("plan_programs", 0) + len(plan_tasks)
             chosen = chosen_choices(index, values)
             value = evaluate_index(index, chosen).total
@@ -278,9 +286,9 @@ def _window_lp(
     model: LinearModel,
     windows: list[_Window],
     deadline: float,
-    threads: int,
+    pool: ThreadPoolExecutor,
 ) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """The LP's stand-in from overlapping windows of units (``threads`` at once): each unit's
+    """The LP's stand-in from overlapping windows of units (on ``pool``): each unit's
     values and each row's dual from the window it is at home in, and the Lagrangian bound of
     those duals (valid for any duals >= 0, and close to the LP's value: the windows overlap
     by more than the rows' spans, so their LPs agree with the whole one away from the ends).
@@ -301,8 +309,7 @@ def _window_lp(
         own = slice(index.choice_start[window.start] - lo, index.choice_start[window.stop] - lo)
         return found[0][own], found[1]
 
-    with ThreadPoolExecutor(max_workers=max(threads, 1)) as pool:
-        solved = list(pool.map(solve, windows))
+    solved = list(pool.map(solve, windows))
     for window, found in zip(windows, solved, strict=True):
         if found is None:
             return None
@@ -481,16 +488,26 @@ class _Structure:
         return np.asarray(selected | around)
 
 
-def _region_tasks(
-    model: LinearModel, part: _Partition, cache: dict[bytes, float]
-) -> list[tuple[bytes, LinearModel]]:
-    """The region programs (penalized costs) whose bound is not known yet, with their keys."""
+@dataclass(frozen=True)
+class _Task:
+    """An integer program to solve: its key (its columns' bytes), its size (columns: the
+    largest are solved first) and how to build it; a plan piece also carries the original
+    column of each of its choice columns."""
+
+    key: bytes
+    size: int
+    build: Callable[[], LinearModel]
+    choice_columns: np.ndarray | None = None
+
+
+def _region_tasks(model: LinearModel, part: _Partition, cache: dict[bytes, float]) -> list[_Task]:
+    """The region programs (penalized costs) whose bound is not known yet."""
     tasks = []
     for columns, rows in part.regions:
         key = columns.tobytes()
-        if key in cache:
-            continue
-        tasks.append((key, _sub_model(model, rows, columns, part.penalized[columns])))
+        if key not in cache:
+            build = partial(_sub_model, model, rows, columns, part.penalized[columns])
+            tasks.append(_Task(key, len(columns), build))
     return tasks
 
 
@@ -500,43 +517,47 @@ def _region_bounds(part: _Partition, cache: dict[bytes, float]) -> float:
     return float(part.bounds.sum())
 
 
-@dataclass
-class _PlanBatch:
-    """Pieces of the plan's integer program solved together: the program, the original
-    column of each of its choice columns, and each piece's (key, positions) in it."""
+@dataclass(frozen=True)
+class _Pieces:
+    """The plan's integer program over the selected units, every other unit pinned to its LP
+    choice (``sub``, its original ``columns`` and ``values`` of the pinned ones), cut into its
+    connected pieces (``found``: rows and columns of ``sub``; ``piece_of[u]``: u's piece)."""
 
-    program: LinearModel
-    choice_columns: np.ndarray
-    pieces: list[tuple[bytes, np.ndarray]]
+    sub: LinearModel
+    columns: np.ndarray
+    values: np.ndarray
+    found: list[tuple[np.ndarray, np.ndarray]]
+    piece_of: np.ndarray
+
+
+def _plan_pieces(
+    index: ProblemIndex, model: LinearModel, selected: np.ndarray, pinned: np.ndarray
+) -> _Pieces:
+    """The plan's program for ``selected`` units, in pieces (:class:`_Pieces`)."""
+    fixed = np.where(selected[index.choice_unit], -1.0, pinned)
+    sub, columns = restrict(model, fixed)
+    found = _pieces(sub)
+    piece_of = np.full(index.n_units, -1)
+    for i, (_, cols) in enumerate(found):
+        piece_of[index.choice_unit[columns[cols[: int((cols < sub.n_choices).sum())]]]] = i
+    return _Pieces(sub, columns, np.maximum(fixed, 0.0), found, piece_of)
 
 
 def _plan_tasks(
-    index: ProblemIndex,
-    model: LinearModel,
-    selected: np.ndarray,
-    pinned: np.ndarray,
+    pieces: _Pieces,
     cache: dict[bytes, np.ndarray],
     proposal: np.ndarray,
     offenders: np.ndarray,
     region: np.ndarray,
-) -> tuple[np.ndarray, list[_PlanBatch]]:
-    """The true integer program over the selected units, every other unit pinned to its LP
-    choice: the values known so far (pinned units, remembered pieces, and the ``proposal``'s
-    choices in pieces without ``offenders`` units) and the batches of independent pieces
-    still to solve."""
-    fixed = np.where(selected[index.choice_unit], -1.0, pinned)
-    sub, columns = restrict(model, fixed)
-    values = np.maximum(fixed, 0.0)
-    todo: list[np.ndarray] = []
-    rows_of: list[np.ndarray] = []
-    found = _pieces(sub)
-    piece_units = [index.choice_unit[columns[cols[: int((cols < sub.n_choices).sum())]]]
-                   for _, cols in found]  # fmt: skip
+) -> tuple[np.ndarray, list[_Task]]:
+    """The values known so far (pinned units, remembered pieces, and the ``proposal``'s
+    choices in pieces without ``offenders`` units) and the pieces still to solve, one
+    program each (batching pieces up to 1,000 columns cost more than it saved:
+    docs/pick-problem.md)."""
+    sub, columns, found, piece_of = pieces.sub, pieces.columns, pieces.found, pieces.piece_of
+    values = pieces.values.copy()
     # A region's solution is the best plan there only as a whole: a region in a piece that
     # must be solved takes its other pieces along.
-    piece_of = np.full(index.n_units, -1)
-    for i, units in enumerate(piece_units):
-        piece_of[units] = i
     bad_units = offenders & (piece_of >= 0)
     solve_piece = np.zeros(len(found), dtype=bool)
     while found:
@@ -548,6 +569,7 @@ def _plan_tasks(
         if more.sum() == bad_units.sum():
             break
         bad_units = more
+    tasks: list[_Task] = []
     for (rows, cols), bad in zip(found, solve_piece, strict=True):
         key = columns[cols].tobytes()
         choice_columns = columns[cols[: int((cols < sub.n_choices).sum())]]
@@ -555,19 +577,10 @@ def _plan_tasks(
             values[choice_columns] = cache[key]
         elif not bad:
             values[choice_columns] = proposal[choice_columns]
-        else:
-            todo.append(cols)
-            rows_of.append(rows)
-    # One program per piece: batching pieces up to 1,000 columns cost more than it saved
-    # (docs/pick-problem.md).
-    batches: list[_PlanBatch] = []
-    for piece, rows in zip(todo, rows_of, strict=True):
-        cols = np.sort(piece)
-        program = _sub_model(sub, rows, cols, sub.cost[cols])
-        m = int((piece < sub.n_choices).sum())
-        pieces = [(columns[piece].tobytes(), np.searchsorted(cols, piece[:m]))]
-        batches.append(_PlanBatch(program, columns[cols[: program.n_choices]], pieces))
-    return values, batches
+        else:  # the piece's columns are sorted, choices first (_pieces)
+            build = partial(_sub_model, sub, rows, cols, sub.cost[cols])
+            tasks.append(_Task(key, len(cols), build, choice_columns))
+    return values, tasks
 
 
 def _proposal(
