@@ -51,6 +51,7 @@ from tacopt.partitioner.pickers.mip import (
     INTEGRAL_TOL,
     chosen_choices,
     restrict,
+    solve_lp,
     solve_model,
     solver_parameters,
     warm_start,
@@ -211,33 +212,6 @@ def certify(
         certify_s=round(time.perf_counter() - started, 3),
     )
     return Certified(best_chosen, best_value, bound, proven, stats)
-
-
-def _lp(model: LinearModel, deadline: float) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """The LP relaxation: values, row duals (>= 0 on inequality rows) and value."""
-    from scipy.optimize import linprog
-
-    equal = model.row_lb == model.row_ub
-    matrix = model.matrix.tocsr()
-    lp = linprog(
-        model.cost,
-        A_ub=-matrix[~equal],
-        b_ub=-model.row_lb[~equal],
-        A_eq=matrix[equal],
-        b_eq=model.row_lb[equal],
-        bounds=(0, 1),
-        method="highs-ds",
-        # HiGHS's presolve costs more than it saves on this model (10,000 units: 1.4 s with
-        # it, 1.0 s without; 50,000: 14.2 s and 10.3 s), and without it the duals are those
-        # of our own rows.
-        options={"time_limit": max(deadline - time.perf_counter(), 0.0), "presolve": False},
-    )
-    if lp.status != 0:
-        return None
-    y = np.zeros(matrix.shape[0])
-    # scipy reports d(objective)/d(b_ub) <= 0 for A_ub x <= b_ub; the rows are -A x <= -lb.
-    y[~equal] = np.maximum(-lp.ineqlin.marginals, 0.0)
-    return lp.x, y, float(lp.fun)
 
 
 def _windows(
@@ -648,3 +622,8 @@ def _pieces(model: LinearModel) -> list[tuple[np.ndarray, np.ndarray]]:
     at = np.searchsorted(row_label[row_order], keys)
     ends = np.searchsorted(row_label[row_order], keys, side="right")
     return [(row_order[a:b], c) for a, b, c in zip(at, ends, col_groups, strict=True)]
+
+
+def _lp(model: LinearModel, deadline: float) -> tuple[np.ndarray, np.ndarray, float] | None:
+    """The LP relaxation (:func:`~tacopt.partitioner.pickers.mip.solve_lp`) by ``deadline``."""
+    return solve_lp(model, deadline - time.perf_counter())

@@ -457,6 +457,31 @@ def test_exact_certificate_from_window_lps_proves_the_same_optimum() -> None:
         assert close(windowed.objective, whole.objective)
 
 
+def test_lp_through_highs_bindings_is_the_lp_linprog_solves() -> None:
+    """``solve_lp`` hands HiGHS the rows as scipy's ``linprog`` does, without its Python loop:
+    the same vertex and the same duals, to the bit (the certificate's regions depend on them);
+    and both are an optimal primal-dual pair (the Lagrangian of the duals is the LP's value)."""
+    from tacopt.partitioner.pickers.formulation import build_model
+    from tacopt.partitioner.pickers.mip import _linprog_lp, solve_lp
+    from tacopt.partitioner.problem import index_problem
+
+    for seed in (0, 2):
+        model = build_model(index_problem(layered_dag_problem(300, seed=seed)))
+        equal = model.row_lb == model.row_ub
+        direct = solve_lp(model, 60.0)
+        scipy_lp = _linprog_lp(model, model.matrix.tocsr(), equal, 60.0)
+        assert direct is not None and scipy_lp is not None
+        assert np.array_equal(direct[0], scipy_lp[0]) and np.array_equal(direct[1], scipy_lp[1])
+        assert direct[2] == scipy_lp[2]
+        x, y, value = direct
+        assert np.all(y >= 0) and np.all(y[equal] == 0)
+        assert float(model.cost @ x) == pytest.approx(value, rel=1e-9)
+        # Complementary slackness: a row with a positive dual is tight at the LP's vertex.
+        slack = model.matrix @ x - model.row_lb
+        assert np.all(slack[y > 1e-7] < 1e-6)
+    assert solve_lp(model, 0.0) is None  # no time: no LP
+
+
 def test_exact_plan_does_not_depend_on_the_thread_count() -> None:
     problem = layered_dag_problem(600, seed=4)
     one, two = pick(problem, "exact", threads=1), pick(problem, "exact", threads=2)
