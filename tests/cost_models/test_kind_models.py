@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 
 from tacopt.cost_models.base import CostModelError, load_model_file
+from tacopt.cost_models.learned.fitting.features import design_row, op_vector
 from tacopt.cost_models.learned.fitting.kind_models import KindModels, fit_kind_models
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.trees import predict_stacked
 from tacopt.cost_models.learned.fitting.whole_model import whole_model_terms
 from tacopt.cost_models.model_file import model_bytes, read_model_doc
 
@@ -46,6 +48,28 @@ def test_kind_model_learns_tiled_work_and_is_json() -> None:
     assert "MUL|FLOAT" not in m and fit_kind_models(train, "lightgbm", min_records=151) == {}
 
 
+def test_kind_model_fits_the_work_and_adds_the_invoke_overhead_back() -> None:
+    # an op's latency is the invoke overhead plus its work: from ops of mostly overhead (a few
+    # output pixels) to ops 10^4 x larger, the work alone is log-linear in the tiled MACs
+    rng = np.random.default_rng(3)
+    recs = []
+    for i in range(240):
+        r = conv_record(rng, i)
+        scale = 10.0 ** rng.uniform(-3, 1)
+        r["latency_us"] = 0.7 + (r["latency_us"] - 0.5) * scale
+        r["flops"] *= scale  # the work the features see scales with it
+        r["overhead_us"] = 0.7
+        recs.append(r)
+    train, test = recs[:180], recs[180:]
+    fits = fit_kind_models(train, "lightgbm", min_records=60)
+    assert fits["CONV_2D|FLOAT"]["overhead_us"] == pytest.approx(0.7)
+    m = KindModels(fits)
+    predicted = np.array([m.predict(r) for r in test])
+    measured = np.array([r["latency_us"] for r in test])
+    assert np.sum(measured < 0.8) >= 5 and np.all(predicted > 0.7)  # never below the overhead
+    assert np.mean(np.abs(predicted / measured - 1) <= 0.1) >= 0.9
+
+
 def test_fit_chooses_kind_models_on_held_out_configurations() -> None:
     rng = np.random.default_rng(1)
     recs = [conv_record(rng, i) for i in range(300)]
@@ -69,6 +93,19 @@ def test_fit_chooses_kind_models_on_held_out_configurations() -> None:
     assert p.source == "kind" and p.latency_us == pytest.approx(probe["latency_us"], rel=0.2)
     model.kind_groups = set()  # none chosen: the shared trees answer
     assert model.predict(probe).source == "group"
+
+
+def test_trees_correct_the_net_latency_and_older_files_the_gross_one() -> None:
+    rng = np.random.default_rng(4)
+    doc = fit([conv_record(rng, i) for i in range(120)], kinds=False)
+    probe = conv_record(np.random.default_rng(8), 500)
+    new, old = LearnedCostModel(doc), LearnedCostModel({**doc, "version": 5})
+    x = np.asarray([op_vector(probe, new.tree_kinds)])
+    tree = float(predict_stacked(new.trees, x)[0])
+    log_net = float(np.asarray(design_row(probe)) @ new.fits["CONV_2D|FLOAT"])
+    ov = new.base_overhead_us
+    assert new.predict(probe).latency_us == pytest.approx(ov + np.exp(log_net + tree))
+    assert old.predict(probe).latency_us == pytest.approx((ov + np.exp(log_net)) * np.exp(tree))
 
 
 def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:
