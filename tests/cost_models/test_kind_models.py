@@ -70,6 +70,31 @@ def test_kind_model_fits_the_work_and_adds_the_invoke_overhead_back() -> None:
     assert np.mean(np.abs(predicted / measured - 1) <= 0.1) >= 0.9
 
 
+def elementwise_record(kind: str, n: int, i: int, per_element_us: float) -> dict:
+    t = [[n], "float32", False, False]
+    return {
+        "type": "op", "key": f"{kind}{i}", "model": f"{kind}:0:{i}", "kind": kind,
+        "inference_type": "FLOAT", "flops": float(n), "bytes": 12.0 * n, "inputs": [t, t],
+        "outputs": [t], "options": {}, "overhead_us": 0.7,
+        "latency_us": 0.7 + n * per_element_us,
+    }  # fmt: skip
+
+
+def test_a_family_model_prices_a_kind_with_few_configurations() -> None:
+    rng = np.random.default_rng(5)
+    sizes = [int(v) for v in 10 ** rng.uniform(3, 6, 160)]
+    recs = [elementwise_record("ADD", n, i, 1e-3) for i, n in enumerate(sizes[:140])]
+    subs = [elementwise_record("SUB", n, i, 1.5e-3) for i, n in enumerate(sizes[140:])]
+    fits = fit_kind_models(recs + subs[:12], "lightgbm", min_records=60)
+    assert set(fits) == {"ADD|FLOAT", "family:elementwise|FLOAT"}
+    assert fits["family:elementwise|FLOAT"]["kinds"] == ["ADD", "SUB"]
+    m = KindModels(json.loads(json.dumps(fits)))
+    held = subs[12:]
+    assert all(m.predict(r) is None for r in held)  # no model of its own
+    ratios = np.array([m.predict(r, by_family=True) / r["latency_us"] for r in held])
+    assert np.all(np.abs(ratios - 1) <= 0.1), ratios  # SUB's 1.5x per element, learnt from 12
+
+
 def test_fit_chooses_kind_models_on_held_out_configurations() -> None:
     rng = np.random.default_rng(1)
     recs = [conv_record(rng, i) for i in range(300)]

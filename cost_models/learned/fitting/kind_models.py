@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -48,6 +48,7 @@ from tacopt.cost_models.learned.fitting.trees import (
     stack_trees,
 )
 from tacopt.cost_models.learned.fitting.whole_model import net_latency
+from tacopt.cost_models.learned.measurement.speed import family
 
 #: Inputs of a kind model's log-linear base (after a constant 1), by :data:`FEATURES` name.
 BASE_FEATURES = ("log_padded_macs", "log_bytes", "log_flops", "log_output_elements")
@@ -94,6 +95,17 @@ _BASE_COLUMNS = [FEATURES.index(f) for f in BASE_FEATURES]
 def group_of(features: Mapping[str, Any]) -> str:
     """``"KIND|INFERENCE_TYPE"`` of an op record."""
     return f"{features['kind']}|{features.get('inference_type')}"
+
+
+def family_group(group: str) -> str:
+    """The family model's name for ``group``: its kernel family
+    (:func:`~tacopt.cost_models.learned.measurement.speed.family`) and inference type.
+
+    >>> family_group("MUL|FLOAT"), family_group("PAD|QUANTIZED_INT8")
+    ('family:elementwise|FLOAT', 'family:movement|QUANTIZED_INT8')
+    """
+    kind, _, itype = group.partition("|")
+    return f"family:{family(kind, itype)}|{itype}"
 
 
 def fc_as_pointwise_conv(features: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -149,14 +161,18 @@ def fit_kind_models(
     min_records: int = MIN_RECORDS,
     groups: Collection[str] | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """A model per (kind, inference type) with at least ``min_records`` ``op`` records (only
-    those in ``groups`` when given): ``{"KIND|TYPE": {"w", "trees", "n", "range"}}``,
-    JSON-ready. A kind's group also learns from the records of the kinds that are its aliases
-    (:data:`ALIASES`: CONV_2D from FULLY_CONNECTED as 1x1 convolutions: one GEMM model)."""
+    """A model per (kind, inference type) with at least ``min_records`` ``op`` records, and one
+    per (kernel family, inference type) (:func:`family_group`; only those in ``groups`` when
+    given): ``{"KIND|TYPE": {"w", "trees", "n", "range", "overhead_us"}}``, JSON-ready. A kind's
+    group also learns from the records of the kinds that are its aliases (:data:`ALIASES`:
+    CONV_2D from FULLY_CONNECTED as 1x1 convolutions: one GEMM model). A family model learns from
+    every kind of its family (two or more), told apart by one tree input per kind (``kinds``): a
+    kind with few configurations borrows what the others show of how the kernels scale."""
     by_group: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for r in records:
         if r.get("type", "op") == "op" and r.get("latency_us"):
             by_group[group_of(r)].append(r)
+            by_group[family_group(group_of(r))].append(r)
             # the kind that runs it learns from it too (a FULLY_CONNECTED is a 1x1 CONV_2D)
             converted = ALIASES[r["kind"]][1](r) if r["kind"] in ALIASES else None
             if converted is not None:
@@ -166,13 +182,19 @@ def fit_kind_models(
         rows = by_group[name]
         if len(rows) < min_records or (groups is not None and name not in groups):
             continue
-        X = np.array([op_vector(r) for r in rows])
+        kinds: list[str] = []
+        if name.startswith("family:"):  # one input per kind; a family of one kind adds nothing
+            kinds = sorted(k for k, n in Counter(r["kind"] for r in rows).items() if n >= 4)
+            if len(kinds) < 2:
+                continue
+        X = np.array([op_vector(r, kinds) for r in rows])
         y = np.log([net_latency(r) for r in rows])
         A = _base_rows(X)
         w = np.linalg.solve(A.T @ A + RIDGE * np.eye(A.shape[1]), A.T @ y)
         trees = _FIT[learner](X, y, A @ w, KIND_PARAMS[learner])
         fits[name] = {
             "n": len(rows),
+            **({"kinds": kinds} if kinds else {}),
             "overhead_us": _round([statistics.median(r.get("overhead_us", 0.0) for r in rows)])[0],
             "w": _round(w.tolist()),
             "range": _round([float(y.min()) - LOW_MARGIN, float(y.max()) + HIGH_MARGIN]),
@@ -206,6 +228,7 @@ class KindModels:
         self.range = {k: tuple(v.get("range", (-math.inf, math.inf))) for k, v in fits.items()}
         # fitted on net latencies (the invoke overhead added back), or gross (older files: 0)
         self.overhead = {k: float(v.get("overhead_us", 0.0)) for k, v in fits.items()}
+        self.kinds = {k: list(v.get("kinds", [])) for k, v in fits.items()}
 
     def __contains__(self, group: str) -> bool:
         return group in self.w
@@ -219,18 +242,27 @@ class KindModels:
         return alias[1](features)
 
     def predict(
-        self, features: Mapping[str, Any], *, own: bool = True, alias: bool = True
+        self,
+        features: Mapping[str, Any],
+        *,
+        own: bool = True,
+        alias: bool = True,
+        by_family: bool = False,
     ) -> float | None:
-        """Predicted single-op latency (us, invoke overhead included) by the op's own group
-        model (``own``) or, without one, as the kind it is an alias of (``alias``); None when
-        neither applies."""
+        """Predicted single-op latency (us, invoke overhead included) by the op's family model
+        (``by_family``), else its own group model (``own``), else as the kind it is an alias of
+        (``alias``); None when none applies."""
         name = group_of(features)
-        if not (own and name in self.w):
+        if by_family:
+            name = family_group(name)
+            if name not in self.w:
+                return None
+        elif not (own and name in self.w):
             converted = self.alias_target(features) if alias else None
             if converted is None:
                 return None
             features, name = converted, group_of(converted)
-        x = np.asarray([op_vector(features)])
+        x = np.asarray([op_vector(features, self.kinds[name])])
         log_latency = float(_base_rows(x)[0] @ self.w[name])
         if name in self.trees:
             log_latency += float(predict_stacked(self.trees[name], x)[0])

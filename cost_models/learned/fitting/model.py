@@ -22,15 +22,18 @@ How a prediction is made (the source is reported by :meth:`LearnedCostModel.pred
    bytes, FLOPs and output elements, boosted trees on its residual), its own or the GEMM one a
    FULLY_CONNECTED runs as, which beat the shared trees on held-out training configurations
    (``kind_groups``; chosen in :func:`fit`).
-3. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
+3. ``family``: the group is priced by its kernel family's model (every kind of the family,
+   told apart by one input per kind: elementwise, data movement, ...), chosen the same way
+   (``family_groups``).
+4. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
    elements]`` per (kind, inference type), shrunk towards the kind's fit, itself shrunk towards
    the global one (``SHRINK``), corrected by boosted regression trees (LightGBM's,
    stored as JSON lists) over :data:`FEATURES` (kernel geometry, GEMM / XNNPACK tiles, groups,
    broadcast pattern, copy runs, ...) and one flag per frequent kind.
-4. ``movement``: a data-movement kind for which :mod:`~tacopt.cost_models.movement` (fixed +
+5. ``movement``: a data-movement kind for which :mod:`~tacopt.cost_models.movement` (fixed +
    per byte + per copied run) beat the trees on held-out training configurations
    (``movement_kinds``), or which has no fit of its own.
-5. ``fallback``: a kind never measured: the global fit and the trees, at least a GEMM of its
+6. ``fallback``: a kind never measured: the global fit and the trees, at least a GEMM of its
    FLOPs (``fallback_flops_per_us``); ``strict=True`` raises :class:`CostModelError` instead.
 
 Whole models (:meth:`LearnedCostModel.predict_model`): one invoke overhead + ``in_model_scale`` x
@@ -80,6 +83,7 @@ from tacopt.cost_models.learned.fitting.features import (
 from tacopt.cost_models.learned.fitting.kind_models import (
     KindModels,
     alias_group,
+    family_group,
     fit_kind_models,
     group_of,
 )
@@ -202,7 +206,7 @@ def fit(
         raise CostModelError("learned: fitting needs LightGBM (pip install lightgbm)")
     anchor = run_speed(records)
     records = normalize_records(records, anchor)
-    sources = _choose_sources(records, device, learner) if kinds else (None, [], [])
+    sources = _choose_sources(records, device, learner) if kinds else (None, [], [], [])
     model = _fit(records, device, learner, *sources)
     model["anchor_speed"] = model["speed"] = anchor
     model["fingerprint"] = records_fingerprint(records)  # the device they were measured on
@@ -211,14 +215,15 @@ def fit(
 
 def _choose_sources(
     records: Sequence[Mapping[str, Any]], device: str, learner: str
-) -> tuple[list[str], list[str], list[str]]:
-    """``(movement_kinds, kind_groups, alias_groups)``: which data-movement kinds the copy model
-    prices (:func:`movement_fits`), which (kind, inference type) groups their own model prices
-    and which the model of the kind they are an alias of (:mod:`~tacopt.cost_models.
-    kind_models`), instead of the shared trees. Chosen on held-out training configurations:
-    fit on 4 in 5 (by key hash), count ops within ±10 % on the rest. A movement kind without 5
-    held-out ops keeps the copy model (it extrapolates more safely); a group needs 8 held-out
-    ops and strictly more hits for a kind model (its own wins ties with the alias)."""
+) -> tuple[list[str], list[str], list[str], list[str]]:
+    """``(movement_kinds, kind_groups, alias_groups, family_groups)``: which data-movement kinds
+    the copy model prices (:func:`movement_fits`), which (kind, inference type) groups their own
+    model prices, which the model of the kind they are an alias of, and which their kernel
+    family's model (:mod:`~tacopt.cost_models.learned.fitting.kind_models`), instead of the
+    shared trees. Chosen on held-out training configurations: fit on 4 in 5 (by key hash), count
+    ops within ±10 % on the rest. A movement kind without 5 held-out ops keeps the copy model (it
+    extrapolates more safely); a group needs 8 held-out ops and strictly more hits for a kind or
+    family model (ties go to its own, then the alias, then the family)."""
 
     def held(r: Mapping[str, Any]) -> bool:
         digest = hashlib.sha1(str(r.get("key")).encode()).hexdigest()
@@ -226,12 +231,12 @@ def _choose_sources(
 
     test = [r for r in records if held(r)]
     if len(test) < 5:
-        return sorted(MOVEMENT), [], []
+        return sorted(MOVEMENT), [], [], []
     trial = LearnedCostModel(
-        _fit([r for r in records if not held(r)], device, learner, None, None, None)
+        _fit([r for r in records if not held(r)], device, learner, None, None, None, None)
     )
-    # per group: n, shared trees, copy model, own kind model, alias
-    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    # per group: n, shared trees, copy model, own kind model, alias, family model
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0, 0])
     for r in test:
         m = r["latency_us"]
         h = hits[group_of(r)]
@@ -240,7 +245,7 @@ def _choose_sources(
         h[1] += abs(trial.predict(r).latency_us - m) <= 0.1 * m
         trial.movement_kinds = None
         h[2] += abs(trial.predict(r).latency_us - m) <= 0.1 * m
-        for i, kw in ((3, {"alias": False}), (4, {"own": False})):
+        for i, kw in ((3, {"alias": False}), (4, {"own": False}), (5, {"by_family": True})):
             p = trial.kind_models.predict(r, **kw)
             h[i] += p is not None and abs(p - m) <= 0.1 * m
     by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
@@ -248,13 +253,13 @@ def _choose_sources(
         for i in range(3):
             by_kind[g.split("|")[0]][i] += h[i]
     movement = sorted(k for k in MOVEMENT if by_kind[k][0] < 5 or by_kind[k][2] >= by_kind[k][1])
-    own: list[str] = []
-    alias: list[str] = []
+    chosen: tuple[list[str], list[str], list[str]] = ([], [], [])  # own, alias, family
     for g, h in sorted(hits.items()):
         shared = h[2] if g.split("|")[0] in movement else h[1]
-        if h[0] >= 8 and max(h[3], h[4]) > shared:
-            (own if h[3] >= h[4] else alias).append(g)
-    return movement, own, alias
+        best = max(range(3), key=lambda i: (h[3 + i], -i))  # ties: own, then alias, then family
+        if h[0] >= 8 and h[3 + best] > shared:
+            chosen[best].append(g)
+    return movement, *chosen
 
 
 def _fit(
@@ -264,6 +269,7 @@ def _fit(
     movement_kinds: Sequence[str] | None,
     kind_groups: Sequence[str] | None,
     alias_groups: Sequence[str] | None,
+    family_groups: Sequence[str] | None,
 ) -> dict[str, Any]:
     ops = [r for r in records if r.get("type") == "op"]
     if not ops:
@@ -332,12 +338,17 @@ def _fit(
     if movement_kinds is not None:
         model["movement_kinds"] = list(movement_kinds)
     # kind models: every eligible group for a trial; for the result the chosen groups' own and
-    # those their aliases need
-    if kind_groups is None or alias_groups is None:
+    # those their aliases and families need
+    if kind_groups is None or alias_groups is None or family_groups is None:
         model["kind_models"] = fit_kind_models(ops, learner)
     else:
         model["kind_groups"] = sorted([*kind_groups, *alias_groups])
-        needed = {*kind_groups, *(alias_group(g) for g in alias_groups)}
+        model["family_groups"] = sorted(family_groups)
+        needed = {
+            *kind_groups,
+            *(alias_group(g) for g in alias_groups),
+            *(family_group(g) for g in family_groups),
+        }
         model["kind_models"] = fit_kind_models(ops, learner, groups=needed)
     model["in_model_scale"], model["per_op_us"], model["while_trip_us"] = whole_model_terms(
         records, LearnedCostModel(model)
@@ -378,6 +389,8 @@ class LearnedCostModel(CostModelBase):
             #: can be)
             kg = doc.get("kind_groups")
             self.kind_groups: set[str] | None = None if kg is None else set(kg)
+            #: groups priced by their kernel family's model
+            self.family_groups = set(doc.get("family_groups", []))
             #: the invoke overhead of the base fit (its table and fits include it) and of the
             #: device predicted for (the adapted one's, :mod:`~tacopt.cost_models.adapt`)
             self.base_overhead_us = float(doc["overhead_us"])
@@ -442,6 +455,10 @@ class LearnedCostModel(CostModelBase):
         if key is not None and key in self.table:
             return Prediction(self.table[key] + self.table_offset, "exact")
         kind, group = features["kind"], group_of(features)
+        if group in self.family_groups:
+            by_family = self.kind_models.predict(features, by_family=True)
+            if by_family is not None:
+                return Prediction(by_family, "family")
         if self.kind_groups is None or group in self.kind_groups:
             by_kind = self.kind_models.predict(features)
             if by_kind is not None:
