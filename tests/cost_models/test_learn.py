@@ -7,6 +7,7 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tacopt.cost_models.learned import cli_learn
@@ -65,6 +66,41 @@ def test_adapt_re_anchors_each_family_by_its_reference() -> None:
     doc = adapt(base, slow, trees=False)
     assert abs(doc["adapted"]["corrections"]["ADD|FLOAT"]) < 0.05
     assert doc["speed"]["add"] == 30.0 and doc["anchor_speed"]["add"] == 10.0
+
+
+def _sized(n: int, i: int, net_us: float, speed: float = 10.0) -> dict:
+    t = [[n], "float32"]
+    return {"type": "op", "key": f"ADD{i}", "kind": "ADD", "inference_type": "FLOAT",
+            "model": "m", "flops": float(n), "bytes": 12.0 * n, "outputs": [t], "options": {},
+            "inputs": [t, t], "latency_us": 0.5 + net_us, "overhead_us": 0.5,
+            "speed": {"add": speed, "conv": 10.0}}  # fmt: skip
+
+
+def test_adapt_learns_afresh_the_families_it_corrects_badly() -> None:
+    """A base that knows nothing true of the new device (fitted on timings of pure noise): its
+    predictions are no basis to correct, and a model of the device's own records prices it."""
+    rng = np.random.default_rng(0)
+    sizes = [int(v) for v in 10 ** rng.uniform(2, 6, 500)]
+    noise = np.exp(rng.normal(0.0, 1.0, 200))
+    base = fit([_sized(n, i, n / 1000 * e) for i, (n, e) in enumerate(zip(sizes, noise))])
+    new = [_sized(n, 1000 + i, n / 500) for i, n in enumerate(sizes[200:])]
+    train, probe = new[:240], new[240:]
+    doc = json.loads(json.dumps(adapt(base, train)))  # plain JSON
+    assert doc["adapted"]["own_families"] == ["elementwise"]
+    model, corrected = LearnedCostModel(doc), LearnedCostModel(adapt(base, train, own=False))
+
+    def hits(m: LearnedCostModel) -> float:
+        ok = [abs(m.predict(r).latency_us / r["latency_us"] - 1) <= 0.1 for r in probe]
+        return sum(ok) / len(ok)
+
+    assert hits(model) >= 0.9 and hits(model) > hits(corrected)
+    assert model.predict(probe[0]).source.startswith("own ")
+    # a device whose reference runs 2x slower: the own model's units are put in the base's
+    slow = [{**r, "speed": {"add": 20.0, "conv": 10.0}} for r in train]
+    model = LearnedCostModel(adapt(base, slow))
+    assert model.predict(probe[0]).latency_us == pytest.approx(
+        LearnedCostModel(doc).predict(probe[0]).latency_us / 2, rel=0.02
+    )
 
 
 def test_corrections_of_nothing_and_bad_input() -> None:

@@ -104,6 +104,7 @@ from tacopt.cost_models.learned.measurement.fingerprint import records_fingerpri
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 from tacopt.cost_models.learned.measurement.speed import (
     family,
+    family_index,
     family_indices,
     normalize_records,
     run_speed,
@@ -401,6 +402,9 @@ class LearnedCostModel(CostModelBase):
             self.adapt_trees = stack_trees(adapted["trees"]) if adapted.get("trees") else None
             #: the adapted trees also see the corrected net latency (after the tree features)
             self.adapt_trees_see_net = adapted.get("tree_inputs") == "features+log_net"
+            #: a model of the adapted device's own, for the kernel families it prices better
+            self.own = LearnedCostModel(adapted["own"]) if adapted.get("own") else None
+            self.own_families = set(adapted.get("own_families", []))
             self.scale = float(doc.get("in_model_scale", 1.0))
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
             self.per_op_us = float(doc.get("per_op_us", 0.0))
@@ -432,10 +436,17 @@ class LearnedCostModel(CostModelBase):
     def predict(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
         module docstring for the order); an adapted model (:mod:`~tacopt.cost_models.adapt`)
-        looks up what it measured on its device, else corrects the base's net latency by the
-        op's kind or family."""
+        looks up what it measured on its device, else asks its model of that device's own for
+        the kernel families it chose it for, else corrects the base's net latency by the op's
+        kind or family."""
         if key is not None and key in self.adapt_table:
             return Prediction(self.adapt_table[key], "exact")
+        fam = family(features["kind"], features.get("inference_type"))
+        if self.own is not None and fam in self.own_families:
+            # the own model's units (the adapted device's speed) in the base's
+            p = self.own.predict(features)
+            scale = family_index(self.own.anchor_speed, self.anchor_speed, fam)
+            return Prediction(p.latency_us / scale, f"own {p.source}")
         p = self._predict_base(features, key=key)
         if not self.corrections:
             return p

@@ -12,6 +12,10 @@ A model fitted on one device predicts another in two steps:
    unsampled kind follows its family. The measured configurations are looked up exactly.
 3. **Residual trees** (:func:`_residual_trees`): boosted trees on what the corrections leave,
    from the op's features and its corrected net latency (version 6 bases).
+4. **Or learn afresh** (:func:`_own_model`): with enough records, a model fitted on the new
+   device's records alone prices the kernel families where it beat the corrected base on
+   held-out records: a device whose kernels differ in kind (LiteRT's builtin kernels against
+   XNNPACK) is learnt better than corrected.
 
 Where to measure (:func:`uncertain_weights`): the samplers of the generic and the ``net``
 priors, each weighted by its prior weight x how unsure the base model is about that kind: the
@@ -26,6 +30,7 @@ be planned before it starts and resumed.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 from collections import defaultdict
@@ -39,6 +44,9 @@ from tacopt.cost_models.learned.measurement.speed import family, normalize_recor
 SHRINK = 3.0
 #: Corrections are kept within e^-CLIP .. e^CLIP (a ratio of 20 either way).
 CLIP = 3.0
+#: Records from which a model of the new device's own is tried against the corrected base, and
+#: held-out records a kernel family needs for the choice (:func:`_own_model`).
+MIN_OWN, MIN_HELD = 200, 8
 #: LightGBM's residual trees on top of the corrected base (few samples: small, slow-learning),
 #: 600 rounds, with the corrected net latency as an input (a device whose kernels gain with
 #: size, such as 2 threads, differs from the base by a slope, not a constant): on the zoo's
@@ -112,6 +120,7 @@ def adapt(
     *,
     device: str | None = None,
     trees: bool = True,
+    own: bool = True,
 ) -> dict[str, Any]:
     """The base model (a learned model's JSON doc) adapted to the device of ``records``
     (op records measured there, carrying ``speed``): anchored on the base's units, its
@@ -156,7 +165,40 @@ def adapt(
     }
     if trees and len(norm) >= 20:
         doc["adapted"].update(_residual_trees(doc, norm))
+    if own and trees and len(norm) >= MIN_OWN:
+        doc["adapted"].update(_own_model(base_doc, doc, ops))
     return doc
+
+
+def _own_model(
+    base_doc: Mapping[str, Any], adapted: Mapping[str, Any], ops: Sequence[Mapping[str, Any]]
+) -> dict[str, Any]:
+    """``{"own": DOC, "own_families": [...]}``: a model fitted on the new device's records
+    alone, for the kernel families where it beats the corrected base on held-out records (1 in 5
+    by key hash, each side fitted on the other 4; at least ``MIN_HELD`` held-out ops and
+    strictly more within ±10 %); ``{}`` when it beats it nowhere. A device whose kernels differ
+    in kind, not in speed (LiteRT's builtin kernels against XNNPACK), is learnt better afresh than
+    corrected."""
+    from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+
+    def held(r: Mapping[str, Any]) -> bool:
+        return int(hashlib.sha1(str(r.get("key")).encode()).hexdigest()[:8], 16) % 5 == 0
+
+    train = [r for r in ops if not held(r)]
+    test = [r for r in ops if held(r)]
+    own = LearnedCostModel(fit(train, device=str(adapted.get("device", "CPU"))))
+    base = LearnedCostModel(adapt(base_doc, train, own=False))
+    hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # n, corrected base, own
+    for model, i in ((base, 1), (own, 2)):
+        for r in normalize_records(test, model.anchor_speed):
+            m = r["latency_us"]
+            h = hits[family(r["kind"], r.get("inference_type"))]
+            h[0] += i == 1
+            h[i] += abs(model.predict(r).latency_us - m) <= 0.1 * m
+    families = sorted(f for f, (n, b, o) in hits.items() if n >= MIN_HELD and o > b)
+    if not families:
+        return {}
+    return {"own": fit(ops, device=str(adapted.get("device", "CPU"))), "own_families": families}
 
 
 def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
