@@ -72,8 +72,9 @@ def run_inspect_model(args: argparse.Namespace) -> int:
     """What a learned model file is: its device fingerprint, training data, calibration.
 
     Print a learned model file's device fingerprint (CPU, ISA extensions, cores, LiteRT version,
-    op resolver / delegate, threads), what it was trained on and its calibration, and whether
-    this machine is the device it was fitted on.
+    op resolver / delegate, threads), what it was trained on, its calibration, what it was
+    adapted from (``tacopt learn --from``), and whether this machine is the device it was fitted
+    on.
     """
     from tacopt.cost_models.learned.measurement.fingerprint import (
         describe,
@@ -97,6 +98,13 @@ def run_inspect_model(args: argparse.Namespace) -> int:
         "this_machine": host,
         "differences": diff,
     }
+    adapted = doc.get("adapted")
+    if adapted:  # tacopt learn --from: the base it was adapted from, and how
+        info["adapted"] = {
+            "ops": adapted.get("ops"),
+            "base_fingerprint": adapted.get("base_fingerprint"),
+            "own_families": adapted.get("own_families", []),
+        }
     if args.json:
         print(json.dumps(info, sort_keys=True))
         return 0
@@ -108,6 +116,11 @@ def run_inspect_model(args: argparse.Namespace) -> int:
         print(f"trained on: {json.dumps(doc['trained_on'], sort_keys=True)}")
     if doc.get("calibrated"):
         print(f"calibrated: {json.dumps(doc['calibrated'], sort_keys=True)}")
+    if adapted:
+        a = info["adapted"]
+        own = ", ".join(a["own_families"]) or "none"
+        print(f"adapted on {a['ops']} ops from: {describe(a['base_fingerprint'])}")
+        print(f"  kernel families priced by a model of this device's own: {own}")
     print(f"this machine: {describe(host)}")
     if diff is None:
         print("same device: unknown (the model records no fingerprint)")

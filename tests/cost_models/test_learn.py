@@ -76,7 +76,7 @@ def _sized(n: int, i: int, net_us: float, speed: float = 10.0) -> dict:
             "speed": {"add": speed, "conv": 10.0}}  # fmt: skip
 
 
-def test_adapt_learns_afresh_the_families_it_corrects_badly() -> None:
+def test_adapt_learns_afresh_the_families_it_corrects_badly(tmp_path: Path, capsys) -> None:
     """A base that knows nothing true of the new device (fitted on timings of pure noise): its
     predictions are no basis to correct, and a model of the device's own records prices it."""
     rng = np.random.default_rng(0)
@@ -95,6 +95,14 @@ def test_adapt_learns_afresh_the_families_it_corrects_badly() -> None:
 
     assert hits(model) >= 0.9 and hits(model) > hits(corrected)
     assert model.predict(probe[0]).source.startswith("own ")
+    path = tmp_path / "adapted.json"
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["inspect-model", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)["adapted"]
+    assert info["own_families"] == ["elementwise"] and info["ops"] == 240
+    assert main(["inspect-model", str(path)]) == 0
+    assert "a model of this device's own: elementwise" in capsys.readouterr().out
     # a device whose reference runs 2x slower: the own model's units are put in the base's
     slow = [{**r, "speed": {"add": 20.0, "conv": 10.0}} for r in train]
     model = LearnedCostModel(adapt(base, slow))
