@@ -5,7 +5,7 @@ almost every unit: on the synthetic layered DAGs, 1 to 6 % of the units are frac
 small clusters. Branch-and-bound over the whole model spends its time proving what is true
 almost everywhere. This module proves it region by region instead.
 
-1. **LP.** Solve the relaxation (HiGHS dual simplex through scipy): values ``x`` and row
+1. **LP.** Solve the relaxation (HiGHS dual simplex, ``mip.solve_lp``): values ``x`` and row
    duals ``y``; its value ``L`` is a lower bound. On large problems whose rows each span few
    consecutive units, overlapping windows of units are solved instead, on both cores, and
    their values and duals stitched (any ``y >= 0`` serves the bound below; ``L`` is then
