@@ -2,16 +2,16 @@
 
 Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`; the model
 is plain JSON (format ``tacopt-learned``, version 6), never pickle, and loads as a cost model with
-``--cost-model path/to/model.json``. The target is the log of the measured single-op latency
-(one ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
+``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
+``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
 ``per_op_us``.
 
-Every fitted part predicts the *net* latency, the invoke overhead added back once: an op of
-0.9 us is 0.68 us of overhead and 0.22 us of work, and a fit of the gross latency in log space
-spends its accuracy on the overhead (version 6; before, the trees and kind models fitted the
-gross latency: sweep held-out configurations 64.1 -> 67.2 % within ±10 %, the zoo's tuning half
-66.0 -> 71.1 %, same records, docs/cost-models.md).
+Every fitted part works on the log of the *net* latency, the invoke overhead added back once:
+an op of 0.9 us is 0.68 us of overhead and 0.22 us of work, and a fit of the gross latency in
+log space spends its accuracy on the overhead (version 6; before, the trees and kind models
+fitted the gross latency: sweep held-out configurations 64.1 -> 67.2 % within ±10 %, the zoo's
+tuning half 65.3 / 65.7 -> 69.9 / 72.3 %, same records, docs/cost-models.md).
 
 How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`):
 
@@ -441,12 +441,13 @@ class LearnedCostModel(CostModelBase):
         kind or family."""
         if key is not None and key in self.adapt_table:
             return Prediction(self.adapt_table[key], "exact")
-        fam = family(features["kind"], features.get("inference_type"))
-        if self.own is not None and fam in self.own_families:
-            # the own model's units (the adapted device's speed) in the base's
-            p = self.own.predict(features)
-            scale = family_index(self.own.anchor_speed, self.anchor_speed, fam)
-            return Prediction(p.latency_us / scale, f"own {p.source}")
+        if self.own is not None:
+            fam = family(features["kind"], features.get("inference_type"))
+            if fam in self.own_families:
+                # the own model's units (the adapted device's speed) in the base's
+                p = self.own.predict(features)
+                scale = family_index(self.own.anchor_speed, self.anchor_speed, fam)
+                return Prediction(p.latency_us / scale, f"own {p.source}")
         p = self._predict_base(features, key=key)
         if not self.corrections:
             return p
