@@ -50,3 +50,15 @@ def test_bad_contest_runs_are_one_line_and_write_nothing(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
     assert not out.exists()
+
+
+def test_bench_primal_times_the_tacopt_command_of_its_environment(monkeypatch) -> None:
+    from tacopt.benchmarks.scripts.picking import bench_primal
+    from tacopt.fusion.ir.errors import TacoptError
+
+    command = Path(bench_primal.tacopt_command())
+    assert command.name == "tacopt" and command.is_file()
+    monkeypatch.setattr(bench_primal.sys, "executable", "/nonexistent/python")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(TacoptError, match="'tacopt' command is not installed"):
+        bench_primal.tacopt_command()

@@ -29,6 +29,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.benchmarks.scripts.picking.bench_iopddl import BEST_KNOWN, instances
+from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.cli.pick import contest_time_limit
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.plan import evaluate_index
@@ -82,14 +84,25 @@ def write_instance(spec: tuple, folder: Path) -> Path:
     return path
 
 
+def tacopt_command() -> str:
+    """The ``tacopt`` command of this Python's environment (its ``bin``, where a venv puts it),
+    else the one on ``PATH``: the whole command is what is timed, as a user runs it."""
+    beside = Path(sys.executable).with_name("tacopt")
+    found = str(beside) if beside.is_file() else shutil.which("tacopt")
+    if found is None:
+        raise TacoptError("the 'tacopt' command is not installed here (pip install -e .)")
+    return found
+
+
 def run_one(path: Path, limit: float, best: int | None, seed: int = 0) -> dict[str, Any]:
     """``tacopt pick`` on ``path`` within ``limit`` seconds; the record of its solution."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "solution.json"
+        command = tacopt_command()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         proc = subprocess.run(
-            ["tacopt", "pick", str(path), "--picker", "exact", "--time-limit", str(limit),
+            [command, "pick", str(path), "--picker", "exact", "--time-limit", str(limit),
              "--solution", str(out), "--seed", str(seed)],
             capture_output=True, text=True,
         )  # fmt: skip
