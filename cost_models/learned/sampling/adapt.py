@@ -188,13 +188,21 @@ def _own_model(
     test = [r for r in ops if held(r)]
     own = LearnedCostModel(fit(train, device=str(adapted.get("device", "CPU"))))
     base = LearnedCostModel(adapt(base_doc, train, own=False))
+    def within(model: LearnedCostModel, r: Mapping[str, Any]) -> bool:
+        return abs(model.predict(r).latency_us - r["latency_us"]) <= 0.1 * r["latency_us"]
+
     hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # n, corrected base, own
-    for model, i in ((base, 1), (own, 2)):
-        for r in normalize_records(test, model.anchor_speed):
-            m = r["latency_us"]
-            h = hits[family(r["kind"], r.get("inference_type"))]
-            h[0] += i == 1
-            h[i] += abs(model.predict(r).latency_us - m) <= 0.1 * m
+    # each side judged in its own units (the base's anchor, the new device's)
+    pairs = zip(
+        normalize_records(test, base.anchor_speed),
+        normalize_records(test, own.anchor_speed),
+        strict=True,
+    )
+    for in_base, in_own in pairs:
+        h = hits[family(in_base["kind"], in_base.get("inference_type"))]
+        h[0] += 1
+        h[1] += within(base, in_base)
+        h[2] += within(own, in_own)
     families = sorted(f for f, (n, b, o) in hits.items() if n >= MIN_HELD and o > b)
     if not families:
         return {}
