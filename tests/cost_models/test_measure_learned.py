@@ -19,7 +19,15 @@ from tacopt.cost_models.learned.measurement.singleop import (
     op_key,
 )
 from tacopt.cost_models.learned.measurement.speed import normalize_records
+from tacopt.cost_models.learned.measurement.timing import (
+    Gate,
+    MeasureConfig,
+    Timer,
+    neg_graph,
+    run_pass,
+)
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
+from tacopt.fusion.tflite.writer import serialize_tflite
 from tacopt.partitioner.cli import main
 
 
@@ -128,8 +136,6 @@ def test_latency_is_the_fastest_sample_and_the_gate_marks_slow_ones() -> None:
     """An op's latency is its fastest sample over every instance (contention only ever slows a
     sample); samples whose probe reads show the machine slow are counted as rejected and left
     out of the median (no real timing here: the samples are set by hand)."""
-    from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, Timer, neg_graph
-    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(probe_reads=1, calibrate_s=0.0)
     gate = Gate(cfg)
@@ -177,13 +183,6 @@ class _SlowEpisode:
 def test_top_up_until_the_op_has_its_quiet_samples(target, waits) -> None:
     """9 samples over 3 instances; the episode leaves 3 of them quiet. An op with fewer quiet
     samples than ``quiet_target`` is sampled again, each time after waiting for quiet."""
-    from tacopt.cost_models.learned.measurement.timing import (
-        MeasureConfig,
-        Timer,
-        neg_graph,
-        run_pass,
-    )
-    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(samples=9, rounds=3, quiet_target=target, max_time_s=10.0)
     gate = _SlowEpisode()
@@ -346,13 +345,6 @@ def test_measure_types(models: list[Path], tmp_path: Path, capsys) -> None:
 def test_passes_split_the_samples_and_park_between() -> None:
     """With 2 passes an op gets half its samples per pass, on new instances each time; parked
     between passes it holds no interpreter, and its inputs are drawn again identically."""
-    from tacopt.cost_models.learned.measurement.timing import (
-        MeasureConfig,
-        Timer,
-        neg_graph,
-        run_pass,
-    )
-    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(samples=8, rounds=4, quiet_target=1, max_time_s=10.0, passes=2)
     gate = _SlowEpisode()
@@ -378,8 +370,6 @@ def test_queue_writes_an_op_after_its_last_pass_and_parks_it_for_the_gap(tmp_pat
 
     from tacopt.cost_models.learned.measurement.queue import OpQueue
     from tacopt.cost_models.learned.measurement.speed import SpeedTracker
-    from tacopt.cost_models.learned.measurement.timing import MeasureConfig, neg_graph
-    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(samples=4, rounds=2, quiet_target=1, passes=2, pass_gap_s=3600, chunk=4)
     f, stats, keys = io.StringIO(), {"measured": 0, "skipped": 0}, []
@@ -406,8 +396,6 @@ def test_queue_past_its_deadline_writes_parked_ops_as_they_are() -> None:
 
     from tacopt.cost_models.learned.measurement.queue import OpQueue
     from tacopt.cost_models.learned.measurement.speed import SpeedTracker
-    from tacopt.cost_models.learned.measurement.timing import MeasureConfig, neg_graph
-    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(samples=4, rounds=2, quiet_target=1, passes=2, pass_gap_s=3600, chunk=2)
     f, stats = io.StringIO(), {"measured": 0, "skipped": 0}
@@ -435,13 +423,6 @@ class _NeverQuiet(_SlowEpisode):
 def test_a_pass_without_samples_still_tops_up_on_a_new_instance() -> None:
     """One sample split over two passes: the second pass draws none, and the top-up for a quiet
     sample builds a new instance instead of invoking the parked one."""
-    from tacopt.cost_models.learned.measurement.timing import (
-        MeasureConfig,
-        Timer,
-        neg_graph,
-        run_pass,
-    )
-    from tacopt.fusion.tflite.writer import serialize_tflite
 
     cfg = MeasureConfig(samples=1, rounds=2, quiet_target=1, passes=2, max_wait_s=0.5)
     gate = _NeverQuiet()
