@@ -188,6 +188,11 @@ def _tensors(data: Json) -> list[Json]:
     return [t for t in tensors if isinstance(t, dict)] if isinstance(tensors, list) else []
 
 
+def _links(data: Json) -> list[Json]:
+    links = data.get("links") if isinstance(data, dict) else None
+    return [link for link in links if isinstance(link, dict)] if isinstance(links, list) else []
+
+
 def _choices(data: Json) -> list[Json]:
     return [c for u in _units(data) if isinstance(u.get("choices"), list)
             for c in u["choices"] if isinstance(c, dict)]  # fmt: skip
@@ -262,9 +267,8 @@ def extreme_prices(rng: random.Random, data: Json) -> None:
     elif where == "quant":
         data["quant"] = {"per_element": value}
     elif where == "links":
-        for link in data.get("links") or [{"from": "CPU", "to": "GPU", "per_byte": 1, "fixed": 1}]:
-            if isinstance(link, dict):
-                link[rng.choice(("per_byte", "fixed"))] = value
+        for link in _links(data) or [{"from": "CPU", "to": "GPU", "per_byte": 1, "fixed": 1}]:
+            link[rng.choice(("per_byte", "fixed"))] = value
     elif isinstance(data.get("transfer"), dict):
         data["transfer"][where] = value
 
@@ -275,7 +279,7 @@ def scale_costs(rng: random.Random, data: Json) -> None:
     for c in _choices(data):
         if isinstance(c.get("cost"), (int, float)):
             c["cost"] *= factor
-    for price in [data.get("transfer"), data.get("quant"), *(data.get("links") or [])]:
+    for price in [data.get("transfer"), data.get("quant"), *_links(data)]:
         if isinstance(price, dict):
             for key in ("per_byte", "fixed", "per_element"):
                 if isinstance(price.get(key), (int, float)):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import secrets
 import traceback
 import warnings
@@ -15,7 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from tacopt.benchmarks.fuzz.problems import DOC_EXAMPLE, mutated_problem, mutated_problems
+from tacopt.benchmarks.fuzz.problems import (
+    DOC_EXAMPLE,
+    TREE_MUTATORS,
+    mutated_problem,
+    mutated_problems,
+)
 from tacopt.partitioner.cli import main
 from tacopt.partitioner.plan import Plan, validate_plan
 from tacopt.partitioner.problem import load_problem
@@ -74,10 +80,29 @@ def test_a_case_can_be_rebuilt_alone() -> None:
     assert list(mutated_problems(3, 5))[4] == mutated_problem(3, 4)
 
 
+WRONG_VALUES = (None, True, 0, 1.5, "1", "", [], {}, [1, 2], {"a": 1}, [[[]]], [True])
+
+
+@pytest.mark.parametrize("name, mutate", TREE_MUTATORS, ids=[n for n, _ in TREE_MUTATORS])
+def test_every_mutator_takes_any_value_in_any_top_level_field(name, mutate) -> None:
+    """A mutator runs after others, so it meets every field already of the wrong type."""
+    for key in json.loads(DOC_EXAMPLE):
+        for value in WRONG_VALUES:
+            for seed in range(8):
+                data = json.loads(DOC_EXAMPLE)
+                data[key] = value
+                mutate(random.Random(seed), data)  # raises if it assumes a type
+
+
 def test_mutated_problems_get_a_valid_plan_or_one_line(tmp_path: Path, capsys) -> None:
     seed = int(os.environ.get(SEED_VARIABLE) or secrets.randbelow(2**31))
     failures, planned = [], 0
-    for name, data in mutated_problems(seed, N_CASES):
+    for i in range(N_CASES):
+        try:
+            name, data = mutated_problem(seed, i)
+        except Exception:  # a fuzzer bug: say which case, with the seed to replay it
+            failures.append(f"{seed}:{i}: building it raised {traceback.format_exc(limit=-2)}")
+            continue
         code, problem = run_case(tmp_path, data, capsys)
         planned += code == 0 and not problem
         if problem:
