@@ -38,6 +38,7 @@ from tacopt.cost_models.learned.sampling.samplers_net import (
     sample_net_chain,
     sample_net_chain_or_tiny,
 )
+from tacopt.cost_models.learned.sampling.samplers_tail import TAIL_PRIOR
 from tacopt.fusion.ir.builder import GraphBuilder
 
 #: Named priors of ``tacopt measure --sweep --prior``: sampler weights (None: the generic
@@ -49,6 +50,7 @@ PRIORS: dict[
     "generic": (None, lambda seed, i: sample_chain(seed, i), 50),
     "net": (NET_PRIOR, sample_net_chain, 100),
     "net-rnn": (NET_RNN_PRIOR, sample_net_chain_or_tiny, 50),
+    "tail": (TAIL_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
 }
 
 
@@ -138,8 +140,8 @@ def adaptive_weights(
         counts[r["kind"]] = counts.get(r["kind"], 0) + 1
     weights = {}
     for kind, (_, prior) in sorted(SAMPLERS.items()):
-        if kind in NET_RNN_PRIOR:
-            continue  # the generic samplers only: the network priors have their own chunks
+        if kind in NET_RNN_PRIOR or kind in TAIL_PRIOR:
+            continue  # the generic samplers only: the network and tail priors have their phases
         if kind in misses and counts.get(kind):
             weights[kind] = round(prior * (sum(misses[kind]) / counts[kind] + 0.1), 4)
         else:
