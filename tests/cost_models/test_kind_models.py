@@ -123,14 +123,24 @@ def test_fit_chooses_kind_models_on_held_out_configurations() -> None:
 def test_trees_correct_the_net_latency_and_older_files_the_gross_one() -> None:
     rng = np.random.default_rng(4)
     doc = fit([conv_record(rng, i) for i in range(120)], kinds=False)
+    assert set(doc["family_trees"]) == {"gemm_float"} and "trees" not in doc  # version 7
     probe = conv_record(np.random.default_rng(8), 500)
-    new, old = LearnedCostModel(doc), LearnedCostModel({**doc, "version": 5})
+    shared = {**doc, "trees": doc["family_trees"]["gemm_float"], "family_trees": {}}
+    new = LearnedCostModel(doc)
+    v6, v5 = LearnedCostModel({**shared, "version": 6}), LearnedCostModel({**shared, "version": 5})
     x = np.asarray([op_vector(probe, new.tree_kinds)])
-    tree = float(predict_stacked(new.trees, x)[0])
+    tree = float(predict_stacked(new.family_trees["gemm_float"], x)[0])
     log_net = float(np.asarray(design_row(probe)) @ new.fits["CONV_2D|FLOAT"])
     ov = new.base_overhead_us
     assert new.predict(probe).latency_us == pytest.approx(ov + np.exp(log_net + tree))
-    assert old.predict(probe).latency_us == pytest.approx((ov + np.exp(log_net)) * np.exp(tree))
+    assert v6.predict(probe).latency_us == pytest.approx(ov + np.exp(log_net + tree))
+    assert v5.predict(probe).latency_us == pytest.approx((ov + np.exp(log_net)) * np.exp(tree))
+    # a kind of another family gets no GEMM correction
+    add = {**probe, "kind": "ADD", "key": "add-probe"}
+    add_net = float(np.asarray(design_row(add)) @ new.fits["*"])
+    floor = ov + add["flops"] / new.gemm_rate
+    p = new.predict(add)
+    assert (p.latency_us, p.source) == (pytest.approx(max(ov + np.exp(add_net), floor)), "fallback")
 
 
 def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:

@@ -118,7 +118,7 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     # measured configuration: exact lookup
     fc = next(r for r in ops if r["kind"] == "FULLY_CONNECTED" and r["model"] == "m64")
     # (op_cost is the latency inside a model: net of the invoke overhead, times a fitted scale)
-    assert doc["in_model_scale"] > 0 and doc["trees"]
+    assert doc["in_model_scale"] > 0 and "family_trees" in doc  # few ops: maybe no family has trees
     # (in the model's units: the record's latency over its kernel family's index against the
     # anchor, the references pooled over the run, as `fit` normalizes)
     norm = normalize_records(read_records(out), doc["anchor_speed"])
