@@ -24,7 +24,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -369,11 +369,13 @@ def _fit_and_write(
             from tacopt.cost_models.learned.fitting.model import fit
 
             doc = fit(recs)
+        rejected = rejected_share(recs)
         doc["learn"] = {
             "minutes": state["minutes"],
             "measured_s": round(sum(state["spent_s"].values()), 1),
             "ops": ops,
             "from": state.get("base"),
+            "rejected_share": round(rejected, 3),
         }
         out.write(args.out, model_bytes(doc, args.out))
     print(
@@ -381,4 +383,31 @@ def _fit_and_write(
         f"fitted in {time.monotonic() - t0:.0f} s"
         + (" (adapted from --from)" if base_doc is not None else "")
     )
+    if rejected >= BUSY_SHARE:
+        print(
+            f"learn: the machine was busy: {rejected:.0%} of the timing samples fell in slow "
+            f"episodes and were set aside, so the model rests on {ops} ops; learn again when "
+            "it is quiet, or with more --minutes",
+            file=sys.stderr,
+        )
     return 0
+
+
+#: Share of timing samples set aside (taken in a slow episode of the machine) above which
+#: ``tacopt learn`` says the machine was busy: a normal 15-minute learn here sets aside ~25 %; a
+#: 3-minute adaptation in a slow episode set aside 66 % and measured 400 ops instead of ~1,000
+#: (and gained nothing).
+BUSY_SHARE = 0.5
+
+
+def rejected_share(records: Sequence[Mapping[str, Any]]) -> float:
+    """Share of the op records' timing samples that the probe set aside as not quiet.
+
+    >>> rejected_share([{"type": "op", "repeats": 16, "rejected": 4}, {"type": "model"}])
+    0.25
+    >>> rejected_share([])
+    0.0
+    """
+    ops = [r for r in records if r.get("type") == "op"]
+    taken = sum(int(r.get("repeats", 0)) for r in ops)
+    return sum(int(r.get("rejected", 0)) for r in ops) / taken if taken else 0.0

@@ -127,9 +127,23 @@ def test_learn_measures_fits_resumes_and_adapts(tmp_path: Path, monkeypatch, cap
     doc = read_model_doc(out)
     assert doc["learn"]["ops"] > 0 and doc["trained_on"]["ops"] == doc["learn"]["ops"]
     lines = records.read_text().count("\n")
+    assert 0 <= doc["learn"]["rejected_share"] <= 1
     # the budget is spent: the same command measures nothing more and fits the same records
     assert main(["learn", "-o", str(out), "--minutes", "0.1", "--quiet"]) == 0
     assert records.read_text().count("\n") == lines
+    # records taken while the machine was busy (most samples set aside): it says so, once
+    kept = records.read_text()
+    busy = [json.loads(line) for line in kept.splitlines()]
+    for r in busy:
+        if r.get("type") == "op":
+            r["rejected"] = int(r["repeats"] * 0.8)
+    records.write_text("".join(json.dumps(r) + "\n" for r in busy))
+    capsys.readouterr()
+    assert main(["learn", "-o", str(out), "--minutes", "0.1", "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert err.count("the machine was busy") == 1
+    assert read_model_doc(out)["learn"]["rejected_share"] >= cli_learn.BUSY_SHARE
+    records.write_text(kept)
     # adapt it, as if to another device
     adapted = tmp_path / "other.json"
     assert main(["learn", "--from", str(out), "-o", str(adapted), "--minutes", "0.05",
