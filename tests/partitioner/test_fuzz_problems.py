@@ -1,7 +1,8 @@
 """Mutated pick problems through ``tacopt pick --compare``: a valid plan, or one line and exit 2.
 
 Every run takes a new seed (printed when a case fails); ``TACOPT_FUZZ_PROBLEMS_SEED=N`` replays
-one (``.ci/run`` sets a fixed one: CI is deterministic). Cases run in-process, through the CLI's ``main``, with ``--plan`` into ``tmp_path``.
+one (``.ci/run`` sets a fixed one: CI is deterministic). Cases run in-process, through the CLI's
+``main``, with ``--plan`` into ``tmp_path``.
 """
 
 from __future__ import annotations
