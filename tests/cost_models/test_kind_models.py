@@ -160,6 +160,18 @@ def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:
     assert (scale, per_op, trip) == (doc["in_model_scale"], doc["per_op_us"], 0.0)
 
 
+def test_whole_model_terms_take_a_model_timed_below_the_invoke_overhead() -> None:
+    rng = np.random.default_rng(5)
+    ops = [conv_record(rng, i) for i in range(40)]
+    records: list[dict] = list(ops)
+    for j in range(6):  # CI once timed a tiny model below the median overhead: log(<= 0)
+        picked = [ops[k]["key"] for k in range(j, j + 8)]
+        records.append({"type": "model", "model": f"m{j}", "ops": [[k, 1] for k in picked],
+                        "latency_us": 0.2 if j == 0 else 50.0 * (j + 1)})  # fmt: skip
+    doc = fit(records)
+    assert 0.25 <= doc["in_model_scale"] <= 4.0 and np.isfinite(doc["per_op_us"])
+
+
 def test_model_files_gzip_deterministic_and_bounded(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     doc = fit([conv_record(rng, i) for i in range(80)])

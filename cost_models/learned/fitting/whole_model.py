@@ -65,7 +65,8 @@ def whole_model_terms(
             continue
         net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
         n = float(sum(c for k, c in r["ops"] if _counted(by_key.get(k))))
-        measured = r["latency_us"] - model.overhead_us
+        # a tiny model can be timed below the median invoke overhead: floored, not log(<= 0)
+        measured = max(r["latency_us"] - model.overhead_us, FLOOR_US)
         if r.get("loop_trips"):
             loops.append((measured, net, n, r["loop_trips"]))
         elif net > 0:
@@ -96,7 +97,7 @@ def _fit_scale(rows: Sequence[tuple[float, float, float]]) -> tuple[float, float
 
     fit = least_squares(
         lambda p: np.log((p[0] * a + p[1] * n) / y),
-        x0=[float(np.median(y / a)), 0.0],
+        x0=[float(np.clip(np.median(y / a), 0.25, 4.0)), 0.0],
         bounds=([0.25, 0.0], [4.0, 100.0]),
         loss="soft_l1",
         f_scale=0.05,
