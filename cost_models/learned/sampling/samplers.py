@@ -43,8 +43,11 @@ def _size(rng: Rng) -> int:
     return int(rng.choice(_SIZES_BIG if rng.random() < 0.25 else _SIZES))
 
 
-def _shape(rng: Rng, rank: int | None = None) -> tuple[int, ...]:
-    """An activation shape: NHWC (60 %), (1, seq, features) or (rows, features)."""
+def _shape(
+    rng: Rng, rank: int | None = None, *, max_elements: int = MAX_ELEMENTS
+) -> tuple[int, ...]:
+    """An activation shape: NHWC (60 %), (1, seq, features) or (rows, features), of at most
+    ``max_elements`` elements."""
     rank = rank or int(rng.choice([4, 4, 4, 3, 2]))
     while True:
         if rank == 4:
@@ -59,7 +62,7 @@ def _shape(rng: Rng, rank: int | None = None) -> tuple[int, ...]:
             shape = (1, int(rng.choice([1, 4, 16, 49, 64, 77, 128, 196, 256])), _channels(rng))
         else:
             shape = (int(rng.choice([1, 1, 2, 8, 32])), _channels(rng))
-        if math.prod(shape) <= MAX_ELEMENTS:
+        if math.prod(shape) <= max_elements:
             return shape
 
 

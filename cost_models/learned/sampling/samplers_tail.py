@@ -30,7 +30,6 @@ from tacopt.cost_models.learned.sampling.samplers import (
     _channels,
     _done,
     _shape,
-    _size,
     _unary,
     activation,
 )
@@ -39,12 +38,8 @@ from tacopt.fusion.ir.builder import GraphBuilder
 
 def _feature_map(rng: Rng, *, max_elements: int = 1_000_000) -> tuple[int, int, int, int]:
     """An NHWC activation (square 85 % of the time) of at most ``max_elements`` elements."""
-    while True:
-        h = _size(rng)
-        w = h if rng.random() < 0.85 else _size(rng)
-        shape = (1, h, w, _channels(rng))
-        if h * w * shape[3] <= max_elements:
-            return shape
+    n, h, w, c = _shape(rng, 4, max_elements=max_elements)
+    return n, h, w, c
 
 
 def _prelu(rng: Rng) -> nx.MultiDiGraph:
