@@ -29,9 +29,9 @@ def movement_fits(ops: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
     latency). A kind needs 3 records; ``*|TYPE`` pools every data-movement kind of an
     inference type and answers for the others.
 
-    >>> ops = [{"kind": "SLICE", "inference_type": "FLOAT", "outputs": [[[n]]], "inputs": [],
+    >>> ops = [{"kind": "TRANSPOSE", "inference_type": "FLOAT", "outputs": [[[n]]], "inputs": [],
     ...         "latency_us": 1.0 + n / 1000, "overhead_us": 0.5} for n in (10, 1000, 10000)]
-    >>> [round(v, 4) for v in movement_fits(ops)["SLICE|FLOAT"]]
+    >>> [round(v, 4) for v in movement_fits(ops)["TRANSPOSE|FLOAT"]]
     [0.5, 0.0003, 0.0, 40.0, 40000.0]
     """
     from scipy.optimize import nnls

@@ -121,6 +121,30 @@ def test_grouped_conv_feature_and_chains() -> None:
     assert len(chain) >= 3 and chain.graph["name"] == "chain_2_3"
 
 
+def test_samplers_reach_the_geometries_networks_use_beyond_the_round_ones() -> None:
+    """Channels not rounded to 8, 1x1 subsampling pools, crops off both spatial sides and
+    transformer-wide MLPs are each drawn (and build valid graphs)."""
+
+    def draws(name: str, n: int = 300) -> list:
+        out = []
+        for i in range(n):
+            G = SAMPLERS[name][0](np.random.default_rng([i, 11]))
+            validate_graph(G)
+            out.append(op_features(G, next(iter(G)), root=G))
+        return out
+
+    couts = [f["outputs"][0][0][-1] for f in draws("CONV_2D")]
+    assert any(c % 8 not in (0, 4) and c > 40 for c in couts)
+    pools = draws("AVERAGE_POOL_2D")
+    assert any(f["options"]["filter_height"] == 1 and f["options"]["stride_h"] == 2 for f in pools)
+    shapes = [(f["inputs"][0][0], f["outputs"][0][0]) for f in draws("STRIDED_SLICE")]
+    crops = [(x, y) for x, y in shapes if len(y) == 4 and x[1] > y[1] and x[2] > y[2]]
+    assert len(crops) >= 30
+    fcs = draws("FULLY_CONNECTED_TOKENS")
+    assert any(max(f["inputs"][1][0]) >= 1536 for f in fcs)
+    assert max(f["flops"] for f in fcs) > 2 * 4e8  # beyond the generic cap
+
+
 def test_speed_index_tracker_and_normalization(monkeypatch) -> None:
     assert speed_index({"conv": 3.0}, {"conv": 1.5}) == pytest.approx(2.0)
     assert speed_index({}, {"conv": 1.0}) == 1.0

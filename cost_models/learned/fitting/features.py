@@ -19,7 +19,35 @@ _ITEMSIZE = {"int8": 1, "uint8": 1, "bool": 1, "int16": 2, "float16": 2, "int64"
 _ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU6": 2, "RELU_N1_TO_1": 3, "TANH": 4}
 
 
-_KERNELS = ("CONV_2D", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
+_KERNELS = ("CONV_2D", "CONV_2D_GROUPED", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
+
+
+def kernel_kind(features: Mapping[str, Any]) -> str:
+    """The kind of kernel an op runs: its kind, except a CONV_2D whose filter sees a slice of
+    the input channels (``groups`` > 1, ConvNeXt / ResNeXt exports), which TFLite runs outside
+    the GEMM path, ~10x slower per MAC at 7x7 (``"CONV_2D_GROUPED"``; models of version 8 on
+    learn and price it as a kind of its own).
+
+    >>> t = lambda *s: [list(s), "float32", False, False]
+    >>> kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 56, 56, 96), t(96, 7, 7, 1), t(96)]})
+    'CONV_2D_GROUPED'
+    >>> kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 56, 56, 96), t(32, 3, 3, 96), t(32)]})
+    'CONV_2D'
+    """
+    kind = str(features.get("kind"))
+    if kind == "CONV_2D":
+        ins = [d for d in features.get("inputs", []) if d]
+        if len(ins) > 1 and len(ins[0][0]) == 4 and len(ins[1][0]) == 4:
+            if 0 < int(ins[1][0][3]) < int(ins[0][0][3]):
+                return "CONV_2D_GROUPED"
+    return kind
+
+
+def as_kernel_kind(features: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``features`` with its ``kind`` replaced by :func:`kernel_kind` (the same mapping when it
+    is unchanged)."""
+    kind = kernel_kind(features)
+    return features if kind == features.get("kind", kind) else {**features, "kind": kind}
 
 
 #: Names of the entries of :func:`op_vector` (the tree features), in order.
@@ -196,9 +224,9 @@ def _kernel_terms(
         cin, cout = x[-1], oshape[-1] if oshape else 1
         if kind == "DEPTHWISE_CONV_2D":
             k, n = math.prod(w[1:3]), cout
-        elif kind in ("CONV_2D", "TRANSPOSE_CONV") and len(w) == 4:
+        elif kind in ("CONV_2D", "CONV_2D_GROUPED", "TRANSPOSE_CONV") and len(w) == 4:
             k, n = math.prod(w[1:]), w[0]
-            groups = max(cin // max(w[3], 1), 1) if kind == "CONV_2D" else 1
+            groups = max(cin // max(w[3], 1), 1) if kind != "TRANSPOSE_CONV" else 1
             pointwise = float(w[1] * w[2] == 1 and opts.get("stride_h", 1) == 1)
             if not pointwise:
                 im2col = out_elems / max(n, 1) * k * _ITEMSIZE.get(ins[0][1], 4)
@@ -289,11 +317,25 @@ GROUP_FEATURES = (
 )
 
 
+#: Kinds that read only the part of their input they copy out (a quarter-slice reads a quarter).
+READS_WHAT_IT_WRITES = frozenset({"SLICE", "STRIDED_SLICE", "GATHER"})
+
+
 def bytes_moved(features: Mapping[str, Any]) -> int:
-    """Bytes a data-movement op reads (non-constant inputs) and writes (outputs)."""
+    """Bytes a data-movement op reads (non-constant inputs) and writes (outputs); a slice or a
+    gather (:data:`READS_WHAT_IT_WRITES`) reads only what it writes, not its whole input.
+
+    >>> t = lambda *s: [list(s), "float32", False, False]
+    >>> bytes_moved({"kind": "STRIDED_SLICE", "inputs": [t(1, 38, 38, 192)],
+    ...              "outputs": [t(1, 9, 38, 192)]})
+    525312
+    """
     ins = [_desc(d) for d in features.get("inputs", []) if d]
     outs = [_desc(d) for d in features.get("outputs", []) if d]
-    return sum(_nbytes(d) for d in ins if not d[2]) + sum(_nbytes(d) for d in outs)
+    written = sum(_nbytes(d) for d in outs)
+    if features.get("kind") in READS_WHAT_IT_WRITES:
+        return 2 * written
+    return sum(_nbytes(d) for d in ins if not d[2]) + written
 
 
 def copy_runs(features: Mapping[str, Any]) -> int:

@@ -80,6 +80,7 @@ from tacopt.cost_models.base import (
 from tacopt.cost_models.learned.fitting.features import (
     FEATURES,
     GROUP_FEATURES,
+    as_kernel_kind,
     design_row,
     op_vector,
 )
@@ -116,7 +117,7 @@ from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 7
+VERSION = 8
 #: A kernel family gets trees of its own with at least this many training ops (else none).
 MIN_FAMILY_TREE_OPS = 50
 MIN_GROUP = 4
@@ -211,7 +212,8 @@ def fit(
     if importlib.util.find_spec("lightgbm") is None:
         raise CostModelError("learned: fitting needs LightGBM (pip install lightgbm)")
     anchor = run_speed(records)
-    records = normalize_records(records, anchor)
+    # a grouped CONV_2D is learnt as a kind of its own (version 8, features.kernel_kind)
+    records = [as_kernel_kind(r) for r in normalize_records(records, anchor)]
     sources = _choose_sources(records, device, learner) if kinds else (None, [], [], [])
     model = _fit(records, device, learner, *sources)
     model["anchor_speed"] = model["speed"] = anchor
@@ -400,6 +402,9 @@ class LearnedCostModel(CostModelBase):
             }
             #: whether the trees correct the net latency (version 6) or the gross one
             self.net_trees = int(doc.get("version", 1)) >= 6
+            #: whether ops are priced by their kernel kind (version 8: a grouped CONV_2D is
+            #: ``CONV_2D_GROUPED``, :func:`~.features.kernel_kind`)
+            self.kernel_kinds = int(doc.get("version", 1)) >= 8
             self.tree_kinds = list(doc.get("tree_kinds", []))
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
@@ -461,6 +466,8 @@ class LearnedCostModel(CostModelBase):
         kind or family."""
         if key is not None and key in self.adapt_table:
             return Prediction(self.adapt_table[key], "exact")
+        if self.kernel_kinds:
+            features = as_kernel_kind(features)
         if self.own is not None:
             fam = family(features["kind"], features.get("inference_type"))
             if fam in self.own_families:

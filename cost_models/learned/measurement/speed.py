@@ -104,6 +104,7 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 #: Kinds XNNPACK / TFLite run as a GEMM (the recurrent ones are GEMMs per step).
 GEMM_KINDS = frozenset(
     {"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D", *RECURRENT}
+    | {"CONV_2D_GROUPED"}  # a grouped CONV_2D (fitting.features.kernel_kind)
 )
 
 

@@ -37,6 +37,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tacopt.cost_models.learned.fitting.features import as_kernel_kind
 from tacopt.cost_models.learned.fitting.whole_model import net_latency
 from tacopt.cost_models.learned.measurement.speed import family, normalize_records, run_speed
 
@@ -141,8 +142,10 @@ def adapt(
         raise ValueError("adapt: no op records with the machine's speed to adapt on")
     anchor = dict(base_doc.get("anchor_speed") or {})
     speed = run_speed(ops)
-    norm = normalize_records(ops, anchor)
     base = LearnedCostModel(base_doc)
+    norm: list[Mapping[str, Any]] = list(normalize_records(ops, anchor))
+    if base.kernel_kinds:  # the groups its predictions are corrected by
+        norm = [as_kernel_kind(r) for r in norm]
     table: dict[str, list[float]] = defaultdict(list)
     for r in norm:
         table[r["key"]].append(r["latency_us"])

@@ -34,8 +34,14 @@ Rng = np.random.Generator
 
 
 def _channels(rng: Rng) -> int:
-    if rng.random() < 0.12:
+    """A channel count: a multiple of 8 of :data:`CHANNELS` (76 %), an odd one (12 %), or any
+    count of 2-1,024, log-uniform (12 %): networks not rounded to 8 (NASNet's 11-528,
+    ShuffleNet's 58-464, GhostNet's) run XNNPACK's remainder paths."""
+    u = rng.random()
+    if u < 0.12:
         return int(rng.choice(_ODDCHANNELS))
+    if u < 0.24:
+        return int(round(math.exp(rng.uniform(math.log(2), math.log(1024)))))
     return int(rng.choice(CHANNELS))
 
 
@@ -100,7 +106,7 @@ def _grouped_conv(rng: Rng) -> nx.MultiDiGraph:
     while True:
         k = int(rng.choice([1, 3, 5, 7, 7]))
         h, cin = _size(rng), int(rng.choice(CHANNELS))
-        groups = cin if rng.random() < 0.5 else int(rng.choice([2, 4, 8]))
+        groups = cin if rng.random() < 0.5 else int(rng.choice([2, 4, 8, 16, 32]))
         if cin % groups == 0 and h * h * cin * k * k * (cin // groups) <= MAX_MACS:
             break
     b = GraphBuilder("grouped_conv")
@@ -161,13 +167,23 @@ def _fc(rng: Rng) -> nx.MultiDiGraph:
     return _done(b, y)
 
 
+#: Transformer widths beyond :data:`CHANNELS` (hidden sizes, 4x MLP expansions).
+_WIDE = (1536, 2048, 3072, 4096)
+
+
 def _fc_tokens(rng: Rng) -> nx.MultiDiGraph:
     """A FULLY_CONNECTED over the pixels (tokens) of a feature map, keeping its dimensions
-    (transformers, ConvNeXt's pointwise MLPs): up to thousands of rows."""
+    (transformers, ConvNeXt's pointwise MLPs): up to thousands of rows, and a quarter of the
+    time a transformer's MLP width (up to 2.5x :data:`MAX_MACS`: ViT-B's 197 x 768 x 3,072)."""
     while True:
         h = int(rng.choice([7, 14, 14, 28, 28, 56]))
         cin, cout = _channels(rng), _channels(rng)
-        if h * h * cin * cout <= MAX_MACS:
+        wide = rng.random() < 0.25
+        if wide and rng.random() < 0.5:
+            cin = int(rng.choice(_WIDE))  # an MLP's second layer, or an expansion's output
+        elif wide:
+            cout = int(rng.choice(_WIDE))
+        if h * h * cin * cout <= (2.5 if wide else 1.0) * MAX_MACS:
             break
     b = GraphBuilder("fc_tokens")
     x = b.input("x", (1, h, h, cin) if rng.random() < 0.5 else (1, h * h, cin))
@@ -225,8 +241,9 @@ def _pool(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
         h, c = _size(rng), _channels(rng)
         glob = rng.random() < 0.3
-        k = h if glob else int(rng.choice([2, 3, 3, 5]))
-        stride = 1 if glob else int(rng.choice([1, 2, 2]))
+        k = h if glob else int(rng.choice([1, 2, 3, 3, 5]))
+        # a 1x1 window only subsamples (stride 2: NASNet's and ResNet-D's shortcuts)
+        stride = 1 if glob else 2 if k == 1 else int(rng.choice([1, 2, 2]))
         pad = "VALID" if glob or rng.random() < 0.5 else "SAME"
         if pad == "VALID" and k > h:
             k = h
@@ -296,10 +313,19 @@ def _slice(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
         shape = _shape(rng)
         begin = [0] * len(shape)
         size = list(shape)
-        ax = int(rng.integers(0, len(shape)))
-        if shape[ax] > 1:
-            size[ax] = max(1, int(shape[ax] * rng.choice([0.25, 0.5, 0.75])))
-            begin[ax] = int(rng.integers(0, shape[ax] - size[ax] + 1))
+        if len(shape) == 4 and min(shape[1:3]) > 2 and rng.random() < 0.3:
+            # a crop of a few pixels off both spatial sides (Cropping2D, asymmetric padding
+            # undone): one run of C per output pixel
+            for ax in (1, 2):
+                lo, hi = (int(v) for v in rng.integers(0, 3, 2))
+                lo, hi = (1, 0) if lo + hi == 0 else (lo, hi)
+                if shape[ax] - lo - hi >= 1:
+                    begin[ax], size[ax] = lo, shape[ax] - lo - hi
+        else:
+            ax = int(rng.integers(0, len(shape)))
+            if shape[ax] > 1:
+                size[ax] = max(1, int(shape[ax] * rng.choice([0.25, 0.5, 0.75])))
+                begin[ax] = int(rng.integers(0, shape[ax] - size[ax] + 1))
         b = GraphBuilder(kind.lower())
         x = b.input("x", shape)
         if kind == "SLICE":
@@ -388,5 +414,5 @@ SAMPLERS: dict[str, tuple[Callable[[Rng], nx.MultiDiGraph], float]] = {
 BASE_SAMPLERS = tuple(sorted(SAMPLERS))
 
 #: Samplers added since, drawn when weights name them (``--adapt`` names every sampler).
-SAMPLERS["CONV_2D_GROUPED"] = (_grouped_conv, 2.0)
+SAMPLERS["CONV_2D_GROUPED"] = (_grouped_conv, 3.0)
 SAMPLERS["FULLY_CONNECTED_TOKENS"] = (_fc_tokens, 2.0)

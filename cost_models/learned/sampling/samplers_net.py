@@ -55,11 +55,15 @@ def _round8(x: float) -> int:
 
 def stage(rng: Rng) -> tuple[int, int]:
     """``(pixels per side, channels)`` of a feature map of a CNN stage: stage ``s`` in 0-5 at
-    ``R / 2**(s+1)`` pixels with ``w * 16 * 2**s`` channels (capped at 2,048)."""
+    ``R / 2**(s+1)`` pixels with ``w * 16 * 2**s`` channels (capped at 2,048), rounded to 8
+    (MobileNet's rule) but one time in five (NASNet's 11 * 2**s, ShuffleNet's 58 * 2**s)."""
     s = int(rng.integers(0, 6))
     r = int(rng.choice(RESOLUTIONS))
     h = max(1, math.ceil(r / 2 ** (s + 1)))
-    return h, min(2048, _round8(float(rng.choice(WIDTHS)) * 16 * 2**s))
+    w = float(rng.choice(WIDTHS))
+    if rng.random() < 0.2:
+        return h, min(2048, max(1, round(rng.uniform(0.25, 4.0) * 16 * 2**s)))
+    return h, min(2048, _round8(w * 16 * 2**s))
 
 
 def _conv_graph(
