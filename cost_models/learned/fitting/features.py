@@ -24,9 +24,9 @@ _KERNELS = ("CONV_2D", "CONV_2D_GROUPED", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
 
 def kernel_kind(features: Mapping[str, Any]) -> str:
     """The kind of kernel an op runs: its kind, except a CONV_2D whose filter sees a slice of
-    the input channels (``groups`` > 1, ConvNeXt / ResNeXt exports), which TFLite runs outside
-    the GEMM path, ~10x slower per MAC at 7x7 (``"CONV_2D_GROUPED"``; models of version 8 on
-    learn and price it as a kind of its own).
+    the input channels (``groups`` > 1, ConvNeXt / ResNeXt exports), which XNNPACK does not run
+    as one GEMM, ~20x slower per MAC at 7x7 with a channel per group (``"CONV_2D_GROUPED"``;
+    models of version 8 on learn and price it as a kind of its own).
 
     >>> t = lambda *s: [list(s), "float32", False, False]
     >>> kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 56, 56, 96), t(96, 7, 7, 1), t(96)]})

@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`; the model
-is plain JSON (format ``tacopt-learned``, version 7), never pickle, and loads as a cost model with
+is plain JSON (format ``tacopt-learned``, version 8), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
@@ -13,7 +13,13 @@ log space spends its accuracy on the overhead (version 6; before, the trees and 
 fitted the gross latency: sweep held-out configurations 64.1 -> 67.2 % within ±10 %, the zoo's
 tuning half 65.3 / 65.7 -> 69.9 / 72.3 %, same records, docs/cost-models.md).
 
-How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`):
+How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`). An op is
+first named by the kernel it runs (version 8,
+:func:`~tacopt.cost_models.learned.fitting.features.kernel_kind`): a grouped CONV_2D is a
+``CONV_2D_GROUPED``, with fits, trees and a kind flag of its own: XNNPACK takes it, but not as one
+GEMM (a 7x7 one with a channel per group runs at 3-4 GFLOP/s here, a GEMM at ~90), and among
+thousands of GEMM convolutions the trees' Huber loss took the few grouped ones for outliers and
+priced Keras ConvNeXt's at 0.06-0.18x.
 
 1. ``exact``: the configuration (same
    :func:`~tacopt.cost_models.learned.measurement.singleop.op_key`) was measured.
