@@ -242,7 +242,7 @@ def _pool(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
         h, c = _size(rng), _channels(rng)
         glob = rng.random() < 0.3
         k = h if glob else int(rng.choice([1, 2, 3, 3, 5]))
-        # a 1x1 window only subsamples (stride 2: NASNet's and ResNet-D's shortcuts)
+        # a 1x1 window only subsamples (stride 2: NASNet's shortcut paths)
         stride = 1 if glob else 2 if k == 1 else int(rng.choice([1, 2, 2]))
         pad = "VALID" if glob or rng.random() < 0.5 else "SAME"
         if pad == "VALID" and k > h:
