@@ -220,6 +220,7 @@ def fit(
     anchor = run_speed(records)
     # a grouped CONV_2D is learnt as a kind of its own (version 8, features.kernel_kind)
     records = [as_kernel_kind(r) for r in normalize_records(records, anchor)]
+
     def trial(rs: Sequence[Mapping[str, Any]]) -> LearnedCostModel:
         return LearnedCostModel(_fit(rs, device, learner, None, None, None, None))
 

@@ -21,6 +21,12 @@ from tacopt.cost_models.ops import MOVEMENT
 COPY_MODEL_MARGIN = 0.1
 
 
+def held_out(record: Mapping[str, Any]) -> bool:
+    """Whether a record is one of the 1 in 5 held out of a trial fit (by a hash of its
+    configuration key, so the same configuration is held out on every run)."""
+    return int(hashlib.sha1(str(record.get("key")).encode()).hexdigest()[:8], 16) % 5 == 0
+
+
 def choose_sources(
     records: Sequence[Mapping[str, Any]], trial_fit: Callable[[Sequence[Mapping[str, Any]]], Any]
 ) -> tuple[list[str], list[str], list[str], list[str]]:
@@ -36,8 +42,7 @@ def choose_sources(
     the alias, then the family), a copy-model group :data:`COPY_MODEL_MARGIN` more."""
 
     def held(r: Mapping[str, Any]) -> bool:
-        digest = hashlib.sha1(str(r.get("key")).encode()).hexdigest()
-        return r.get("type") == "op" and int(digest[:8], 16) % 5 == 0
+        return r.get("type") == "op" and held_out(r)
 
     test = [r for r in records if held(r)]
     if len(test) < 5:

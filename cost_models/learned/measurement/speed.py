@@ -102,9 +102,10 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "movement": ("move",),
 }
 #: Kinds XNNPACK / TFLite run as a GEMM (the recurrent ones are GEMMs per step).
+#: (CONV_2D_GROUPED: a grouped CONV_2D, fitting.features.kernel_kind.)
 GEMM_KINDS = frozenset(
-    {"CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D", *RECURRENT}
-    | {"CONV_2D_GROUPED"}  # a grouped CONV_2D (fitting.features.kernel_kind)
+    {"CONV_2D", "CONV_2D_GROUPED", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D"}
+    | RECURRENT
 )
 
 

@@ -30,7 +30,6 @@ be planned before it starts and resumed.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import statistics
 from collections import defaultdict
@@ -38,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tacopt.cost_models.learned.fitting.features import as_kernel_kind
+from tacopt.cost_models.learned.fitting.sources import held_out
 from tacopt.cost_models.learned.fitting.whole_model import net_latency
 from tacopt.cost_models.learned.measurement.speed import family, normalize_records, run_speed
 
@@ -184,11 +184,8 @@ def _own_model(
     corrected."""
     from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
 
-    def held(r: Mapping[str, Any]) -> bool:
-        return int(hashlib.sha1(str(r.get("key")).encode()).hexdigest()[:8], 16) % 5 == 0
-
-    train = [r for r in ops if not held(r)]
-    test = [r for r in ops if held(r)]
+    train = [r for r in ops if not held_out(r)]
+    test = [r for r in ops if held_out(r)]
     own = LearnedCostModel(fit(train, device=str(adapted.get("device", "CPU"))))
     base = LearnedCostModel(adapt(base_doc, train, own=False))
     def within(model: LearnedCostModel, r: Mapping[str, Any]) -> bool:
