@@ -41,6 +41,13 @@ FIT_RESERVE_S = 75.0
 #: (160 sweep ops: 54.7 s, 23.5 s of it waiting; with 1: 33.9 s, 4.0 s). ``tacopt measure``
 #: keeps 3 (test data).
 QUIET_TARGET = 1
+#: Rounds of extra samples, each after waiting for quiet, for an op left without a quiet sample
+#: (:attr:`~tacopt.cost_models.learned.measurement.timing.MeasureConfig.retry_rounds`;
+#: ``tacopt measure`` keeps 3): none. Such an op is put back and timed again later in the run
+#: instead, and left out of the fit if it is still not quiet (:func:`quiet_records`). In two
+#: 5-minute learns here, waiting took 72 s of 240 (1,423 ops measured); without it, 0 s (1,871
+#: ops). They ran minutes apart, the first partly in a slow episode.
+RETRY_ROUNDS = 0
 #: Ops timed together in interleaved rounds by ``learn`` (``tacopt measure``: 48). A chunk
 #: started before the phase's deadline is finished after it: with 48, a 3-minute adaptation
 #: on LiteRT's builtin kernels (ops of up to 0.3 s each) measured for 3.2 minutes.
@@ -152,9 +159,12 @@ def run_learn(args: argparse.Namespace) -> int:
     )
     records.parent.mkdir(parents=True, exist_ok=True)
     bar = _Bar(sum(seconds.values()), quiet=args.quiet)
+    meter = None  # one gate and speed tracker for every phase (measure.Meter), made at first use
     try:
         for phase in plan:
-            _run_phase(phase, seconds[phase.name], records, args, state, state_file, bar, base_doc)
+            meter = _run_phase(
+                phase, seconds[phase.name], records, args, state, state_file, bar, base_doc, meter
+            )
     finally:
         bar.close()
     return _fit_and_write(args, records, base_doc, state)
@@ -219,7 +229,7 @@ def _measure_config(args: argparse.Namespace) -> Any:
 
     return MeasureConfig(
         threads=args.threads, resolver=args.resolver, quiet_target=QUIET_TARGET, chunk=LEARN_CHUNK,
-        passes=2,
+        passes=2, retry_rounds=RETRY_ROUNDS,
     )  # fmt: skip
 
 
@@ -232,15 +242,16 @@ def _run_phase(
     state_file: Path,
     bar: _Bar,
     base_doc: Mapping[str, Any] | None,
-) -> None:
+    meter: Any,
+) -> Any:
     from tacopt.cost_models.cli import silence_xnnpack_banner
-    from tacopt.cost_models.learned.measurement.measure import measure_graphs
+    from tacopt.cost_models.learned.measurement.measure import Meter, measure_graphs
     from tacopt.cost_models.learned.sampling.sweep import PRIORS, iter_samples
 
     spent = state["spent_s"]
     left = budget_s - spent[phase.name]
     if left <= 1.0:
-        return
+        return meter
     silence_xnnpack_banner()
     t0 = time.monotonic()
     before = sum(spent.values())
@@ -258,20 +269,22 @@ def _run_phase(
     cap = _measured(records, phase.seed) + int(left * MAX_RATE)
     # each op's samples in two passes, a third of the phase apart (at most two minutes)
     cfg = replace(_measure_config(args), pass_gap_s=min(max(ops_s / 3, 20.0), 120.0))
+    meter = meter or Meter.start(cfg)
     stats = measure_graphs(
         iter_samples(cap, seed=phase.seed, weights=weights),
         records,
         cfg,
         max_s=max(ops_s - (time.monotonic() - t0), 1.0),
         progress=progress,
+        meter=meter,
     )
     spent[phase.name] += time.monotonic() - t0
     _save_state(state_file, state)
     if phase.chains:
         t1 = time.monotonic()
         n = _measured(records, phase.seed) // ops_per_chain
-        _measure_chains(records, cfg, phase.seed, n, chain, budget_s - spent[phase.name], bar,
-                        before + time.monotonic() - t0, phase.name)  # fmt: skip
+        _measure_chains(records, cfg, meter, phase.seed, n, chain, budget_s - spent[phase.name],
+                        bar, before + time.monotonic() - t0, phase.name)  # fmt: skip
         spent[phase.name] += time.monotonic() - t1
         _save_state(state_file, state)
     if not args.quiet:
@@ -280,6 +293,7 @@ def _run_phase(
             f"({stats['skipped']} skipped), {spent[phase.name]:.0f} s of {budget_s:.0f}",
             file=sys.stderr,
         )
+    return meter
 
 
 def _phase_weights(
@@ -318,6 +332,7 @@ def _measured(records: Path, seed: int) -> int:
 def _measure_chains(
     records: Path,
     cfg: Any,
+    meter: Any,
     seed: int,
     n: int,
     chain: Callable[[int, int], Any],
@@ -339,7 +354,7 @@ def _measure_chains(
                 break
             graphs = [chain(seed, i) for i in range(start, min(start + 4, n))]
             paths = [write_tflite(G, Path(tmp) / f"{G.graph['name']}.tflite") for G in graphs]
-            measure_models(paths, records, cfg)
+            measure_models(paths, records, cfg, meter=meter)
             bar.show(before_s + time.monotonic() - t0, f"{name}: chain models {start + 4}/{n}")
 
 
@@ -354,8 +369,10 @@ def _fit_and_write(
     from tacopt.fusion.ir.io import all_or_nothing
 
     t0 = time.monotonic()
-    recs = read_records(records)
+    measured = read_records(records)
+    recs = quiet_records(measured)
     ops = sum(1 for r in recs if r.get("type") == "op")
+    slow = sum(1 for r in measured if r.get("type") == "op") - ops
     with all_or_nothing([("-o", args.out)]) as out:
         if base_doc is not None:
             from tacopt.cost_models.learned.measurement.records import MeasureError
@@ -369,18 +386,20 @@ def _fit_and_write(
             from tacopt.cost_models.learned.fitting.model import fit
 
             doc = fit(recs)
-        rejected = rejected_share(recs)
+        rejected = rejected_share(measured)
         doc["learn"] = {
             "minutes": state["minutes"],
             "measured_s": round(sum(state["spent_s"].values()), 1),
             "ops": ops,
             "from": state.get("base"),
             "rejected_share": round(rejected, 3),
+            "left_out": slow,
         }
         out.write(args.out, model_bytes(doc, args.out))
     print(
         f"wrote {args.out}: {ops} ops measured in {sum(state['spent_s'].values()) / 60:.1f} min, "
         f"fitted in {time.monotonic() - t0:.0f} s"
+        + (f" ({slow} more left out: no quiet sample)" if slow else "")
         + (" (adapted from --from)" if base_doc is not None else "")
     )
     if rejected >= BUSY_SHARE:
@@ -398,6 +417,24 @@ def _fit_and_write(
 #: 3-minute adaptation in a slow episode set aside 66 % and measured 400 ops instead of ~1,000
 #: (and gained nothing).
 BUSY_SHARE = 0.5
+
+
+def quiet_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The records a learn fits on: without the op records timed with no quiet sample (the
+    machine in a slow episode through all their passes and put-backs: too slow by 10-60 %),
+    unless those are most op records (then the gate's fast state itself is in doubt).
+
+    >>> recs = [{"type": "op", "quiet": True}, {"type": "op", "quiet": False}, {"type": "model"}]
+    >>> [r["type"] for r in quiet_records(recs)]
+    ['op', 'model']
+    >>> len(quiet_records(recs[1:]))
+    2
+    """
+    ops = [r for r in records if r.get("type") == "op"]
+    slow = sum(1 for r in ops if r.get("quiet") is False)
+    if 2 * slow > len(ops):
+        return list(records)
+    return [r for r in records if not (r.get("type") == "op" and r.get("quiet") is False)]
 
 
 def rejected_share(records: Sequence[Mapping[str, Any]]) -> float:

@@ -12,7 +12,9 @@ import pytest
 
 from tacopt.cost_models.learned import cli_learn
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel, correction_of, fit
-from tacopt.cost_models.learned.measurement.timing import MeasureConfig
+from tacopt.cost_models.learned.measurement.measure import Meter
+from tacopt.cost_models.learned.measurement.speed import SpeedTracker
+from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig
 from tacopt.cost_models.learned.sampling.adapt import adapt, corrections
 from tacopt.cost_models.model_file import read_model_doc
 from tacopt.partitioner.cli import main
@@ -119,8 +121,12 @@ def test_corrections_of_nothing_and_bad_input() -> None:
 
 def test_learn_measures_fits_resumes_and_adapts(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.setattr(cli_learn, "_measure_config", lambda args: FAST)
+    started = []  # every phase and chain of one learn shares one gate and speed tracker
+    monkeypatch.setattr(Meter, "start", classmethod(lambda cls, cfg: started.append(cfg) or
+                                                    cls(Gate(cfg), SpeedTracker())))  # fmt: skip
     out = tmp_path / "dev.json"
     assert main(["learn", "-o", str(out), "--minutes", "0.1", "--quiet"]) == 0
+    assert len(started) == 1
     records = tmp_path / "dev.records.jsonl"
     state = json.loads((tmp_path / "dev.records.jsonl.state.json").read_text())
     assert set(state["spent_s"]) == {p.name for p in cli_learn.FULL_PLAN}
@@ -143,6 +149,18 @@ def test_learn_measures_fits_resumes_and_adapts(tmp_path: Path, monkeypatch, cap
     err = capsys.readouterr().err
     assert err.count("the machine was busy") == 1
     assert read_model_doc(out)["learn"]["rejected_share"] >= cli_learn.BUSY_SHARE
+    # an op timed with no quiet sample at all (a slow episode through all its passes) is
+    # left out of the fit, and the learn says so
+    first = [json.loads(line) for line in kept.splitlines()]
+    ops = [r for r in first if r.get("type") == "op"]
+    for r in ops:
+        r["quiet"] = True
+    ops[0]["quiet"] = False
+    records.write_text("".join(json.dumps(r) + "\n" for r in first))
+    assert main(["learn", "-o", str(out), "--minutes", "0.1", "--quiet"]) == 0
+    assert "(1 more left out: no quiet sample)" in capsys.readouterr().out
+    assert read_model_doc(out)["learn"]["left_out"] == 1
+    assert read_model_doc(out)["learn"]["ops"] == len(ops) - 1
     records.write_text(kept)
     # adapt it, as if to another device
     adapted = tmp_path / "other.json"

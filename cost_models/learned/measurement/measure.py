@@ -59,7 +59,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NamedTuple, TextIO
 
 import networkx as nx
 
@@ -85,6 +85,26 @@ from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, t
 from tacopt.cost_models.ops import trip_count
 
 
+class Meter(NamedTuple):
+    """The machine's state as one measurement run sees it: the gate (its fast-state probe time
+    and the invoke overhead, sharpened by every probe read of the run) and the speed tracker
+    (reference models timed in each chunk).
+
+    One per run. ``tacopt learn`` measures in phases and chain models, one call each: they share
+    one meter, so a phase that starts in a slow episode of the machine still knows the fast
+    state (a gate calibrated afresh in a 40-second episode here took a probe 1.7x the fast one
+    for the fast state, and let every op of the phase through as quiet).
+    """
+
+    gate: Gate
+    tracker: SpeedTracker
+
+    @classmethod
+    def start(cls, cfg: MeasureConfig) -> Meter:
+        """A new meter: the gate calibrated (``cfg.calibrate_s``), no speed read yet."""
+        return cls(Gate(cfg), SpeedTracker())
+
+
 def measure_models(
     paths: Iterable[str | Path],
     out: str | Path,
@@ -92,6 +112,7 @@ def measure_models(
     *,
     types: Sequence[str] = (),
     progress: Callable[[int, int, str], None] | None = None,
+    meter: Meter | None = None,
 ) -> dict[str, int]:
     """Measure every op of every model into the JSONL file ``out`` (resuming it if it exists).
 
@@ -105,6 +126,8 @@ def measure_models(
         (the op's own type) and are listed in the model record under ``variants``, never in
         ``ops`` (whole-model sums stay those of the model as it is).
     progress : called as ``progress(done, total, label)`` after each op.
+    meter : the run's gate and speed tracker (:class:`Meter`), when this call is one step of
+        a longer run (``tacopt learn``); a new one by default.
 
     Returns
     -------
@@ -126,8 +149,7 @@ def measure_models(
             graphs.append((p, G, *priced_graph(G)))
     total = sum(sum(1 for _ in model_ops(H)) for _, _, H, _, _ in graphs)
     stats = {"measured": 0, "reused": 0, "skipped": 0, "folded": 0, "models": 0}
-    gate = Gate(cfg)  # one per run: its reference and overhead sharpen as the run goes
-    tracker = SpeedTracker()  # the machine's speed, from reference models timed in each chunk
+    gate, tracker = meter or Meter.start(cfg)
 
     def knobs() -> dict[str, Any]:
         return {**_run_knobs(cfg, gate, tracker), "device": device}
@@ -283,13 +305,14 @@ def measure_graphs(
     *,
     max_s: float | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    meter: Meter | None = None,
 ) -> dict[str, int]:
     """Measure single-op graphs (``(label, build)``, e.g. from
     :func:`tacopt.cost_models.learned.sampling.sweep.iter_samples`) into the JSONL file ``out``,
     resuming it: labels and configurations already recorded are skipped (a label is recorded as the
     record's ``model``). Stops submitting new ops half a pass gap before ``max_s`` seconds; at
     ``max_s`` the new ops still waiting get one pass and every op is written with the passes it
-    had (re-run to go on).
+    had (re-run to go on). ``meter`` as in :func:`measure_models`.
 
     Returns
     -------
@@ -310,7 +333,7 @@ def measure_graphs(
     # new ops stop early enough for the parked ones' second pass (about half a gap of work)
     lead_s = cfg.pass_gap_s / 2 if cfg.passes > 1 else 0.0
     submit_s = None if max_s is None else max(max_s - lead_s, max_s / 2)
-    gate, tracker = Gate(cfg), SpeedTracker()
+    gate, tracker = meter or Meter.start(cfg)
     device = ""
 
     def knobs() -> dict[str, Any]:
