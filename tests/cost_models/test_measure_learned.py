@@ -420,6 +420,26 @@ class _NeverQuiet(_SlowEpisode):
         return self.last
 
 
+def test_references_timed_in_a_slow_episode_do_not_move_the_speed() -> None:
+    """A chunk whose references have no quiet sample adds nothing to the speed records carry,
+    unless a reference has no read yet (then records still get a speed)."""
+    import io
+
+    from tacopt.cost_models.learned.measurement.queue import OpQueue
+    from tacopt.cost_models.learned.measurement.speed import SpeedTracker
+
+    cfg = MeasureConfig(samples=2, rounds=1, quiet_target=1, retry_rounds=0, defer=0, chunk=1)
+    model = serialize_tflite(neg_graph())
+    tracker = SpeedTracker()
+    stats = {"measured": 0, "skipped": 0}
+    q = OpQueue(io.StringIO(), cfg, _NeverQuiet(), tracker, lambda: {"device": "d"}, stats)  # type: ignore[arg-type]
+    q.submit({"key": "k0", "model": "m", "op": "neg_0"}, {"kind": "NEG"}, model)
+    first = {n: list(v) for n, v in tracker.history.items()}
+    assert len(first) == 6 and all(len(v) == 1 for v in first.values())
+    q.submit({"key": "k1", "model": "m", "op": "neg_1"}, {"kind": "NEG"}, model)
+    assert tracker.history == first and stats["measured"] == 2
+
+
 def test_a_pass_without_samples_still_tops_up_on_a_new_instance() -> None:
     """One sample split over two passes: the second pass draws none, and the top-up for a quiet
     sample builds a new instance instead of invoking the parked one."""

@@ -146,7 +146,11 @@ class OpQueue:
                     continue
             ready.append(op)
         run_pass([*ref_timers, *(op.timer for op in ready if op.timer is not None)], cfg, self.gate)
-        self.tracker.add({n: t.timing(self.gate).latency_us for n, t in zip(refs, ref_timers)})
+        # a reference timed with no quiet sample (a slow episode through the chunk) would move
+        # the speed every record carries; it counts only while its reference has no other read
+        seen = self.tracker.history
+        timings = {n: t.timing(self.gate) for n, t in zip(refs, ref_timers)}
+        self.tracker.add({n: t.latency_us for n, t in timings.items() if t.quiet or n not in seen})
         run_knobs = self.knobs()  # the overhead as re-calibrated up to now
         now = time.perf_counter()
         for op in ready:
