@@ -143,6 +143,13 @@ def test_samplers_reach_the_geometries_networks_use_beyond_the_round_ones() -> N
     fcs = draws("FULLY_CONNECTED_TOKENS")
     assert any(max(f["inputs"][1][0]) >= 1536 for f in fcs)
     assert max(f["flops"] for f in fcs) > 2 * 4e8  # beyond the generic cap
+    # a layer norm's ops: a map and a per-token (..., 1) statistic, and the statistic times a
+    # (C,) gamma (an outer product, neither operand the output's shape)
+    muls = [[d[0] for d in f["inputs"]] + [f["outputs"][0][0]] for f in draws("MUL_LN", 100)]
+    assert any(len(x) == len(z) and z[-1] == 1 and x[:-1] == z[:-1] for x, z, _ in muls)
+    assert any(x[-1] == 1 and len(z) == 1 and y[-1] == z[0] for x, z, y in muls)
+    means = draws("MEAN_LN", 20)
+    assert all(f["outputs"][0][0][-1] == 1 and f["options"]["keep_dims"] for f in means)
 
 
 def test_speed_index_tracker_and_normalization(monkeypatch) -> None:

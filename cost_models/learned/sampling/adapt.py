@@ -268,4 +268,4 @@ SAMPLED_KIND = {"TRANSPOSE_HEADS": "TRANSPOSE", "SLICE_ROWS": "SLICE"}
 
 
 def _kind_of_sampler(name: str) -> str:
-    return SAMPLED_KIND.get(name, name.removesuffix("_NET"))
+    return SAMPLED_KIND.get(name, name.removesuffix("_NET").removesuffix("_LN"))
