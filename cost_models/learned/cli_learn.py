@@ -44,7 +44,8 @@ QUIET_TARGET = 1
 #: Rounds of extra samples, each after waiting for quiet, for an op left without a quiet sample
 #: (:attr:`~tacopt.cost_models.learned.measurement.timing.MeasureConfig.retry_rounds`;
 #: ``tacopt measure`` keeps 3): none. Such an op is put back and timed again later in the run
-#: instead, and left out of the fit if it is still not quiet (:func:`quiet_records`). In two
+#: instead, and left out of the fit if it is still not quiet
+#: (:func:`~tacopt.cost_models.learned.measurement.records.quiet_records`). In two
 #: 5-minute learns here, waiting took 72 s of 240 (1,423 ops measured); without it, 0 s (1,871
 #: ops). They ran minutes apart, the first partly in a slow episode.
 RETRY_ROUNDS = 0
@@ -364,13 +365,13 @@ def _fit_and_write(
     base_doc: Mapping[str, Any] | None,
     state: Mapping[str, Any],
 ) -> int:
-    from tacopt.cost_models.learned.measurement.records import read_records
+    from tacopt.cost_models.learned.measurement.records import quiet_records, read_records
     from tacopt.cost_models.model_file import model_bytes
     from tacopt.fusion.ir.io import all_or_nothing
 
     t0 = time.monotonic()
     measured = read_records(records)
-    recs = quiet_records(measured)
+    recs = quiet_records(measured)  # as fit() does; adapt() takes the same
     ops = sum(1 for r in recs if r.get("type") == "op")
     slow = sum(1 for r in measured if r.get("type") == "op") - ops
     with all_or_nothing([("-o", args.out)]) as out:
@@ -417,24 +418,6 @@ def _fit_and_write(
 #: 3-minute adaptation in a slow episode set aside 66 % and measured 400 ops instead of ~1,000
 #: (and gained nothing).
 BUSY_SHARE = 0.5
-
-
-def quiet_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The records a learn fits on: without the op records timed with no quiet sample (the
-    machine in a slow episode through all their passes and put-backs: too slow by 10-60 %),
-    unless those are most op records (then the gate's fast state itself is in doubt).
-
-    >>> recs = [{"type": "op", "quiet": True}, {"type": "op", "quiet": False}, {"type": "model"}]
-    >>> [r["type"] for r in quiet_records(recs)]
-    ['op', 'model']
-    >>> len(quiet_records(recs[1:]))
-    2
-    """
-    ops = [r for r in records if r.get("type") == "op"]
-    slow = sum(1 for r in ops if r.get("quiet") is False)
-    if 2 * slow > len(ops):
-        return list(records)
-    return [r for r in records if not (r.get("type") == "op" and r.get("quiet") is False)]
 
 
 def rejected_share(records: Sequence[Mapping[str, Any]]) -> float:

@@ -113,6 +113,18 @@ def test_adapt_learns_afresh_the_families_it_corrects_badly(tmp_path: Path, caps
     )
 
 
+def test_fit_leaves_out_ops_timed_with_no_quiet_sample() -> None:
+    recs = _records(1.0)
+    recs[2] = {**recs[2], "quiet": False, "latency_us": 50 * recs[2]["latency_us"]}
+    doc = fit(recs)
+    assert doc["trained_on"]["ops"] == 4
+    model = LearnedCostModel(doc)
+    assert model.predict(recs[2], key=recs[2]["key"]).source != "exact"
+    assert model.predict(recs[1], key=recs[1]["key"]).source == "exact"
+    # most ops not quiet: the gate's fast state is in doubt, all are kept
+    assert fit([{**r, "quiet": False} for r in recs])["trained_on"]["ops"] == 5
+
+
 def test_corrections_of_nothing_and_bad_input() -> None:
     assert corrections(LearnedCostModel(fit(_records(1.0))), []) == {}
     with pytest.raises(ValueError, match="no op records"):

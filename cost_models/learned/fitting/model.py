@@ -111,6 +111,7 @@ from tacopt.cost_models.learned.fitting.whole_model import (
     whole_model_terms,
 )
 from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
+from tacopt.cost_models.learned.measurement.records import quiet_records
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 from tacopt.cost_models.learned.measurement.speed import (
     family,
@@ -187,7 +188,9 @@ def fit(
     (:func:`~tacopt.cost_models.learned.measurement.speed.normalize_records`, anchored at the
     training records' median ``speed``), so records from runs on a faster or slower day fit
     together; the model stores the anchor (``anchor_speed``) and the speed of the machine it
-    predicts for (``speed``, the anchor until ``tacopt calibrate`` re-measures it).
+    predicts for (``speed``, the anchor until ``tacopt calibrate`` re-measures it). Op records
+    timed with no quiet sample are left out
+    (:func:`~tacopt.cost_models.learned.measurement.records.quiet_records`).
 
     Parameters
     ----------
@@ -217,6 +220,7 @@ def fit(
         raise CostModelError(f"learned: unknown learner '{learner}' (known: {', '.join(LEARNERS)})")
     if importlib.util.find_spec("lightgbm") is None:
         raise CostModelError("learned: fitting needs LightGBM (pip install lightgbm)")
+    records = quiet_records(records)  # not ops timed through a slow episode of the machine
     anchor = run_speed(records)
     # a grouped CONV_2D is learnt as a kind of its own (version 8, features.kernel_kind)
     records = [as_kernel_kind(r) for r in normalize_records(records, anchor)]
