@@ -129,6 +129,16 @@ def compare(a_path: Path, b_path: Path) -> int:
             f" ratio b/a {np.median(b / a):.3f}, median deviation {np.median(dev) * 100:.1f} %"
             f"  ({bands})"
         )
+    # what a fit uses: records timed with no quiet sample are left out (records.quiet_records)
+    quiet = [k for k in keys if ops[0][k].get("quiet", True) and ops[1][k].get("quiet", True)]
+    if quiet:
+        a = np.array([family[0][k]["latency_us"] for k in quiet])
+        b = np.array([family[1][k]["latency_us"] for k in quiet])
+        share = np.mean(np.abs(b / a - 1) <= 0.1) * 100
+        print(
+            f"family, quiet in both (what a fit uses): {share:5.1f} % of {len(quiet)} ops"
+            f" ({len(keys) - len(quiet)} with no quiet sample in a or b)"
+        )
     return 0
 
 
