@@ -27,10 +27,13 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tacopt.cost_models.cli import add_resolver_option, read_learned_doc
 from tacopt.fusion.ir.options import add_command, at_least, positive
+
+if TYPE_CHECKING:
+    from tacopt.cost_models.learned.measurement.measure import Meter
 
 #: Seconds of the budget kept for fitting (at most a quarter of it; 3,092 records took 29 s to
 #: fit here at load 5-8, under the timing lock).
@@ -243,8 +246,8 @@ def _run_phase(
     state_file: Path,
     bar: _Bar,
     base_doc: Mapping[str, Any] | None,
-    meter: Any,
-) -> Any:
+    meter: Meter | None,
+) -> Meter | None:
     from tacopt.cost_models.cli import silence_xnnpack_banner
     from tacopt.cost_models.learned.measurement.measure import Meter, measure_graphs
     from tacopt.cost_models.learned.sampling.sweep import PRIORS, iter_samples
@@ -333,7 +336,7 @@ def _measured(records: Path, seed: int) -> int:
 def _measure_chains(
     records: Path,
     cfg: Any,
-    meter: Any,
+    meter: Meter,
     seed: int,
     n: int,
     chain: Callable[[int, int], Any],

@@ -97,10 +97,10 @@ def model_choice(h: Sequence[int], *, copy_model: bool) -> int | None:
     """
     shared = h[2] if copy_model else h[1]
     best = max(range(3), key=lambda i: (h[3 + i], -i))  # ties: own, then alias, then family
-    if best == 2:  # a family model must beat the group's own by the margin too
-        best = 2 if h[5] > max(h[3], h[4]) + int(FAMILY_MODEL_MARGIN * h[0]) else max(
-            (0, 1), key=lambda i: (h[3 + i], -i))
-        if best == 2:
-            shared += int(FAMILY_MODEL_MARGIN * h[0])
+    family_margin = int(FAMILY_MODEL_MARGIN * h[0])
+    if best == 2 and h[5] <= max(h[3], h[4]) + family_margin:
+        best = 0 if h[3] >= h[4] else 1  # the family not by the margin: own, then alias
+    if best == 2:
+        shared += family_margin
     margin = int(COPY_MODEL_MARGIN * h[0]) if copy_model else 0
     return best if h[0] >= 8 and h[3 + best] > shared + margin else None

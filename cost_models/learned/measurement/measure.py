@@ -92,8 +92,8 @@ class Meter(NamedTuple):
 
     One per run. ``tacopt learn`` measures in phases and chain models, one call each: they share
     one meter, so a phase that starts in a slow episode of the machine still knows the fast
-    state (a gate calibrated afresh in a 40-second episode here took a probe 1.7x the fast one
-    for the fast state, and let every op of the phase through as quiet).
+    state (a gate calibrated afresh in a 40-second episode here took a probe 1.7-1.9x the fast
+    one for the fast state, and let every op of the phase through as quiet).
     """
 
     gate: Gate

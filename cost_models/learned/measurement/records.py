@@ -53,7 +53,7 @@ def gate_summary(records: Iterable[Mapping[str, Any]]) -> str:
 def quiet_records(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The records to fit on: without the op records timed with no quiet sample (the machine in
     a slow episode through all their passes and put-backs), unless those are most op records
-    (then the gate's fast state itself is in doubt). In five 5-minute learns here, 13-26 % of
+    (then the gate's fast state itself is in doubt). In six 5-minute learns here, 13-26 % of
     such records agreed within ±10 % with two earlier learns of the same configurations, mostly
     slower; the quiet ones 92-96 %.
 
