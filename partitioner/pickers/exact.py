@@ -211,7 +211,8 @@ def pick_exact(
     start = warm_start(model, fallback) if usable and fallback is not None else None
     remaining = max(time_limit_s - (time.perf_counter() - started), 0.0)
     if remaining > 0:
-        parameters = solver_parameters(solver, seed, num_workers, tight=index.has_memory)
+        parameters = solver_parameters(solver, seed, num_workers, tight=index.has_memory,
+                                       pairwise=index.has_pairwise)  # fmt: skip
         solution = solve_model(model, cost, solver, remaining, parameters, start)
     else:  # the budget is spent: HiGHS's presolve alone would overrun it by far
         solution = Solution(None, False, -math.inf, "time limit reached before the solve")

@@ -232,9 +232,20 @@ def integer_scale(cost: np.ndarray) -> tuple[float, float]:
     return scale, float(np.abs(np.round(cost * scale) - cost * scale).sum() / scale)
 
 
-def solver_parameters(backend: str, seed: int, num_workers: int, *, tight: bool = False) -> str:
+def solver_parameters(
+    backend: str, seed: int, num_workers: int, *, tight: bool = False, pairwise: bool = False
+) -> str:
     """The backend's parameter text; ``tight`` asks for 1e-9 feasibility and integrality
-    tolerances (capacity rows: a relative 1e-6 of 32 MiB is 33 bytes over)."""
+    tolerances (capacity rows: a relative 1e-6 of 32 MiB is 33 bytes over).
+
+    ``pairwise`` (a model with pairwise costs) turns SCIP's weak dual reductions off. With them,
+    the SCIP 10.0.0 of OR-Tools 9.15 proved cost 1 optimal on a 21-variable model of cost 0
+    (an ``@example`` of ``tests/partitioner/test_pickers.py``, found by hypothesis); without
+    them, or without probing, or without the pseudo-objective propagator, it finds 0, and the
+    same model written as MPS and solved by PySCIPOpt's SCIP 10.0 gives 0 with or without them.
+    They stay on otherwise: off, 5 of the memory study's 9 slowest per-op cases lost their proof
+    within 30 s (``keras__xception_int8`` at 50 %: proven in 20.8 s with them).
+    """
     if backend == "cp-sat":
         # CP-SAT's own Ctrl-C handler puts back the default one when the solve ends (OR-Tools'
         # SigintHandler), after which Ctrl-C killed the process instead of raising
@@ -243,6 +254,7 @@ def solver_parameters(backend: str, seed: int, num_workers: int, *, tight: bool 
                 " catch_sigint_signal:false")  # fmt: skip
     if backend == "scip":
         text = f"randomization/randomseedshift = {seed}\nlp/threads = 1"
+        text += "\nmisc/allowweakdualreds = FALSE" if pairwise else ""
         return text + "\nnumerics/feastol = 1e-9" if tight else text
     # HiGHS stops at a 0.01% gap by default and calls that optimal; we want a proof.
     text = f"output_flag=false\nrandom_seed={seed}\nthreads=1\nmip_rel_gap=0\nmip_abs_gap=1e-6"

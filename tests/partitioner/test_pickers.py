@@ -552,6 +552,36 @@ def _plan_or_none(problem: PickProblem, name: str) -> tuple[Plan | None, str]:
         capacity={"CPU": 0.0},
     ),
 ).via("discovered failure")
+@example(
+    # hypothesis's failing example in CI on f39dac7: OR-Tools' SCIP proved cost 1 optimal (its
+    # weak dual reductions, mip.solver_parameters); brute force puts u4 on the GPU at cost 0
+    problem=PickProblem(
+        units=(
+            Unit("u0", (Choice("CPU", "FLOAT", 0.0),)),
+            Unit("u1", (Choice("CPU", "FLOAT", 0.0),)),
+            Unit("u2", (Choice("CPU", "FLOAT", 0.0), Choice("GPU", "FLOAT", 0.0),
+                        Choice("GPU", "QUANTIZED_INT8", 0.0, memory=5.0))),
+            Unit("u3", (Choice("CPU", "FLOAT", 0.0), Choice("CPU", "QUANTIZED_INT8", 0.0),
+                        Choice("CPU", "HYBRID", 0.0))),
+            Unit("u4", (Choice("GPU", "FLOAT", 0.0), Choice("CPU", "FLOAT", 0.0))),
+            Unit("u5", (Choice("CPU", "FLOAT", 0.0),)),
+        ),
+        tensors=(
+            TensorEdge("t0", "u0", ("u2",), (19,), "int8"),
+            TensorEdge("t1", "u1", ("u2", "u4"), (7,), "float32"),
+            TensorEdge("t2", "u2", (), (9,), "float32"),
+            TensorEdge("t3", "u3", (), (0,), "float32"),
+            TensorEdge("t4", "u4", (), (0,), "float32"),
+            TensorEdge("t5", "u5", (), (0,), "float32"),
+            TensorEdge("in", None, ("u4",), (8,), "float32"),
+        ),
+        transfer=Link(per_byte=0, fixed=0),
+        quant_per_element=0.0,
+        cost_unit="cost",
+        capacity={"CPU": 115.0, "GPU": 87.0},
+        pairwise=(Pairwise("u2", "u4", ((0.0, 1.0), (0.0, 0.0), (0.0, 0.0))),),
+    ),
+).via("discovered failure")
 def test_exact_equals_brute_with_capacities_and_pairwise_costs(problem: PickProblem) -> None:
     brute, brute_status = _plan_or_none(problem, "brute")
     exact, exact_status = _plan_or_none(problem, "exact")
