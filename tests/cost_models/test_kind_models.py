@@ -120,16 +120,35 @@ def test_fit_chooses_kind_models_on_held_out_configurations() -> None:
     assert model.predict(probe).source == "group"
 
 
-def grouped_record(rng: np.random.Generator, i: int) -> dict:
-    """A CONV_2D of one input channel per group (ConvNeXt's 7x7): ~10x slower per MAC than the
-    GEMM of :func:`conv_record`."""
+def grouped_record(rng: np.random.Generator, i: int, per_group: int = 4) -> dict:
+    """A CONV_2D whose filter sees ``per_group`` input channels per group: ~10x slower per MAC
+    than the GEMM of :func:`conv_record`."""
     h, c = int(rng.choice((7, 14, 28, 56))), int(rng.choice((32, 64, 96, 128)))
-    macs = h * h * c * 49
+    macs = h * h * c * 9 * per_group
     return {
         "type": "op", "key": f"g{i}", "model": f"CONV_2D_GROUPED:0:{i}", "kind": "CONV_2D",
+        "inference_type": "FLOAT", "flops": 2.0 * macs,
+        "bytes": 4.0 * (2 * h * h * c + 9 * c * per_group),
+        "inputs": [[[1, h, h, c], "float32", False, False],
+                   [[c, 3, 3, per_group], "float32", True, False], [[c], "float32", True, False]],
+        "outputs": [[[1, h, h, c], "float32", False, False]],
+        "options": {"stride_h": 1, "stride_w": 1, "padding": "SAME"},
+        "latency_us": 0.5 + macs / 4e3, "overhead_us": 0.5,
+    }  # fmt: skip
+
+
+def depthwise_record(rng: np.random.Generator, i: int, one_per_group: bool = False) -> dict:
+    """A 7x7 DEPTHWISE_CONV_2D (or, ``one_per_group``, the same convolution as a CONV_2D of one
+    input channel per group, as Keras exports ConvNeXt's): ~10x slower per MAC than a GEMM."""
+    h, c = int(rng.choice((7, 14, 28, 56))), int(rng.choice((32, 64, 96, 128)))
+    macs = h * h * c * 49
+    w = [c, 7, 7, 1] if one_per_group else [1, 7, 7, c]
+    return {
+        "type": "op", "key": f"d{i}", "model": f"DW:0:{i}",
+        "kind": "CONV_2D" if one_per_group else "DEPTHWISE_CONV_2D",
         "inference_type": "FLOAT", "flops": 2.0 * macs, "bytes": 4.0 * (2 * h * h * c + 49 * c),
         "inputs": [[[1, h, h, c], "float32", False, False],
-                   [[c, 7, 7, 1], "float32", True, False], [[c], "float32", True, False]],
+                   [w, "float32", True, False], [[c], "float32", True, False]],
         "outputs": [[[1, h, h, c], "float32", False, False]],
         "options": {"stride_h": 1, "stride_w": 1, "padding": "SAME"},
         "latency_us": 0.5 + macs / 4e3, "overhead_us": 0.5,
@@ -150,6 +169,24 @@ def test_grouped_convolutions_are_a_kind_of_their_own_from_version_8() -> None:
     old = LearnedCostModel({**doc, "version": 7})  # prices every CONV_2D by its kind
     assert not old.kernel_kinds
     assert old.predict(probes[0]).latency_us < 0.7 * probes[0]["latency_us"]
+
+
+def test_a_conv_of_one_channel_per_group_is_priced_as_a_depthwise_one_from_version_9() -> None:
+    """XNNPACK runs a CONV_2D of one input channel per group as a depthwise convolution: a model
+    that saw only DEPTHWISE_CONV_2D records prices it within 10 %; read as version 8 (a
+    ``CONV_2D_GROUPED``, which it never saw) it does not."""
+    rng = np.random.default_rng(3)
+    recs = [conv_record(rng, i) for i in range(300)] + [depthwise_record(rng, i) for i in range(60)]
+    doc = json.loads(json.dumps(fit(recs)))
+    assert doc["version"] >= 9 and "CONV_2D_GROUPED|FLOAT" not in doc["fits"]
+    probes = [depthwise_record(np.random.default_rng(7), 900 + i, True) for i in range(20)]
+    model = LearnedCostModel(doc)
+    ratios = np.array([model.predict(p).latency_us / p["latency_us"] for p in probes])
+    assert np.mean(np.abs(ratios - 1) <= 0.1) >= 0.8, ratios
+    v8 = LearnedCostModel({**doc, "version": 8})
+    assert v8.kernel_kinds and not v8.depthwise_groups
+    v8_ratios = np.array([v8.predict(p).latency_us / p["latency_us"] for p in probes])
+    assert np.mean(np.abs(v8_ratios - 1) <= 0.1) < 0.5, v8_ratios
 
 
 def test_trees_correct_the_net_latency_and_older_files_the_gross_one() -> None:

@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`; the model
-is plain JSON (format ``tacopt-learned``, version 8), never pickle, and loads as a cost model with
+is plain JSON (format ``tacopt-learned``, version 9), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
@@ -17,9 +17,12 @@ How a prediction is made (the source is reported by :meth:`LearnedCostModel.pred
 first named by the kernel it runs (version 8,
 :func:`~tacopt.cost_models.learned.fitting.features.kernel_kind`): a grouped CONV_2D is a
 ``CONV_2D_GROUPED``, with fits, trees and a kind flag of its own: XNNPACK takes it, but not as one
-GEMM (a 7x7 one with a channel per group runs at 3-4 GFLOP/s here, a GEMM at ~90), and among
-thousands of GEMM convolutions the trees' Huber loss took the few grouped ones for outliers and
-priced Keras ConvNeXt's at 0.06-0.18x.
+GEMM, and among thousands of GEMM convolutions the trees' Huber loss took the few grouped ones
+for outliers and priced Keras ConvNeXt's at 0.06-0.18x. From version 9 one with one input
+channel per group is a ``DEPTHWISE_CONV_2D``, the kernel XNNPACK runs it with (the same GMAC/s
+as DEPTHWISE_CONV_2D records at 3x3, 5x5 and 7x7, float and int8): as ``CONV_2D_GROUPED`` the
+GEMM family's model priced Keras ConvNeXt int8's 7x7 ones at 0.1x, and the shipped model's
+whole-model error on the tuning half went 11.4 / 11.8 -> 7.6 / 8.9 % (same records).
 
 1. ``exact``: the configuration (same
    :func:`~tacopt.cost_models.learned.measurement.singleop.op_key`) was measured.
@@ -124,7 +127,7 @@ from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 8
+VERSION = 9
 #: A kernel family gets trees of its own with at least this many training ops (else none).
 MIN_FAMILY_TREE_OPS = 50
 MIN_GROUP = 4
@@ -222,7 +225,8 @@ def fit(
         raise CostModelError("learned: fitting needs LightGBM (pip install lightgbm)")
     records = quiet_records(records)  # not ops timed through a slow episode of the machine
     anchor = run_speed(records)
-    # a grouped CONV_2D is learnt as a kind of its own (version 8, features.kernel_kind)
+    # ops are learnt by the kernel they run (features.kernel_kind): a grouped CONV_2D is a kind
+    # of its own (version 8), a depthwise one when it has one input channel per group (version 9)
     records = [as_kernel_kind(r) for r in normalize_records(records, anchor)]
 
     def trial(rs: Sequence[Mapping[str, Any]]) -> LearnedCostModel:
@@ -370,6 +374,8 @@ class LearnedCostModel(CostModelBase):
             #: whether ops are priced by their kernel kind (version 8: a grouped CONV_2D is
             #: ``CONV_2D_GROUPED``, :func:`~.features.kernel_kind`)
             self.kernel_kinds = int(doc.get("version", 1)) >= 8
+            #: version 9: a CONV_2D with one input channel per group is a DEPTHWISE_CONV_2D
+            self.depthwise_groups = int(doc.get("version", 1)) >= 9
             self.tree_kinds = list(doc.get("tree_kinds", []))
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
@@ -432,7 +438,7 @@ class LearnedCostModel(CostModelBase):
         if key is not None and key in self.adapt_table:
             return Prediction(self.adapt_table[key], "exact")
         if self.kernel_kinds:
-            features = as_kernel_kind(features)
+            features = as_kernel_kind(features, depthwise=self.depthwise_groups)
         if self.own is not None:
             fam = family(features["kind"], features.get("inference_type"))
             if fam in self.own_families:
