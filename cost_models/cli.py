@@ -170,9 +170,10 @@ def run_measure(args: argparse.Namespace) -> int:
     into a single-op model with random weights, time it (the fastest of 16 samples of thread
     CPU time, each a >= 1 ms batch of invokes, over 8 interpreter instances spread over seconds;
     more after waiting while a probe shows the machine busy), optionally also rebuilt in other
-    inference types (--types), time the whole model as stored, append one JSON record per op
-    configuration to --out (resumable), each naming the device fingerprint (CPU, ISA, LiteRT
-    version, --resolver, --threads) of a 'device' record.
+    inference types (--types), time the whole model as priced (as stored if the runtime
+    cannot run that), append one JSON record per op configuration to --out (resumable), each
+    naming the device fingerprint (CPU, ISA, LiteRT version, --resolver, --threads) of a
+    'device' record.
     """
     from tacopt.cost_models.learned.measurement.measure import measure_models
     from tacopt.cost_models.learned.measurement.records import MeasureError

@@ -451,3 +451,26 @@ def test_a_pass_without_samples_still_tops_up_on_a_new_instance() -> None:
     t.park()
     run_pass([t], cfg, gate)  # type: ignore[arg-type]
     assert t.done and t.live and len(t.cpu) > 1 and gate.waits > 0
+
+
+def test_a_whole_model_is_timed_as_priced_a_fused_lstm_not_its_while_loop(tmp_path: Path) -> None:
+    """Keras 3 stores an LSTM as a WHILE loop; the partitioner prices (and measure cuts) the
+    fused UNIDIRECTIONAL_SEQUENCE_LSTM, and the whole model is timed as that graph too."""
+    from tacopt.cost_models.learned.measurement.measure import measure_models
+    from tacopt.cost_models.learned.measurement.timing import MeasureConfig
+    from tacopt.fusion.tflite.reader import read_tflite
+
+    path = Path(__file__).parents[1] / "fusion" / "models" / "k3_lstm_seq_float32.tflite"
+    assert any(op.kind == "WHILE" for op in _ops(read_tflite(path)))  # as stored
+    out = tmp_path / "rec.jsonl"
+    measure_models([path], out, MeasureConfig(samples=2, min_samples=1, rounds=1, passes=1))
+    recs = read_records(out)
+    (model,) = [r for r in recs if r["type"] == "model"]
+    kinds = {r["key"]: r["kind"] for r in recs if r["type"] in ("op", "skip")}
+    assert model["timed"] == "priced" and model["latency_us"] > 0
+    assert "UNIDIRECTIONAL_SEQUENCE_LSTM" in {kinds[k] for k, _ in model["ops"]}
+    assert "WHILE" not in {kinds[k] for k, _ in model["ops"]} and model["loop_trips"] == 0
+
+
+def _ops(G: object) -> list[Op]:
+    return [d["op"] for _, d in G.nodes(data=True) if "op" in d]  # type: ignore[attr-defined]

@@ -6,7 +6,9 @@ constants that the runtime computes once, at init, folded (a DEQUANTIZE of float
 DENSIFY of sparse ones: :data:`~tacopt.cost_models.learned.measurement.singleop.FOLDED_KINDS`), then
 fused with the rules whose fused ops LiteRT runs. Folded ops get a ``folded`` record (no per-invoke
 cost), and the op that reads their output is cut, measured and featured with constant weights, as
-the runtime runs it; the whole model is timed as stored.
+the runtime runs it. The whole model is timed as priced too (a fused LSTM, not the WHILE loop or
+the unrolled cells it was stored as: Keras's bidirectional LSTM ran in 2.6 ms stored, about half
+of that fused), as stored only when the runtime cannot run the priced graph (``timed``).
 
 Each op of each model (nested WHILE / IF bodies included) is cut into a single-op graph: the op,
 its non-constant inputs as graph inputs, its constants filled with random values
@@ -41,7 +43,8 @@ Records (JSON lines, appended and flushed one by one, so a run can resume; docs/
 - ``{"type": "model", "model", "latency_us", "ops": [[key, count], ...], "variants": [...],
   "folded": [[key, count], ...], ...}``; ``latency_us`` is None when the runtime cannot run the
   model whole (custom ops), ``untimed`` then says why; ``priced`` notes a model measured as
-  stored because fusion refused it
+  stored because fusion refused it; ``timed`` is ``"priced"`` (the graph the op records come
+  from) or ``"stored (why)"``; records without it were timed as stored
 
 With ``types`` (``tacopt measure --types float32,int8``) every op is also rebuilt in the other
 inference types (:func:`retype_op`) and measured; those records carry ``retyped_from`` (the op's
@@ -242,21 +245,7 @@ def measure_models(
                         continue
                     done_keys.add(vkey)
                     submit({**vbase, "key": vkey}, vfeats, serialize_tflite(R))
-            timed: dict[str, Any]
-            try:  # the model as stored: what the runtime runs
-                whole = serialize_tflite(fill_constants(stored, seed=cfg.seed))
-                t = time_model(
-                    whole,
-                    None,
-                    replace(cfg, max_time_s=cfg.model_max_time_s),
-                    seed=cfg.seed,
-                    samples=cfg.model_samples,
-                    gate=gate,
-                )
-                timed = timing_fields(t)
-            except Exception as exc:  # custom ops, ...: the ops are measured, the whole is not
-                first = (str(exc).splitlines() or [""])[0][:200]
-                timed = {"latency_us": None, "untimed": f"{type(exc).__name__}: {first}"}
+            timed = _time_whole(G, stored, cfg, gate)
             model_record: dict[str, Any] = {
                 "type": "model",
                 "model": path.stem,
@@ -275,6 +264,35 @@ def measure_models(
             stats["models"] += 1
         queue.drain()
     return stats
+
+
+def _time_whole(
+    priced: nx.MultiDiGraph, stored: nx.MultiDiGraph, cfg: MeasureConfig, gate: Any
+) -> dict[str, Any]:
+    """The timing fields of a whole model: the graph the partitioner prices (its ops of
+    constants folded, its fused ops fused: what the op records add up to), else, when the
+    runtime cannot run that, the model as stored (``timed`` says which, and why)."""
+    from tacopt.fusion.tflite.writer import serialize_tflite
+
+    why = ""
+    for label, graph in (("priced", priced), ("stored", stored)):
+        if label == "stored" and priced is stored:
+            break
+        try:
+            t = time_model(
+                serialize_tflite(fill_constants(graph, seed=cfg.seed)),
+                None,
+                replace(cfg, max_time_s=cfg.model_max_time_s),
+                seed=cfg.seed,
+                samples=cfg.model_samples,
+                gate=gate,
+            )
+        except Exception as exc:  # custom ops, ...: the ops are measured, the whole is not
+            first = (str(exc).splitlines() or [""])[0][:200]
+            why = why or f"{type(exc).__name__}: {first}"
+            continue
+        return {**timing_fields(t), "timed": label if label == "priced" else f"stored ({why})"}
+    return {"latency_us": None, "untimed": why}
 
 
 def _recorded(
