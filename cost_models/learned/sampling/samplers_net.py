@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -444,10 +445,50 @@ def _lstm(rng: Rng) -> nx.MultiDiGraph:
     return _done(b, y)
 
 
-#: The ``net-rnn`` prior: the ``net`` prior plus the fused LSTM (its chains alternate with
+def _bilstm(rng: Rng) -> nx.MultiDiGraph:
+    """A float BIDIRECTIONAL_SEQUENCE_LSTM as :mod:`tacopt.fusion.rnn.bilstm` emits it (Keras'
+    ``Bidirectional(LSTM)``): the two halves' weights in slots 1-17 and 18-34, their states in
+    35-38, no auxiliary input; merged outputs (one ``2 x units`` output) or two, never merged
+    for a batch-major batch of more than one (LiteRT's kernel gets those wrong, so fusion
+    never emits them). 8-128 steps, 16-256 units, batch 1-8."""
+    from tacopt.fusion.rnn.bilstm import BIDI_INPUTS, N_WEIGHTS
+    from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
+
+    while True:
+        steps, batch = int(rng.choice([8, 16, 32, 64, 128])), int(rng.choice([1, 1, 1, 2, 4, 8]))
+        n_in, units = (int(rng.choice([16, 32, 64, 128, 256])) for _ in range(2))
+        if 2 * steps * batch * 4 * units * (n_in + units) <= MAX_MACS:
+            break
+    time_major = bool(rng.random() < 0.5)
+    merge = bool(rng.random() < 0.5) and (time_major or batch == 1)
+    b = GraphBuilder("bilstm")
+    x = b.input("x", (steps, batch, n_in) if time_major else (batch, steps, n_in))
+    inputs: list[Any] = [None] * BIDI_INPUTS
+    inputs[0] = x
+    for half in range(2):  # slots 1-17 of each half: as UNIDIRECTIONAL_SEQUENCE_LSTM's
+        at = 1 + half * N_WEIGHTS
+        inputs[at : at + 4] = [rng.normal(0, 0.1, (units, n_in)) for _ in range(4)]
+        inputs[at + 4 : at + 8] = [rng.normal(0, 0.1, (units, units)) for _ in range(4)]
+        inputs[at + 11 : at + 15] = [np.zeros(units) for _ in range(4)]
+    inputs[35:39] = [b.variable(f"{n}_state_{d}", (batch, units))
+                     for d in ("fw", "bw") for n in ("output", "cell")]  # fmt: skip
+    lead = (steps, batch) if time_major else (batch, steps)
+    shapes = ((*lead, 2 * units),) if merge else ((*lead, units), (*lead, units))
+    options = {**LSTM_OPTIONS, "time_major": time_major, "merge_outputs": merge}
+    options.pop("diagonal_recurrent_tensors", None)
+    ys = b.op("BIDIRECTIONAL_SEQUENCE_LSTM", *inputs, shape=shapes, **options)
+    return b.build(outputs=[ys] if merge else list(ys))
+
+
+#: The ``net-rnn`` prior: the ``net`` prior plus the fused LSTMs (its chains alternate with
 #: unrolled-RNN-like chains of tiny ops, :func:`sample_tiny_chain`).
-NET_RNN_PRIOR: dict[str, float] = {**NET_PRIOR, "UNIDIRECTIONAL_SEQUENCE_LSTM": 0.5}
+NET_RNN_PRIOR: dict[str, float] = {
+    **NET_PRIOR,
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": 0.5,
+    "BIDIRECTIONAL_SEQUENCE_LSTM": 0.25,
+}
 SAMPLERS["UNIDIRECTIONAL_SEQUENCE_LSTM"] = (_lstm, NET_RNN_PRIOR["UNIDIRECTIONAL_SEQUENCE_LSTM"])
+SAMPLERS["BIDIRECTIONAL_SEQUENCE_LSTM"] = (_bilstm, NET_RNN_PRIOR["BIDIRECTIONAL_SEQUENCE_LSTM"])
 
 
 def sample_tiny_chain(seed: int, i: int) -> nx.MultiDiGraph:
