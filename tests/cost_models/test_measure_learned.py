@@ -474,3 +474,27 @@ def test_a_whole_model_is_timed_as_priced_a_fused_lstm_not_its_while_loop(tmp_pa
 
 def _ops(G: object) -> list[Op]:
     return [d["op"] for _, d in G.nodes(data=True) if "op" in d]  # type: ignore[attr-defined]
+
+
+def test_a_copy_beyond_the_cache_gets_its_own_rate_per_byte() -> None:
+    """RESHAPE copies at 100 GB/s up to 512 KiB moved and 40 GB/s beyond (LiteRT's builtin
+    kernels here: ~95 and ~50): the fit finds the knee and prices a copy of 3 MB within 5 %, where
+    one rate per byte, pulled by the many small copies, priced it far too fast."""
+    from tacopt.cost_models.movement import movement_fits, predict_movement
+
+    def rec(n: int) -> dict:  # n float32 elements read and written
+        moved = 8.0 * n
+        net = 0.1 + min(moved, 2**19) / 1e5 + max(moved - 2**19, 0.0) / 4e4
+        t = [[1, n], "float32", False, False]
+        return {"kind": "RESHAPE", "inference_type": "FLOAT", "inputs": [t],
+                "outputs": [[[n, 1], "float32", False, False]], "options": {},
+                "latency_us": 0.5 + net, "overhead_us": 0.5}  # fmt: skip
+
+    small = [rec(n) for n in (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536)]
+    fits = movement_fits([*small, rec(2**17), rec(2**18)])
+    assert fits["RESHAPE|FLOAT"][5] == 2**19  # the knee
+    big = rec(400_000)
+    ratio = predict_movement(fits, big) / (big["latency_us"] - 0.5)  # type: ignore[operator]
+    assert abs(ratio - 1) < 0.05, ratio
+    few = movement_fits([small[0], small[4], rec(2**17), rec(2**18), big])
+    assert few["RESHAPE|FLOAT"][5] == 0  # too few records for a knee: one rate per byte
