@@ -338,3 +338,32 @@ def test_each_kernel_family_is_re_anchored_by_its_own_reference() -> None:
     rec = {"type": "op", "kind": "CONV_2D", "inference_type": "QUANTIZED_INT8",
            "latency_us": 50.0, "speed": there}  # fmt: skip
     assert normalize_records([rec], anchor)[0]["latency_us"] == pytest.approx(10.0)
+
+
+def test_the_bidirectional_lstm_sampler_builds_what_fusion_emits_and_litert_runs() -> None:
+    """The net-rnn prior's BIDIRECTIONAL_SEQUENCE_LSTM: 48 inputs (both halves' weights and
+    states, no auxiliary input), merged outputs never for a batch-major batch of more than one;
+    LiteRT runs every draw."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    from tacopt.fusion.tflite.writer import serialize_tflite
+
+    merged = set()
+    for seed in range(6):
+        ((_, G),) = sample_ops(1, seed=seed, kinds=["BIDIRECTIONAL_SEQUENCE_LSTM"], int8_share=0.0)
+        validate_graph(G)
+        (op,) = [d["op"] for _, d in G.nodes(data=True) if "op" in d]
+        assert len(op.inputs) == 48 and not any(op.inputs[39:])
+        merge, time_major = op.options["merge_outputs"], op.options["time_major"]
+        x = G.graph["tensors"][op.inputs[0]].shape
+        assert not merge or time_major or x[0] == 1
+        assert len(op.outputs) == (1 if merge else 2)
+        merged.add(merge)
+        it = Interpreter(model_content=serialize_tflite(G))
+        it.allocate_tensors()
+        (inp,) = it.get_input_details()
+        it.set_tensor(inp["index"], np.ones(inp["shape"], np.float32))
+        it.invoke()
+        out = it.get_tensor(it.get_output_details()[0]["index"])
+        assert np.isfinite(out).all() and np.abs(out).sum() > 0
+    assert merged == {True, False}

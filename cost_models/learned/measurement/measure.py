@@ -276,8 +276,6 @@ def _time_whole(
 
     why = ""
     for label, graph in (("priced", priced), ("stored", stored)):
-        if label == "stored" and priced is stored:
-            break
         try:
             t = time_model(
                 serialize_tflite(fill_constants(graph, seed=cfg.seed)),
