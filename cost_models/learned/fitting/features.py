@@ -27,11 +27,11 @@ def kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> str:
     of the input channels (``groups`` > 1, ConvNeXt / ResNeXt exports):
 
     - with one input channel per group (and whole output channels per group), XNNPACK runs it
-      as a depthwise convolution, and so does the timing: ``"DEPTHWISE_CONV_2D"`` (version 9;
-      with ``depthwise=False``, as version 8, a ``"CONV_2D_GROUPED"``). Measured here
-      (records of the shipped model, GMAC/s, float / int8): 3x3 17.7 / 14.4 against
-      DEPTHWISE_CONV_2D's 16.2 / 14.9, 5x5 14.6 / 15.5 against 12.2 / 15.9, 7x7 1.9 / 0.41
-      against 1.8 / 0.41; a grouped GEMM runs at 15-40;
+      as a depthwise convolution: ``"DEPTHWISE_CONV_2D"`` (version 9; with
+      ``depthwise=False``, as version 8, a ``"CONV_2D_GROUPED"``). In the shipped model's
+      records (GMAC/s, float / int8) it ran 3x3 at 17.7 / 14.4 against DEPTHWISE_CONV_2D's
+      16.2 / 14.9, 5x5 at 14.6 / 15.5 against 12.2 / 15.9, 7x7 at 1.9 / 0.41 against
+      1.8 / 0.41; a grouped CONV_2D of more channels per group at 15-40;
     - otherwise ``"CONV_2D_GROUPED"``: XNNPACK takes it, but not as one GEMM.
 
     >>> t = lambda *s: [list(s), "float32", False, False]
