@@ -24,8 +24,9 @@ COPY_MODEL_MARGIN = 0.1
 #: ops it may not extrapolate. With the four shipped learns + learn15 + learn16 + layer-norm ops,
 #: the GEMM family's model priced Keras ConvNeXt's float 7x7 one-channel-per-group convolutions
 #: (8.5 ms) at 0.1x; with the margin their own kind model prices them at 0.4-1.0x (tuning half
-#: 79.0 / 79.8 -> 79.2 / 80.7 %). The int8 ones (36 ms) stay at 0.1x: there the family wins by
-#: more than the margin.
+#: 79.0 / 79.8 -> 79.2 / 80.7 %). The int8 ones (36 ms) stayed at 0.1x, the family winning by
+#: more than the margin, until version 9 priced such convolutions as depthwise ones
+#: (features.kernel_kind).
 FAMILY_MODEL_MARGIN = 0.1
 
 
