@@ -435,7 +435,9 @@ def test_references_timed_in_a_slow_episode_do_not_move_the_speed() -> None:
     q = OpQueue(io.StringIO(), cfg, _NeverQuiet(), tracker, lambda: {"device": "d"}, stats)  # type: ignore[arg-type]
     q.submit({"key": "k0", "model": "m", "op": "neg_0"}, {"kind": "NEG"}, model)
     first = {n: list(v) for n, v in tracker.history.items()}
-    assert len(first) == 6 and all(len(v) == 1 for v in first.values())
+    from tacopt.cost_models.learned.measurement.speed import REFERENCES
+
+    assert len(first) == len(REFERENCES) and all(len(v) == 1 for v in first.values())
     q.submit({"key": "k1", "model": "m", "op": "neg_1"}, {"kind": "NEG"}, model)
     assert tracker.history == first and stats["measured"] == 2
 

@@ -54,7 +54,7 @@ def test_sweep_measures_resumes_and_records_speed(tmp_path: Path, capsys) -> Non
     stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert stats["measured"] + stats["skipped"] == 5
     ops = [r for r in read_records(out) if r["type"] == "op"]
-    refs = {"add", "add_l2", "conv", "conv_int8", "dwconv", "move"}
+    refs = {"add", "add_l2", "conv", "conv_int8", "dwconv", "lstm", "move"}
     assert ops and all(set(r["speed"]) == refs for r in ops)
     assert all(r["probe_us"] > 0 and r["model"].count(":") == 2 for r in ops)
     assert main(args) == 0  # resumed: every label done
@@ -214,7 +214,7 @@ def test_calibrate_command_rewrites_speed(tmp_path: Path, capsys) -> None:
     path.write_text(json.dumps(fit(_records(1.0))))
     assert main(["calibrate", str(path), "--rounds", "1"]) == 0
     doc = json.loads(path.read_text())
-    assert set(doc["speed"]) == {"add", "add_l2", "conv", "conv_int8", "dwconv", "move"}
+    assert set(doc["speed"]) == {"add", "add_l2", "conv", "conv_int8", "dwconv", "lstm", "move"}
     assert doc["calibrated"]["speed_index"] > 0
     assert "this machine runs at" in capsys.readouterr().out
     bad = tmp_path / "bad.json"
@@ -338,6 +338,24 @@ def test_each_kernel_family_is_re_anchored_by_its_own_reference() -> None:
     rec = {"type": "op", "kind": "CONV_2D", "inference_type": "QUANTIZED_INT8",
            "latency_us": 50.0, "speed": there}  # fmt: skip
     assert normalize_records([rec], anchor)[0]["latency_us"] == pytest.approx(10.0)
+
+
+def test_recurrent_ops_follow_the_lstm_reference_not_xnnpacks_gemm() -> None:
+    """Issue 22: no delegate runs an LSTM, so an int8 LSTM is not re-anchored by XNNPACK's int8
+    conv (a Zen 4 with VNNI ran that 5x faster than a Zen 3, the zoo's int8 LSTMs 1.25x), but by
+    the LSTM reference; without it on both sides, by the blended index."""
+    from tacopt.cost_models.learned.measurement.speed import family, family_index
+
+    assert family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8") == "builtin"
+    assert family("BIDIRECTIONAL_SEQUENCE_LSTM", "FLOAT") == "builtin"
+    assert family("FULLY_CONNECTED", "QUANTIZED_INT8") == "gemm_int8"
+    anchor = {"conv_int8": 50.0, "lstm": 10.0, "add": 10.0}
+    there = {"conv_int8": 10.0, "lstm": 8.0, "add": 5.0}
+    rec = {"type": "op", "kind": "UNIDIRECTIONAL_SEQUENCE_LSTM",
+           "inference_type": "QUANTIZED_INT8", "latency_us": 80.0, "speed": there}  # fmt: skip
+    assert normalize_records([rec], anchor)[0]["latency_us"] == pytest.approx(100.0)
+    old = {k: v for k, v in anchor.items() if k != "lstm"}  # measured before the reference
+    assert family_index(there, old, "builtin") == pytest.approx((0.2 * 0.5) ** 0.5)
 
 
 def test_the_bidirectional_lstm_sampler_builds_what_fusion_emits_and_litert_runs() -> None:

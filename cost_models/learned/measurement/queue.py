@@ -187,4 +187,5 @@ def timing_fields(t: Timing) -> dict[str, Any]:
         "rejected": t.rejected,
         "quiet": t.quiet,
         "instances": t.instances,
+        **({} if t.delegated is None else {"delegated": t.delegated}),
     }

@@ -4,21 +4,26 @@ The gate (:class:`~tacopt.cost_models.learned.measurement.timing.Gate`) keeps sa
 machine's fast state *within* a run; it cannot tell that the fast state itself is slower today than
 an hour ago (docs/cost-models.md, "Drift"). So every chunk of ops is timed together with a few fixed
 reference models (:data:`REFERENCES`: a GEMM-bound CONV_2D, a depthwise conv, a memory-bound
-ADD, int8 and float), interleaved with the ops, by the same gated method. Each record carries
-``speed`` (reference name -> its latency in us, a running median over the last
+ADD, int8 and float, a transpose, an LSTM), interleaved with the ops, by the same gated method.
+Each record carries ``speed`` (reference name -> its latency in us, a running median over the last
 ``SPEED_WINDOW`` chunks, so one noisy chunk does not move it) and the learned model predicts
 ``latency / speed index`` (:func:`speed_index`), converted back with the speed of the machine
 at hand (``tacopt calibrate``, :func:`measure_speed`).
 
 Each op is normalized and re-anchored by the reference of the **kernel family** it runs in
 (:func:`family`, :data:`FAMILIES`: float GEMM / conv, int8 GEMM / conv, depthwise, elementwise,
-data movement), never by one blended scalar: from one CPU to another the int8 and float paths
-can differ 5x (issue 22: the AVX-512 machine of the shipped model runs the int8 conv 5.0x faster
-than this AVX2 Zen 3, the float conv 1.13x). Records without a family's reference (measured
-before it existed) fall back to the geometric mean of the references they have (`speed_index`).
+data movement, builtin), never by one blended scalar: from one CPU to another the int8 and
+float paths can differ 5x (issue 22: the AVX-512 machine of the shipped model runs the int8 conv
+5.0x faster than this AVX2 Zen 3, the float conv 1.13x). The ops LiteRT's builtin kernels run
+while a delegate runs the rest are a family of their own (``builtin``): the recurrent ones (LSTMs,
+RNNs), which no delegate takes, and those the delegate refused when they were measured (a kind
+ending in :data:`BUILTIN`). XNNPACK's references do not follow them: from a Zen 3 to a Zen 4
+with AVX-512 VNNI, the int8 conv reference ran 5.0x faster, the zoo's int8 LSTMs 1.25x.
+Records without a family's reference (measured before it existed) fall back to the geometric
+mean of the references they have (`speed_index`).
 
 >>> sorted(REFERENCES)
-['add', 'add_l2', 'conv', 'conv_int8', 'dwconv', 'move']
+['add', 'add_l2', 'conv', 'conv_int8', 'dwconv', 'lstm', 'move']
 """
 
 from __future__ import annotations
@@ -80,6 +85,28 @@ def _move() -> nx.MultiDiGraph:
     return b.build(outputs=[b.op("TRANSPOSE", x, np.array([0, 3, 1, 2], np.int32))])
 
 
+def _lstm() -> nx.MultiDiGraph:
+    """A float UNIDIRECTIONAL_SEQUENCE_LSTM of 16 steps, 32 inputs and 32 units, as the LSTM
+    fusions emit it: LiteRT's builtin kernels run it under every resolver (no delegate takes
+    it), the reference of the ``builtin`` family."""
+    from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
+
+    rng = np.random.default_rng(0)
+    steps, n_in, units = 16, 32, 32
+    b = GraphBuilder("ref_lstm")
+    x = b.input("x", (1, steps, n_in))
+    w_in = [rng.normal(0, 0.1, (units, n_in)) for _ in range(4)]
+    w_rec = [rng.normal(0, 0.1, (units, units)) for _ in range(4)]
+    bias = [np.zeros(units) for _ in range(4)]
+    states = (b.variable("output_state", (1, units)), b.variable("cell_state", (1, units)))
+    y = b.op(
+        "UNIDIRECTIONAL_SEQUENCE_LSTM",
+        x, *w_in, *w_rec, None, None, None, *bias, None, None, *states, None, None, None, None,
+        shape=(1, steps, units), **{**LSTM_OPTIONS, "time_major": False},
+    )  # fmt: skip
+    return b.build(outputs=[y])
+
+
 #: The reference models, by name (built on first use).
 REFERENCES: dict[str, Callable[[], nx.MultiDiGraph]] = {
     "conv": lambda: _conv(False),
@@ -88,6 +115,7 @@ REFERENCES: dict[str, Callable[[], nx.MultiDiGraph]] = {
     "add": _add,
     "add_l2": lambda: _add((1, 32, 32, 32)),
     "move": _move,
+    "lstm": _lstm,
 }
 
 #: Kernel family -> the references that anchor it, the first both sides have. The elementwise
@@ -100,12 +128,15 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "depthwise": ("dwconv",),
     "elementwise": ("add_l2", "add"),
     "movement": ("move",),
+    "builtin": ("lstm",),
 }
-#: Kinds XNNPACK / TFLite run as a GEMM (the recurrent ones are GEMMs per step).
+#: The suffix of an op kind that LiteRT's builtin kernels ran although a delegate ran the rest
+#: (the delegate refused it: ``delegated`` false in its record; ``fitting.features.kernel_kind``).
+BUILTIN = "@builtin"
+#: Kinds XNNPACK / TFLite run as a GEMM.
 #: (CONV_2D_GROUPED: a grouped CONV_2D, fitting.features.kernel_kind.)
 GEMM_KINDS = frozenset(
     {"CONV_2D", "CONV_2D_GROUPED", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D"}
-    | RECURRENT
 )
 
 
@@ -116,7 +147,11 @@ def family(kind: str, inference_type: str | None) -> str:
     ('gemm_int8', 'gemm_float')
     >>> family("DEPTHWISE_CONV_2D", "FLOAT"), family("PAD", "FLOAT"), family("MUL", "FLOAT")
     ('depthwise', 'movement', 'elementwise')
+    >>> family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8"), family("RELU@builtin", "FLOAT")
+    ('builtin', 'builtin')
     """
+    if kind in RECURRENT or kind.endswith(BUILTIN):
+        return "builtin"
     if kind in GEMM_KINDS:
         return "gemm_int8" if "INT" in str(inference_type) else "gemm_float"
     if kind == "DEPTHWISE_CONV_2D":

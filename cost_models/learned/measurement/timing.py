@@ -152,6 +152,8 @@ class Timing:
     quiet: bool = True
     instances: int = 1
     wall_clock: bool = False
+    #: whether the run's delegate took the op (None: the resolver has no delegate)
+    delegated: bool | None = None
 
     @property
     def latency_us(self) -> float:
@@ -269,6 +271,7 @@ class Timer:
         self.passes, self.passes_done = max(passes, 1), 0
         self.values: list[np.ndarray] = []  # the inputs of the first instance, reused after
         self.instances = 0  # instances built so far; samples go to the latest
+        self.delegated: bool | None = None  # read off the first instance
         self.invoke = self.new_instance()
         interp_invoke = self.invoke
         n = 1
@@ -314,6 +317,8 @@ class Timer:
         interp.invoke()  # first run: lazy allocations, delegate preparation
         for _ in range(cfg.warmup):
             interp.invoke()
+        if self.instances == 0:
+            self.delegated = runs_delegated(interp, cfg.resolver)
         self.instances += 1
         self.invoke = interp.invoke  # the previous instance is released
         return interp.invoke
@@ -374,7 +379,22 @@ class Timer:
             bool(keep),
             self.instances,
             self.cfg.wall_clock,
+            self.delegated,
         )
+
+
+def runs_delegated(interp: Any, resolver: str) -> bool | None:
+    """Whether the delegate of ``resolver`` took the op of the allocated single-op interpreter
+    ``interp`` (a ``DELEGATE`` node stands in its execution plan), None when the resolver has
+    no delegate. An op the delegate refuses (XNNPACK: a 1x1 float AVERAGE_POOL_2D of stride 2,
+    the int8 AVERAGE_POOL_2D, RELU, HARD_SWISH, any LSTM, ...) runs in LiteRT's builtin
+    kernels, often several times slower than in the delegate's."""
+    from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS, check_resolver
+
+    if RESOLVERS[check_resolver(resolver)][1] is None:
+        return None
+    # LiteRT lists the nodes after delegation: the model's own, then one per delegated part
+    return any(d.get("op_name") == "DELEGATE" for d in interp._get_ops_details())
 
 
 def run_pass(timers: Sequence[Timer], cfg: MeasureConfig, gate: Gate) -> None:
