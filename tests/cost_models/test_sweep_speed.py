@@ -346,8 +346,8 @@ def test_recurrent_ops_follow_the_lstm_reference_not_xnnpacks_gemm() -> None:
     the LSTM reference; without it on both sides, by the blended index."""
     from tacopt.cost_models.learned.measurement.speed import family, family_index
 
-    assert family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8") == "builtin"
-    assert family("BIDIRECTIONAL_SEQUENCE_LSTM", "FLOAT") == "builtin"
+    assert family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8") == "recurrent"
+    assert family("BIDIRECTIONAL_SEQUENCE_LSTM", "FLOAT") == "recurrent"
     assert family("FULLY_CONNECTED", "QUANTIZED_INT8") == "gemm_int8"
     anchor = {"conv_int8": 50.0, "lstm": 10.0, "add": 10.0}
     there = {"conv_int8": 10.0, "lstm": 8.0, "add": 5.0}
@@ -355,7 +355,7 @@ def test_recurrent_ops_follow_the_lstm_reference_not_xnnpacks_gemm() -> None:
            "inference_type": "QUANTIZED_INT8", "latency_us": 80.0, "speed": there}  # fmt: skip
     assert normalize_records([rec], anchor)[0]["latency_us"] == pytest.approx(100.0)
     old = {k: v for k, v in anchor.items() if k != "lstm"}  # measured before the reference
-    assert family_index(there, old, "builtin") == pytest.approx((0.2 * 0.5) ** 0.5)
+    assert family_index(there, old, "recurrent") == pytest.approx((0.2 * 0.5) ** 0.5)
 
 
 def test_the_bidirectional_lstm_sampler_builds_what_fusion_emits_and_litert_runs() -> None:

@@ -7,9 +7,6 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tacopt.cost_models.learned.measurement.speed import BUILTIN
-from tacopt.cost_models.ops import RECURRENT
-
 _ITYPES = {"FLOAT": 0, "QUANTIZED_INT8": 1, "QUANTIZED_UINT8": 2, "HYBRID": 3}
 
 
@@ -60,39 +57,17 @@ def kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> str:
     return kind
 
 
-def as_kernel_kind(
-    features: Mapping[str, Any], *, depthwise: bool = True, builtin: bool = False
-) -> Mapping[str, Any]:
+def as_kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> Mapping[str, Any]:
     """``features`` with its ``kind`` replaced by :func:`kernel_kind` (the same mapping when it
     is unchanged). A CONV_2D named a depthwise convolution gets that op's filter layout
     (``[1, kh, kw, out channels]``, from ``[out channels, kh, kw, 1]``) and depth multiplier.
-    With ``builtin`` (version 10), an op the run's delegate refused (``delegated`` false in its
-    record, :func:`~tacopt.cost_models.learned.measurement.timing.runs_delegated`) that a
-    delegate can run in other configurations is a kind of its own, ``KIND@builtin``
-    (:data:`~tacopt.cost_models.learned.measurement.speed.BUILTIN`): LiteRT's builtin kernels
-    ran it, up to 8x slower than XNNPACK runs the kind (a 1x1 float AVERAGE_POOL_2D of stride
-    2, which XNNPACK refuses, against its 2x2 and 3x3 ones).
 
     >>> t = lambda *s: [list(s), "float32", False, False]
     >>> f = as_kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 8, 8, 4), t(8, 3, 3, 1), t(8)],
     ...                     "options": {"stride_h": 1}})
     >>> f["kind"], f["inputs"][1][0], f["options"]
     ('DEPTHWISE_CONV_2D', [1, 3, 3, 8], {'stride_h': 1, 'depth_multiplier': 2})
-    >>> as_kernel_kind({"kind": "RELU", "delegated": False}, builtin=True)["kind"]
-    'RELU@builtin'
     """
-    out = _as_kernel_kind(features, depthwise=depthwise)
-    if builtin and features.get("delegated") is False and out["kind"] not in RECURRENT:
-        return {**out, "kind": f"{out['kind']}{BUILTIN}"}
-    return out
-
-
-def base_kind(kind: str) -> str:
-    """The op kind of a kernel kind (``"RELU@builtin"`` -> ``"RELU"``)."""
-    return kind.removesuffix(BUILTIN)
-
-
-def _as_kernel_kind(features: Mapping[str, Any], *, depthwise: bool) -> Mapping[str, Any]:
     kind = kernel_kind(features, depthwise=depthwise)
     if kind == features.get("kind", kind):
         return features
@@ -209,7 +184,7 @@ def op_vector(features: Mapping[str, Any], kinds: Sequence[str] = ()) -> list[fl
     out = outs[0] if outs else _NO_TENSOR
     shape = list(out[0])
     opts = features.get("options") or {}
-    kind = base_kind(features["kind"])  # the same features, run where they may be
+    kind = features["kind"]
     kh = kw = 1
     if kind in _KERNELS and len(ins) > 1 and len(ins[1][0]) == 4:
         kh, kw = ins[1][0][1], ins[1][0][2]
@@ -389,7 +364,7 @@ def bytes_moved(features: Mapping[str, Any]) -> int:
     ins = [_desc(d) for d in features.get("inputs", []) if d]
     outs = [_desc(d) for d in features.get("outputs", []) if d]
     written = sum(_nbytes(d) for d in outs)
-    if base_kind(str(features.get("kind"))) in READS_WHAT_IT_WRITES:
+    if features.get("kind") in READS_WHAT_IT_WRITES:
         return 2 * written
     return sum(_nbytes(d) for d in ins if not d[2]) + written
 

@@ -227,7 +227,7 @@ def fit(
     anchor = run_speed(records)
     # ops are learnt by the kernel they run (features.kernel_kind): a grouped CONV_2D is a kind
     # of its own (version 8), a depthwise one when it has one input channel per group (version 9)
-    records = [as_kernel_kind(r, builtin=True) for r in normalize_records(records, anchor)]
+    records = [as_kernel_kind(r) for r in normalize_records(records, anchor)]
 
     def trial(rs: Sequence[Mapping[str, Any]]) -> LearnedCostModel:
         return LearnedCostModel(_fit(rs, device, learner, None, None, None, None))
@@ -376,11 +376,9 @@ class LearnedCostModel(CostModelBase):
             self.kernel_kinds = int(doc.get("version", 1)) >= 8
             #: version 9: a CONV_2D with one input channel per group is a DEPTHWISE_CONV_2D
             self.depthwise_groups = int(doc.get("version", 1)) >= 9
-            #: version 10: an op the delegate refused (``delegated`` false) is a kind of its own
-            #: (``KIND@builtin``, :func:`~.features.kernel_kind`), and those and the recurrent
-            #: ops are the ``builtin`` kernel family; older files fitted the recurrent ops in
-            #: the GEMM families
-            self.builtin_kinds = int(doc.get("version", 1)) >= 10
+            #: version 10: the recurrent ops are a kernel family of their own (``speed.family``:
+            #: no delegate runs them); older files fitted them in the GEMM families
+            self.recurrent_family = int(doc.get("version", 1)) >= 10
             self.tree_kinds = list(doc.get("tree_kinds", []))
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
@@ -432,7 +430,6 @@ class LearnedCostModel(CostModelBase):
         #: how much slower the machine predicted for is than the anchor (``tacopt calibrate``),
         #: per kernel family (:func:`~tacopt.cost_models.speed.family`; ``"*"``: blended)
         self.speed_factors = family_indices(self.speed, self.anchor_speed)
-        self._delegated: dict[str, bool | None] = {}  # op configuration -> its delegate took it
         self.speed_factor = self.speed_factors["*"]
 
     def family(self, kind: str, inference_type: str | None) -> str:
@@ -440,7 +437,7 @@ class LearnedCostModel(CostModelBase):
         <tacopt.cost_models.learned.measurement.speed.family>`; a file before version 10 fitted
         the recurrent ops in the GEMM families)."""
         fam = family(kind, inference_type)
-        if fam == "builtin" and not self.builtin_kinds:
+        if fam == "recurrent" and not self.recurrent_family:
             return "gemm_int8" if "INT" in str(inference_type) else "gemm_float"
         return fam
 
@@ -453,9 +450,7 @@ class LearnedCostModel(CostModelBase):
         if key is not None and key in self.adapt_table:
             return Prediction(self.adapt_table[key], "exact")
         if self.kernel_kinds:
-            features = as_kernel_kind(
-                features, depthwise=self.depthwise_groups, builtin=self.builtin_kinds
-            )
+            features = as_kernel_kind(features, depthwise=self.depthwise_groups)
         if self.own is not None:
             fam = self.family(features["kind"], features.get("inference_type"))
             if fam in self.own_families:
@@ -570,26 +565,9 @@ class LearnedCostModel(CostModelBase):
             return 0.0  # state, or an op of constants: computed once, at init
         feats = op_features(G, node, root=G)
         key = op_key(feats) if feats["inference_type"] == inference_type else None
-        if key is not None and self.builtin_kinds:
-            feats["delegated"] = self.delegated(G, node, key)
         feats["inference_type"] = inference_type
         net = self.scale * self.predict_net(feats, key=key) + self.per_op_us
         return self.speed_factors[self.family(op.kind, inference_type)] * net
-
-    def delegated(self, G: nx.MultiDiGraph, node: str, key: str) -> bool | None:
-        """Whether the delegate of the device this model is for takes op ``node`` of ``G``
-        (``key``: its configuration), as LiteRT answers for the op cut alone, once per
-        configuration (:func:`~tacopt.cost_models.learned.measurement.singleop.delegated_alone`;
-        None without a delegate). An op in another inference type than its graph's is priced
-        as its kind (its retyped form is never built here)."""
-        from tacopt.cost_models.learned.measurement.singleop import delegated_alone
-
-        if key not in self._delegated:
-            fp = self.doc.get("fingerprint") or {}
-            resolver = str(fp.get("resolver") or "xnnpack")
-            threads = int(fp.get("threads") or 1)
-            self._delegated[key] = delegated_alone(G, node, resolver=resolver, threads=threads)
-        return self._delegated[key]
 
     def _while_cost(self, G: nx.MultiDiGraph, node: str, device: str, itype: str) -> float:
         op = G.nodes[node]["op"]

@@ -332,24 +332,6 @@ def cut_op(G: nx.MultiDiGraph, node: str) -> nx.MultiDiGraph:
     return make_graph(f"{node}_alone", list(own.values()), [op], inputs, op.outputs)
 
 
-def delegated_alone(
-    G: nx.MultiDiGraph, node: str, *, resolver: str = "xnnpack", threads: int = 1
-) -> bool | None:
-    """Whether the delegate of ``resolver`` takes op ``node`` of ``G`` cut alone, as ``tacopt
-    measure`` times it (:func:`~tacopt.cost_models.learned.measurement.timing.runs_delegated`);
-    None when the resolver has no delegate or the runtime cannot load the op alone."""
-    from tacopt.cost_models.learned.measurement.timing import MeasureConfig, runs_delegated
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
-    cfg = MeasureConfig(resolver=resolver, threads=threads)
-    try:
-        interp = cfg.interpreter(serialize_tflite(fill_constants(cut_op(G, node), seed=0)))
-        interp.allocate_tensors()
-    except Exception:  # an op the runtime cannot load alone is priced as its kind
-        return None
-    return runs_delegated(interp, resolver)
-
-
 def _jsonable(v: Any) -> Any:
     if isinstance(v, Mapping):
         return {str(k): _jsonable(x) for k, x in sorted(v.items())}

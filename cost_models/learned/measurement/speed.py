@@ -12,13 +12,12 @@ at hand (``tacopt calibrate``, :func:`measure_speed`).
 
 Each op is normalized and re-anchored by the reference of the **kernel family** it runs in
 (:func:`family`, :data:`FAMILIES`: float GEMM / conv, int8 GEMM / conv, depthwise, elementwise,
-data movement, builtin), never by one blended scalar: from one CPU to another the int8 and
+data movement, recurrent), never by one blended scalar: from one CPU to another the int8 and
 float paths can differ 5x (issue 22: the AVX-512 machine of the shipped model runs the int8 conv
-5.0x faster than this AVX2 Zen 3, the float conv 1.13x). The ops LiteRT's builtin kernels run
-while a delegate runs the rest are a family of their own (``builtin``): the recurrent ones (LSTMs,
-RNNs), which no delegate takes, and those the delegate refused when they were measured (a kind
-ending in :data:`BUILTIN`). XNNPACK's references do not follow them: from a Zen 3 to a Zen 4
-with AVX-512 VNNI, the int8 conv reference ran 5.0x faster, the zoo's int8 LSTMs 1.25x.
+5.0x faster than this AVX2 Zen 3, the float conv 1.13x). The recurrent ops (LSTMs, RNNs) are
+a family of their own: no delegate takes them, LiteRT's builtin kernels run them under every
+resolver, and XNNPACK's references do not follow them: from a Zen 3 to a Zen 4 with AVX-512
+VNNI, the int8 conv reference ran 5.0x faster, the zoo's int8 LSTMs 1.25x.
 Records without a family's reference (measured before it existed) fall back to the geometric
 mean of the references they have (`speed_index`).
 
@@ -88,7 +87,7 @@ def _move() -> nx.MultiDiGraph:
 def _lstm() -> nx.MultiDiGraph:
     """A float UNIDIRECTIONAL_SEQUENCE_LSTM of 16 steps, 32 inputs and 32 units, as the LSTM
     fusions emit it: LiteRT's builtin kernels run it under every resolver (no delegate takes
-    it), the reference of the ``builtin`` family."""
+    it), the reference of the ``recurrent`` family."""
     from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
 
     rng = np.random.default_rng(0)
@@ -128,11 +127,8 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "depthwise": ("dwconv",),
     "elementwise": ("add_l2", "add"),
     "movement": ("move",),
-    "builtin": ("lstm",),
+    "recurrent": ("lstm",),
 }
-#: The suffix of an op kind that LiteRT's builtin kernels ran although a delegate ran the rest
-#: (the delegate refused it: ``delegated`` false in its record; ``fitting.features.kernel_kind``).
-BUILTIN = "@builtin"
 #: Kinds XNNPACK / TFLite run as a GEMM.
 #: (CONV_2D_GROUPED: a grouped CONV_2D, fitting.features.kernel_kind.)
 GEMM_KINDS = frozenset(
@@ -147,11 +143,11 @@ def family(kind: str, inference_type: str | None) -> str:
     ('gemm_int8', 'gemm_float')
     >>> family("DEPTHWISE_CONV_2D", "FLOAT"), family("PAD", "FLOAT"), family("MUL", "FLOAT")
     ('depthwise', 'movement', 'elementwise')
-    >>> family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8"), family("RELU@builtin", "FLOAT")
-    ('builtin', 'builtin')
+    >>> family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8")
+    'recurrent'
     """
-    if kind in RECURRENT or kind.endswith(BUILTIN):
-        return "builtin"
+    if kind in RECURRENT:
+        return "recurrent"
     if kind in GEMM_KINDS:
         return "gemm_int8" if "INT" in str(inference_type) else "gemm_float"
     if kind == "DEPTHWISE_CONV_2D":

@@ -388,7 +388,9 @@ def runs_delegated(interp: Any, resolver: str) -> bool | None:
     ``interp`` (a ``DELEGATE`` node stands in its execution plan), None when the resolver has
     no delegate. An op the delegate refuses (XNNPACK: a 1x1 float AVERAGE_POOL_2D of stride 2,
     the int8 AVERAGE_POOL_2D, RELU, HARD_SWISH, any LSTM, ...) runs in LiteRT's builtin
-    kernels, often several times slower than in the delegate's."""
+    kernels, often several times slower than in the delegate's. Records carry it as data: a
+    model that priced such ops as kinds of their own did no better on the zoo's tuning half
+    (docs/cost-models.md, the 2026-11-27 session)."""
     from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS, check_resolver
 
     if RESOLVERS[check_resolver(resolver)][1] is None:
