@@ -113,6 +113,30 @@ def test_adapt_learns_afresh_the_families_it_corrects_badly(tmp_path: Path, caps
     )
 
 
+def test_adapt_fits_residual_trees_per_kernel_family() -> None:
+    """A family with enough records on the new device gets residual trees of its own, which
+    price its ops; a family with few is priced by the trees fitted over every op."""
+    from tacopt.cost_models.learned.sampling.adapt import MIN_FAMILY_TREE_OPS
+
+    rng = np.random.default_rng(1)
+    sizes = [int(v) for v in 10 ** rng.uniform(2, 6, 300)]
+    base = fit([_sized(n, i, n / 1000) for i, n in enumerate(sizes[:200])])
+    # the new device: ADDs slower as they grow (a smaller cache), a few PADs 3x slower
+    new = [_sized(n, 1000 + i, n / 1000 * (1 + n / 2e5)) for i, n in enumerate(sizes[200:])]
+    pads = [{**_sized(n, 2000 + i, 3 * n / 1000), "kind": "PAD", "key": f"PAD{i}"}
+            for i, n in enumerate(sizes[:10])]  # fmt: skip
+    assert len(new) >= MIN_FAMILY_TREE_OPS > len(pads)
+    doc = json.loads(json.dumps(adapt(base, new + pads, own=False)))
+    assert set(doc["adapted"]["family_trees"]) == {"elementwise"}
+    model = LearnedCostModel(doc)
+    shared = LearnedCostModel({**doc, "adapted": {**doc["adapted"], "family_trees": {}}})
+    add = _sized(150_000, 9999, 150_000 / 1000 * 1.75)
+    assert model.predict(add).latency_us != shared.predict(add).latency_us
+    pad = {**_sized(5000, 9998, 15.0), "kind": "PAD", "key": "PADx"}
+    assert model.predict(pad).latency_us == shared.predict(pad).latency_us
+    assert abs(model.predict(add).latency_us / add["latency_us"] - 1) <= 0.1
+
+
 def test_fit_leaves_out_ops_timed_with_no_quiet_sample() -> None:
     recs = _records(1.0)
     recs[2] = {**recs[2], "quiet": False, "latency_us": 50 * recs[2]["latency_us"]}

@@ -398,6 +398,10 @@ class LearnedCostModel(CostModelBase):
             self.corrections = {str(k): float(v) for k, v in adapted.get("corrections", {}).items()}
             self.adapt_table = {str(k): float(v) for k, v in adapted.get("table", {}).items()}
             self.adapt_trees = stack_trees(adapted["trees"]) if adapted.get("trees") else None
+            #: the residual trees of a kernel family, for its ops (else ``adapt_trees``)
+            self.adapt_family_trees = {
+                str(f): stack_trees(t) for f, t in (adapted.get("family_trees") or {}).items()
+            }
             #: the adapted trees also see the corrected net latency (after the tree features)
             self.adapt_trees_see_net = adapted.get("tree_inputs") == "features+log_net"
             #: a model of the adapted device's own, for the kernel families it prices better
@@ -468,7 +472,10 @@ class LearnedCostModel(CostModelBase):
         row = op_vector(features, self.tree_kinds)
         if self.adapt_trees_see_net:
             row.append(math.log(net))
-        tree = math.exp(float(predict_stacked(self.adapt_trees, np.asarray([row]))[0]))
+        trees = self.adapt_family_trees.get(
+            self.family(features["kind"], features.get("inference_type")), self.adapt_trees
+        )
+        tree = math.exp(float(predict_stacked(trees, np.asarray([row]))[0]))
         if self.net_trees:
             return Prediction(self.overhead_us + net * tree, p.source)
         return Prediction((self.overhead_us + net) * tree, p.source)  # before version 6

@@ -11,7 +11,8 @@ A model fitted on one device predicts another in two steps:
    (``SHRINK`` pseudo-records at each level), so a kind with three samples moves little and an
    unsampled kind follows its family. The measured configurations are looked up exactly.
 3. **Residual trees** (:func:`_residual_trees`): boosted trees on what the corrections leave,
-   from the op's features and its corrected net latency (version 6 bases).
+   from the op's features and its corrected net latency (version 6 bases), one set per kernel
+   family.
 4. **Or learn afresh** (:func:`_own_model`): with enough records, a model fitted on the new
    device's records alone prices the kernel families where it beat the corrected base on
    held-out records: a device whose kernels differ in kind (LiteRT's builtin kernels against
@@ -45,6 +46,8 @@ from tacopt.cost_models.learned.measurement.speed import family, normalize_recor
 SHRINK = 3.0
 #: Corrections are kept within e^-CLIP .. e^CLIP (a ratio of 20 either way).
 CLIP = 3.0
+#: Records a kernel family needs for residual trees of its own (:func:`_residual_trees`).
+MIN_FAMILY_TREE_OPS = 40
 #: Records from which a model of the new device's own is tried against the corrected base, and
 #: held-out records a kernel family needs for the choice (:func:`_own_model`).
 MIN_OWN, MIN_HELD = 200, 8
@@ -210,10 +213,15 @@ def _own_model(
 
 
 def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """``{"trees": ..., "tree_inputs": ...}``: boosted trees (LightGBM, as JSON lists) on the log
-    residual of the corrected base's net latency, from the tree features and that log latency
-    (``"features+log_net"``); for a base before version 6, on its gross latency, from the tree
-    features alone."""
+    """``{"trees": ..., "tree_inputs": ..., "family_trees": {...}}``: boosted trees (LightGBM, as
+    JSON lists) on the log residual of the corrected base's net latency, from the tree features
+    and that log latency (``"features+log_net"``): one set over every op, and one per kernel
+    family with :data:`MIN_FAMILY_TREE_OPS` records, which prices that family's ops (as the
+    base model's own trees since version 7: one set for every kind spends its splits on the
+    kinds with most records). Adapted to the Zen 4 / 2 threads / builtin kernels from the Zen 3
+    model, tuning halves: 61.7 -> 68.6 %, 46.1 -> 50.2 %, 24.1 -> 32.6 % of ops within ±10 %
+    (corrections and trees, no model of the device's own; docs/cost-models.md). For a base
+    before version 6, on its gross latency, from the tree features alone."""
     import numpy as np
 
     from tacopt.cost_models.learned.fitting.features import op_vector
@@ -230,7 +238,13 @@ def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -
     y = np.log([net_latency(r) for r in norm])
     X = np.array([[*row, b] for row, b in zip(rows, base, strict=True)])
     trees = fit_lightgbm(X, y, base, ADAPT_TREE_PARAMS)
-    return {"trees": trees, "tree_inputs": "features+log_net"}
+    fams = np.array([model.family(r["kind"], r.get("inference_type")) for r in norm])
+    by_family = {
+        str(f): fit_lightgbm(X[fams == f], y[fams == f], base[fams == f], ADAPT_TREE_PARAMS)
+        for f in sorted(set(fams.tolist()))
+        if int((fams == f).sum()) >= MIN_FAMILY_TREE_OPS
+    }
+    return {"trees": trees, "tree_inputs": "features+log_net", "family_trees": by_family}
 
 
 def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
