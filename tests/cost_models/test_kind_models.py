@@ -212,24 +212,6 @@ def test_trees_correct_the_net_latency_and_older_files_the_gross_one() -> None:
     assert (p.latency_us, p.source) == (pytest.approx(max(ov + np.exp(add_net), floor)), "fallback")
 
 
-def test_recurrent_ops_are_a_family_of_their_own_from_version_10() -> None:
-    """No delegate runs an LSTM: from version 10 it is in the ``recurrent`` family and the GEMM
-    family's trees no longer correct it; a version-9 file, fitted with the LSTMs among the
-    GEMMs, still applies them."""
-    rng = np.random.default_rng(4)
-    doc = fit([conv_record(rng, i) for i in range(120)], kinds=False)
-    assert doc["version"] >= 10 and set(doc["family_trees"]) == {"gemm_float"}
-    lstm = {**conv_record(np.random.default_rng(8), 500), "kind": "UNIDIRECTIONAL_SEQUENCE_LSTM"}
-    new, v9 = LearnedCostModel(doc), LearnedCostModel({**doc, "version": 9})
-    assert new.family(lstm["kind"], "FLOAT") == "recurrent"
-    assert v9.family(lstm["kind"], "QUANTIZED_INT8") == "gemm_int8"
-    tree = float(predict_stacked(new.family_trees["gemm_float"], np.asarray([op_vector(lstm)]))[0])
-    ov = new.base_overhead_us
-    assert v9.predict(lstm).latency_us - ov == pytest.approx(
-        (new.predict(lstm).latency_us - ov) * np.exp(tree)
-    )
-
-
 def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:
     rng = np.random.default_rng(2)
     ops = [conv_record(rng, i) for i in range(120)]

@@ -247,17 +247,13 @@ class KindModels:
         *,
         own: bool = True,
         alias: bool = True,
-        by_family: bool | str = False,
+        by_family: bool = False,
     ) -> float | None:
         """Predicted single-op latency (us, invoke overhead included) by the op's family model
-        (``by_family``: True, or the name of the family to use), else its own group model
-        (``own``), else as the kind it is an alias of (``alias``); None when none applies."""
+        (``by_family``), else its own group model (``own``), else as the kind it is an alias of
+        (``alias``); None when none applies."""
         name = group_of(features)
-        if isinstance(by_family, str):
-            name = f"family:{by_family}|{features.get('inference_type')}"
-            if name not in self.w:
-                return None
-        elif by_family:
+        if by_family:
             name = family_group(name)
             if name not in self.w:
                 return None

@@ -121,13 +121,14 @@ from tacopt.cost_models.learned.measurement.speed import (
     family_index,
     family_indices,
     normalize_records,
+    reference_family,
     run_speed,
 )
 from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 10
+VERSION = 9
 #: A kernel family gets trees of its own with at least this many training ops (else none).
 MIN_FAMILY_TREE_OPS = 50
 MIN_GROUP = 4
@@ -376,9 +377,6 @@ class LearnedCostModel(CostModelBase):
             self.kernel_kinds = int(doc.get("version", 1)) >= 8
             #: version 9: a CONV_2D with one input channel per group is a DEPTHWISE_CONV_2D
             self.depthwise_groups = int(doc.get("version", 1)) >= 9
-            #: version 10: the recurrent ops are a kernel family of their own (``speed.family``:
-            #: no delegate runs them); older files fitted them in the GEMM families
-            self.recurrent_family = int(doc.get("version", 1)) >= 10
             self.tree_kinds = list(doc.get("tree_kinds", []))
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
@@ -436,15 +434,6 @@ class LearnedCostModel(CostModelBase):
         self.speed_factors = family_indices(self.speed, self.anchor_speed)
         self.speed_factor = self.speed_factors["*"]
 
-    def family(self, kind: str, inference_type: str | None) -> str:
-        """The kernel family this model prices an op of ``kind`` in (:func:`speed.family
-        <tacopt.cost_models.learned.measurement.speed.family>`; a file before version 10 fitted
-        the recurrent ops in the GEMM families)."""
-        fam = family(kind, inference_type)
-        if fam == "recurrent" and not self.recurrent_family:
-            return "gemm_int8" if "INT" in str(inference_type) else "gemm_float"
-        return fam
-
     def predict(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
         module docstring for the order); an adapted model (:mod:`~tacopt.cost_models.adapt`)
@@ -456,11 +445,12 @@ class LearnedCostModel(CostModelBase):
         if self.kernel_kinds:
             features = as_kernel_kind(features, depthwise=self.depthwise_groups)
         if self.own is not None:
-            fam = self.family(features["kind"], features.get("inference_type"))
+            fam = family(features["kind"], features.get("inference_type"))
             if fam in self.own_families:
                 # the own model's units (the adapted device's speed) in the base's
                 p = self.own.predict(features)
-                scale = family_index(self.own.anchor_speed, self.anchor_speed, fam)
+                ref = reference_family(features["kind"], features.get("inference_type"))
+                scale = family_index(self.own.anchor_speed, self.anchor_speed, ref)
                 return Prediction(p.latency_us / scale, f"own {p.source}")
         p = self._predict_base(features, key=key)
         if not self.corrections:
@@ -473,7 +463,7 @@ class LearnedCostModel(CostModelBase):
         if self.adapt_trees_see_net:
             row.append(math.log(net))
         trees = self.adapt_family_trees.get(
-            self.family(features["kind"], features.get("inference_type")), self.adapt_trees
+            family(features["kind"], features.get("inference_type")), self.adapt_trees
         )
         tree = math.exp(float(predict_stacked(trees, np.asarray([row]))[0]))
         if self.net_trees:
@@ -485,8 +475,7 @@ class LearnedCostModel(CostModelBase):
             return Prediction(self.table[key] + self.table_offset, "exact")
         kind, group = features["kind"], group_of(features)
         if group in self.family_groups:
-            fam = self.family(kind, features.get("inference_type"))
-            by_family = self.kind_models.predict(features, by_family=fam)
+            by_family = self.kind_models.predict(features, by_family=True)
             if by_family is not None:
                 return Prediction(by_family, "family")
         if self.kind_groups is None or group in self.kind_groups:
@@ -508,7 +497,7 @@ class LearnedCostModel(CostModelBase):
         tree = 0.0
         trees = self.trees
         if self.family_trees:
-            trees = self.family_trees.get(self.family(kind, features.get("inference_type")))
+            trees = self.family_trees.get(family(kind, features.get("inference_type")))
         if trees is not None:
             x = np.asarray([op_vector(features, self.tree_kinds)])
             tree = float(predict_stacked(trees, x)[0])
@@ -574,7 +563,7 @@ class LearnedCostModel(CostModelBase):
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type
         net = self.scale * self.predict_net(feats, key=key) + self.per_op_us
-        return self.speed_factors[self.family(op.kind, inference_type)] * net
+        return self.speed_factors[reference_family(op.kind, inference_type)] * net
 
     def _while_cost(self, G: nx.MultiDiGraph, node: str, device: str, itype: str) -> float:
         op = G.nodes[node]["op"]

@@ -11,15 +11,15 @@ Each record carries ``speed`` (reference name -> its latency in us, a running me
 at hand (``tacopt calibrate``, :func:`measure_speed`).
 
 Each op is normalized and re-anchored by the reference of the **kernel family** it runs in
-(:func:`family`, :data:`FAMILIES`: float GEMM / conv, int8 GEMM / conv, depthwise, elementwise,
-data movement, recurrent), never by one blended scalar: from one CPU to another the int8 and
-float paths can differ 5x (issue 22: the AVX-512 machine of the shipped model runs the int8 conv
-5.0x faster than this AVX2 Zen 3, the float conv 1.13x). The recurrent ops (LSTMs, RNNs) are
-a family of their own: no delegate takes them, LiteRT's builtin kernels run them under every
-resolver, and XNNPACK's references do not follow them: from a Zen 3 to a Zen 4 with AVX-512
-VNNI, the int8 conv reference ran 5.0x faster, the zoo's int8 LSTMs 1.25x.
-Records without a family's reference (measured before it existed) fall back to the geometric
-mean of the references they have (`speed_index`).
+(:func:`reference_family`, :data:`FAMILIES`: float GEMM / conv, int8 GEMM / conv, depthwise,
+elementwise, data movement, recurrent), never by one blended scalar: from one CPU to another the
+int8 and float paths can differ 5x (issue 22: the AVX-512 machine of the shipped model runs the
+int8 conv 5.0x faster than this AVX2 Zen 3, the float conv 1.13x). The recurrent ops (LSTMs,
+RNNs) are re-anchored by a reference of their own: no delegate takes them, LiteRT's builtin
+kernels run them under every resolver, and XNNPACK's references do not follow them: from a
+Zen 3 to a Zen 4 with AVX-512 VNNI, the int8 conv reference ran 5.0x faster, the zoo's int8
+LSTMs 1.25x. Records without a family's reference (measured before it existed) fall back to
+the geometric mean of the references they have (`speed_index`).
 
 >>> sorted(REFERENCES)
 ['add', 'add_l2', 'conv', 'conv_int8', 'dwconv', 'lstm', 'move']
@@ -143,18 +143,31 @@ def family(kind: str, inference_type: str | None) -> str:
     ('gemm_int8', 'gemm_float')
     >>> family("DEPTHWISE_CONV_2D", "FLOAT"), family("PAD", "FLOAT"), family("MUL", "FLOAT")
     ('depthwise', 'movement', 'elementwise')
-    >>> family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8")
-    'recurrent'
+    >>> family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8")  # GEMMs per step
+    'gemm_int8'
     """
-    if kind in RECURRENT:
-        return "recurrent"
-    if kind in GEMM_KINDS:
+    if kind in GEMM_KINDS or kind in RECURRENT:
         return "gemm_int8" if "INT" in str(inference_type) else "gemm_float"
     if kind == "DEPTHWISE_CONV_2D":
         return "depthwise"
     if kind in MOVEMENT or kind == "GATHER":
         return "movement"
     return "elementwise"
+
+
+def reference_family(kind: str, inference_type: str | None) -> str:
+    """The family whose reference re-anchors an op of ``kind`` from one machine to another: its
+    kernel family (:func:`family`), except for the recurrent ops, anchored by the ``lstm``
+    reference (``"recurrent"``): no delegate takes them, and XNNPACK's GEMM references do not
+    follow LiteRT's builtin kernels. They stay in the GEMM families for fitting: their trees
+    priced this session's Zen 4 LSTM models within 1-11 %, a family of their own at +19-29 %.
+
+    >>> reference_family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8")
+    'recurrent'
+    >>> reference_family("CONV_2D", "QUANTIZED_INT8")
+    'gemm_int8'
+    """
+    return "recurrent" if kind in RECURRENT else family(kind, inference_type)
 
 
 def family_index(speed: Mapping[str, float], anchor: Mapping[str, float], fam: str | None) -> float:
@@ -174,7 +187,7 @@ def family_index(speed: Mapping[str, float], anchor: Mapping[str, float], fam: s
 
 
 def family_indices(speed: Mapping[str, float], anchor: Mapping[str, float]) -> dict[str, float]:
-    """:func:`family_index` of every family (and ``"*"``: the blended index).
+    """:func:`family_index` of every reference family (and ``"*"``: the blended index).
 
     >>> family_indices({"add": 2.0}, {"add": 1.0})["elementwise"]
     2.0
@@ -330,7 +343,7 @@ def normalize_records(
         if r.get("type") == "model":
             models.append((r, speed_index(speed, anchor)))
             continue
-        fam = family(r["kind"], r.get("inference_type")) if r.get("kind") else None
+        fam = reference_family(r["kind"], r.get("inference_type")) if r.get("kind") else None
         s = family_index(speed, anchor, fam)
         if r.get("type") == "op" and isinstance(r.get("latency_us"), (int, float)):
             index[str(r.get("key"))], raw[str(r.get("key"))] = s, float(r["latency_us"])

@@ -238,7 +238,7 @@ def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -
     y = np.log([net_latency(r) for r in norm])
     X = np.array([[*row, b] for row, b in zip(rows, base, strict=True)])
     trees = fit_lightgbm(X, y, base, ADAPT_TREE_PARAMS)
-    fams = np.array([model.family(r["kind"], r.get("inference_type")) for r in norm])
+    fams = np.array([family(r["kind"], r.get("inference_type")) for r in norm])
     by_family = {
         str(f): fit_lightgbm(X[fams == f], y[fams == f], base[fams == f], ADAPT_TREE_PARAMS)
         for f in sorted(set(fams.tolist()))
