@@ -27,7 +27,7 @@ groups: dict[tuple[str, str], list[float]] = defaultdict(list)
 for key in sorted(a.keys() & b.keys()):
     r = b[key]
     fam = family(r["kind"], r["inference_type"])
-    took = {True: "delegated", False: "refused"}.get(r.get("delegated"), "unknown")
+    took = {True: "delegated", False: "refused", None: "unknown"}[r.get("delegated")]
     groups[(fam, took)].append(r["latency_us"] / a[key]["latency_us"])
     if took == "refused":
         groups[(f"{r['kind']}|{r['inference_type']}", took)].append(
