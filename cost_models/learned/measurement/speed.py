@@ -159,8 +159,8 @@ def reference_family(kind: str, inference_type: str | None) -> str:
     """The family whose reference re-anchors an op of ``kind`` from one machine to another: its
     kernel family (:func:`family`), except for the recurrent ops, anchored by the ``lstm``
     reference (``"recurrent"``): no delegate takes them, and XNNPACK's GEMM references do not
-    follow LiteRT's builtin kernels. They stay in the GEMM families for fitting: their trees
-    priced this session's Zen 4 LSTM models within 1-11 %, a family of their own at +19-29 %.
+    follow LiteRT's builtin kernels. They stay in the GEMM families for fitting (a family of
+    their own there too helped one Zen 4 learn and hurt another: docs/cost-models.md).
 
     >>> reference_family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8")
     'recurrent'
