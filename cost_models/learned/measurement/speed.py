@@ -84,26 +84,34 @@ def _move() -> nx.MultiDiGraph:
     return b.build(outputs=[b.op("TRANSPOSE", x, np.array([0, 3, 1, 2], np.int32))])
 
 
-def _lstm() -> nx.MultiDiGraph:
-    """A float UNIDIRECTIONAL_SEQUENCE_LSTM of 16 steps, 32 inputs and 32 units, as the LSTM
-    fusions emit it: LiteRT's builtin kernels run it under every resolver (no delegate takes
-    it), the reference of the ``recurrent`` family."""
+def lstm_graph(
+    name: str, steps: int, batch: int, n_in: int, units: int, *, time_major: bool, rng: Any
+) -> nx.MultiDiGraph:
+    """A float UNIDIRECTIONAL_SEQUENCE_LSTM (no peepholes, projection or layer norm) as the LSTM
+    fusions emit it, its weights drawn from ``rng``: the ``lstm`` reference and the sweep's
+    LSTM sampler (``samplers_net``)."""
     from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
 
-    rng = np.random.default_rng(0)
-    steps, n_in, units = 16, 32, 32
-    b = GraphBuilder("ref_lstm")
-    x = b.input("x", (1, steps, n_in))
+    b = GraphBuilder(name)
+    x = b.input("x", (steps, batch, n_in) if time_major else (batch, steps, n_in))
     w_in = [rng.normal(0, 0.1, (units, n_in)) for _ in range(4)]
     w_rec = [rng.normal(0, 0.1, (units, units)) for _ in range(4)]
     bias = [np.zeros(units) for _ in range(4)]
-    states = (b.variable("output_state", (1, units)), b.variable("cell_state", (1, units)))
+    states = (b.variable("output_state", (batch, units)), b.variable("cell_state", (batch, units)))
     y = b.op(
         "UNIDIRECTIONAL_SEQUENCE_LSTM",
         x, *w_in, *w_rec, None, None, None, *bias, None, None, *states, None, None, None, None,
-        shape=(1, steps, units), **{**LSTM_OPTIONS, "time_major": False},
+        shape=(steps, batch, units) if time_major else (batch, steps, units),
+        **{**LSTM_OPTIONS, "time_major": time_major},
     )  # fmt: skip
     return b.build(outputs=[y])
+
+
+def _lstm() -> nx.MultiDiGraph:
+    """An LSTM of 16 steps, 32 inputs and 32 units: LiteRT's builtin kernels run it under every
+    resolver (no delegate takes it), the reference of the ``recurrent`` family."""
+    rng = np.random.default_rng(0)
+    return lstm_graph("ref_lstm", 16, 1, 32, 32, time_major=False, rng=rng)
 
 
 #: The reference models, by name (built on first use).
@@ -129,10 +137,11 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "movement": ("move",),
     "recurrent": ("lstm",),
 }
-#: Kinds XNNPACK / TFLite run as a GEMM.
+#: Kinds XNNPACK / TFLite run as a GEMM (the recurrent ones are GEMMs per step).
 #: (CONV_2D_GROUPED: a grouped CONV_2D, fitting.features.kernel_kind.)
 GEMM_KINDS = frozenset(
     {"CONV_2D", "CONV_2D_GROUPED", "FULLY_CONNECTED", "BATCH_MATMUL", "TRANSPOSE_CONV", "CONV_3D"}
+    | RECURRENT
 )
 
 
@@ -146,7 +155,7 @@ def family(kind: str, inference_type: str | None) -> str:
     >>> family("UNIDIRECTIONAL_SEQUENCE_LSTM", "QUANTIZED_INT8")  # GEMMs per step
     'gemm_int8'
     """
-    if kind in GEMM_KINDS or kind in RECURRENT:
+    if kind in GEMM_KINDS:
         return "gemm_int8" if "INT" in str(inference_type) else "gemm_float"
     if kind == "DEPTHWISE_CONV_2D":
         return "depthwise"

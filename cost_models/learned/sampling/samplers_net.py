@@ -422,7 +422,7 @@ def sample_net_chain(seed: int, i: int) -> nx.MultiDiGraph:
 def _lstm(rng: Rng) -> nx.MultiDiGraph:
     """A float UNIDIRECTIONAL_SEQUENCE_LSTM (time- or batch-major; no peepholes, projection or
     layer norm), as the LSTM fusions emit it: 8-128 steps, 16-256 units, batch 1-8."""
-    from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
+    from tacopt.cost_models.learned.measurement.speed import lstm_graph
 
     while True:
         steps, batch = int(rng.choice([8, 16, 32, 64, 128])), int(rng.choice([1, 1, 1, 2, 4, 8]))
@@ -430,19 +430,7 @@ def _lstm(rng: Rng) -> nx.MultiDiGraph:
         if steps * batch * 4 * units * (n_in + units) <= MAX_MACS:
             break
     time_major = bool(rng.random() < 0.5)
-    b = GraphBuilder("lstm")
-    x = b.input("x", (steps, batch, n_in) if time_major else (batch, steps, n_in))
-    w_in = [rng.normal(0, 0.1, (units, n_in)) for _ in range(4)]
-    w_rec = [rng.normal(0, 0.1, (units, units)) for _ in range(4)]
-    bias = [np.zeros(units) for _ in range(4)]
-    states = (b.variable("output_state", (batch, units)), b.variable("cell_state", (batch, units)))
-    y = b.op(
-        "UNIDIRECTIONAL_SEQUENCE_LSTM",
-        x, *w_in, *w_rec, None, None, None, *bias, None, None, *states, None, None, None, None,
-        shape=(steps, batch, units) if time_major else (batch, steps, units),
-        **{**LSTM_OPTIONS, "time_major": time_major},
-    )  # fmt: skip
-    return _done(b, y)
+    return lstm_graph("lstm", steps, batch, n_in, units, time_major=time_major, rng=rng)
 
 
 def _bilstm(rng: Rng) -> nx.MultiDiGraph:
