@@ -20,6 +20,12 @@ def _net(record: Mapping[str, Any]) -> float:
     return max(record["latency_us"] - record.get("overhead_us", 0.0), 0.05)
 
 
+#: The fit weighs each record's error relative to its net latency, or to this (us) when it is
+#: smaller: a net latency below the invoke overhead's own spread (~0.5 us here) is noise, and
+#: weighed relatively the copies that cost ~0 pulled the per-byte rate down (on the zoo's
+#: tuning half the copy model priced big strided slices at 0.6x; with the floor 0.9-1.0x).
+WEIGHT_FLOOR_US = 1.0
+
 #: Where a group's per-byte cost may change (bytes moved): a copy whose operands no longer fit a
 #: core's cache runs at the next level's bandwidth. Each group with :data:`MIN_KNEE_RECORDS`
 #: records keeps the knee (or none) that fits it best.
@@ -32,14 +38,18 @@ def _columns(moved: float, runs: float, knee: float | None) -> list[float]:
     return [1.0, below, runs, 0.0 if knee is None else max(moved - knee, 0.0)]
 
 
-def movement_fits(ops: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
+def movement_fits(
+    ops: Sequence[Mapping[str, Any]], *, slice_spans: bool = True
+) -> dict[str, list[float]]:
     """``{"KIND|TYPE" or "*|TYPE": [fixed_us, us_per_byte, us_per_run, min_bytes, max_bytes,
     knee_bytes, us_per_byte_beyond]}`` for data-movement ops (the bytes moved by the records
     fitted on bound where it answers).
 
     Net latency = fixed + per byte x :func:`bytes_moved` up to the knee + per byte beyond x the
-    rest + per run x :func:`copy_runs`, non-negative least squares on the relative error (each
-    record weighted by 1 / its latency). The knee is where the copy stops fitting a cache: the
+    rest + per run x :func:`copy_runs` (``slice_spans``: its way of counting a slice's runs,
+    False for learned models before version 10), non-negative least squares on the relative
+    error (each record weighted by 1 / its net latency, or 1 / :data:`WEIGHT_FLOOR_US` when that
+    is smaller). The knee is where the copy stops fitting a cache: the
     best of :data:`KNEES` for a group of :data:`MIN_KNEE_RECORDS` records, when it cuts the
     relative error by a tenth (else none, knee 0).
     LiteRT's builtin RESHAPE here copied 55 kB at ~95 GB/s and 0.9-3.1 MB at ~50 GB/s; one
@@ -64,16 +74,17 @@ def movement_fits(ops: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
         if len(rs) < 3:
             continue
         y = np.array([_net(r) for r in rs])
+        w = 1.0 / np.maximum(y, WEIGHT_FLOOR_US)
         moved = [float(bytes_moved(r)) for r in rs]
-        runs = [float(copy_runs(r)) for r in rs]
+        runs = [float(copy_runs(r, slice_spans=slice_spans)) for r in rs]
         best: tuple[float, float | None, np.ndarray] | None = None
         for knee in (None, *(KNEES if len(rs) >= MIN_KNEE_RECORDS else ())):
             if knee is not None and max(moved) <= knee:
                 continue
             A = np.array([_columns(m, n, knee) for m, n in zip(moved, runs, strict=True)])
-            A = A / y[:, None]
+            A = A * w[:, None]
             scale = np.maximum(A.max(axis=0), 1e-30)
-            coef, residual = nnls(A / scale, np.ones_like(y))
+            coef, residual = nnls(A / scale, y * w)
             # a knee must cut the relative error by a tenth: a free knee always fits a little
             if best is None or residual < (1.0 if best[1] is not None else 0.9) * best[0] - 1e-12:
                 best = (residual, knee, coef / scale)
@@ -85,7 +96,7 @@ def movement_fits(ops: Sequence[Mapping[str, Any]]) -> dict[str, list[float]]:
 
 
 def predict_movement(
-    fits: Mapping[str, Sequence[float]], features: Mapping[str, Any]
+    fits: Mapping[str, Sequence[float]], features: Mapping[str, Any], *, slice_spans: bool = True
 ) -> float | None:
     """Net latency (us) of a data-movement op from :func:`movement_fits` (its kind's fit within
     ``RANGE`` of the bytes it was fitted on, else the type's pooled fit), None without a fit.
@@ -105,4 +116,5 @@ def predict_movement(
         return None
     a, b, c = fit[:3]
     knee, beyond = (fit[5], fit[6]) if len(fit) > 6 and fit[5] > 0 else (None, 0.0)
-    return float(np.dot([a, b, c, beyond], _columns(moved, copy_runs(features), knee)))
+    runs = copy_runs(features, slice_spans=slice_spans)
+    return float(np.dot([a, b, c, beyond], _columns(moved, runs, knee)))

@@ -168,3 +168,69 @@ def test_evaluate_counts_folded_ops_apart_from_skips_with_their_reasons() -> Non
     assert res["skips"] == 1 and res["skip_share"] == pytest.approx(1 / 6)
     assert res["folded"] == 2 and res["skip_reasons"] == {"WHILE: control flow": 1}
     assert "  skipped 1 x WHILE: control flow" in report_lines(res)
+
+
+def padded_net(padding: str = "VALID", pads: tuple = ((0, 0), (0, 1), (0, 1), (0, 0)),
+               kind: str = "CONV_2D", second_reader: bool = False) -> object:  # fmt: skip
+    """A PAD before a 3x3 convolution of stride 1; the default pads are not SAME's (fusion would
+    make those a SAME convolution, :func:`tacopt.fusion.rules.patterns.fold_pad`)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 16, 16, 8))
+    p = b.op("PAD", x, np.array(pads, np.int32))
+    if kind == "CONV_2D":
+        y = b.op("CONV_2D", p, np.ones((8, 3, 3, 8)), np.zeros(8), padding=padding)
+    else:
+        y = b.op(kind, p, np.ones((1, 3, 3, 8)), np.zeros(8), padding=padding, depth_multiplier=1)
+    outs = [y, b.op("MEAN", p, np.array([1, 2], np.int32))] if second_reader else [y]
+    return b.build(outputs=outs)
+
+
+@pytest.mark.parametrize(
+    "case, absorbed",
+    [
+        ({}, True),
+        ({"kind": "DEPTHWISE_CONV_2D"}, True),
+        ({"pads": ((0, 0), (2, 1), (2, 1), (0, 0))}, True),
+        ({"padding": "SAME"}, False),  # XNNPACK then runs the PAD (measured: + its own time)
+        ({"pads": ((0, 0), (0, 1), (0, 1), (0, 2))}, False),  # channels: not a conv's padding
+        ({"second_reader": True}, False),  # another op needs the padded tensor
+    ],
+)
+def test_a_zero_pad_of_h_and_w_before_a_valid_convolution_is_absorbed(
+    case: dict, absorbed: bool
+) -> None:
+    from tacopt.cost_models.learned.measurement.singleop import absorbed_reason
+
+    G = padded_net(**case)
+    pad = next(n for n, op in ops_of(G) if op.kind == "PAD")
+    assert (absorbed_reason(G, pad) is not None) is absorbed
+    conv = next(n for n, op in ops_of(G) if "CONV" in op.kind)
+    assert absorbed_reason(G, conv) is None
+
+
+def test_an_absorbed_pad_costs_nothing_in_a_model_under_xnnpack_only(tmp_path: Path) -> None:
+    """``measure`` lists the PAD under the model record's ``absorbed`` (and still measures it
+    alone); the learned model prices it at zero inside the model, and in the whole-model
+    prediction, when its kernels are XNNPACK's, at its measured cost with the builtin ones."""
+    from tacopt.fusion.tflite.writer import write_tflite
+
+    path = write_tflite(padded_net(), tmp_path / "padded.tflite")
+    out = tmp_path / "padded.jsonl"
+    assert main(["measure", str(path), "--out", str(out), "--quiet", "--repeats", "3"]) == 0
+    recs = read_records(out)
+    pad = next(r for r in recs if r["type"] == "op" and r["kind"] == "PAD")
+    model_rec = next(r for r in recs if r["type"] == "model")
+    assert model_rec["absorbed"] == [[pad["key"], 1.0]]
+    doc = fit(recs * 3, kinds=False)
+    xnn = LearnedCostModel(doc)
+    builtin_fp = {**doc["fingerprint"], "resolver": "builtin"}
+    builtin = LearnedCostModel({**doc, "fingerprint": builtin_fp})
+    G = padded_net()
+    assert xnn.op_cost(G, "pad_0", "CPU", "FLOAT") == 0.0
+    assert builtin.op_cost(G, "pad_0", "CPU", "FLOAT") > 0.0  # type: ignore[operator]
+    from tacopt.cost_models.learned.fitting.whole_model import records_by_key
+
+    by_key = records_by_key(recs)
+    without = xnn.predict_model(model_rec, by_key, raw=True)
+    with_pad = xnn.predict_model({**model_rec, "absorbed": []}, by_key, raw=True)
+    assert with_pad - without == pytest.approx(xnn.predict_net(pad, key=pad["key"]))

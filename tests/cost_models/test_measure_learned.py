@@ -500,3 +500,48 @@ def test_a_copy_beyond_the_cache_gets_its_own_rate_per_byte() -> None:
     assert abs(ratio - 1) < 0.05, ratio
     few = movement_fits([small[0], small[4], rec(2**17), rec(2**18), big])
     assert few["RESHAPE|FLOAT"][5] == 0  # too few records for a knee: one rate per byte
+
+
+def test_copies_of_about_nothing_do_not_set_the_rate_per_byte() -> None:
+    """Slices whose net latency is noise around zero (below the invoke overhead's spread) weighed
+    relatively pulled the per-byte rate down and priced big copies at 0.6x: with the weight
+    floor a 2 MB slice is priced within 10 %."""
+    from tacopt.cost_models.movement import movement_fits, predict_movement
+
+    def rec(rows: int, cols: int, net: float) -> dict:
+        t = [[1, rows, cols + 8], "float32", False, False]
+        return {"kind": "STRIDED_SLICE", "inference_type": "FLOAT", "inputs": [t],
+                "outputs": [[[1, rows, cols], "float32", False, False]], "options": {},
+                "latency_us": 0.45 + net, "overhead_us": 0.45}  # fmt: skip
+
+    rate = 0.011e-3  # us per byte moved (read + written)
+    noise = [rec(r, c, 0.0) for r, c in ((2, 64), (4, 96), (8, 128), (16, 64), (8, 256))]
+    real = [rec(r, 512, 0.02 + rate * 8 * r * 512) for r in (16, 64, 128, 256)]
+    fits = movement_fits([*noise, *real])
+    big = rec(512, 1024, 0.02 + rate * 8 * 512 * 1024)
+    ratio = predict_movement(fits, big) / (big["latency_us"] - 0.45)  # type: ignore[operator]
+    assert abs(ratio - 1) < 0.1, ratio
+
+
+def test_a_slice_copies_its_cut_dimension_in_runs_and_older_models_count_as_before() -> None:
+    """A slice cutting C from 288 to 216 copies one run of 216 per pixel (version 10); a model
+    file of version 9 keeps counting what it was fitted with (one run per element)."""
+    from tacopt.cost_models.learned.fitting.features import copy_runs
+    from tacopt.cost_models.movement import predict_movement
+
+    t = lambda *s: [list(s), "float32", False, False]  # noqa: E731
+    cut = {"kind": "STRIDED_SLICE", "inference_type": "FLOAT", "options": {},
+           "inputs": [t(1, 38, 38, 288)], "outputs": [t(1, 38, 38, 216)]}  # fmt: skip
+    assert copy_runs(cut) == 38 * 38
+    assert copy_runs(cut, slice_spans=False) == 38 * 38 * 216
+    assert copy_runs({**cut, "kind": "PAD"}) == 38 * 38 * 216  # not a slice: as before
+    fits = {"STRIDED_SLICE|FLOAT": [0.0, 0.0, 0.001, 1.0, 1e9]}  # priced per run only
+    assert predict_movement(fits, cut) == pytest.approx(1.444)
+    assert predict_movement(fits, cut, slice_spans=False) == pytest.approx(311.904)
+    recs = [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
+             "flops": 10.0 ** i, "bytes": 12.0 * 10 ** i, "outputs": [[[10 ** i]]],
+             "latency_us": 1 + 10.0 ** i / 1000, "overhead_us": 1.0}
+            for i in range(2, 7)]  # fmt: skip
+    doc = fit(recs)
+    assert LearnedCostModel(doc).slice_spans
+    assert not LearnedCostModel({**doc, "version": 9}).slice_spans

@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`; the model
-is plain JSON (format ``tacopt-learned``, version 9), never pickle, and loads as a cost model with
+is plain JSON (format ``tacopt-learned``, version 10), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
@@ -128,7 +128,7 @@ from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 9
+VERSION = 10
 #: A kernel family gets trees of its own with at least this many training ops (else none).
 MIN_FAMILY_TREE_OPS = 50
 MIN_GROUP = 4
@@ -377,6 +377,8 @@ class LearnedCostModel(CostModelBase):
             self.kernel_kinds = int(doc.get("version", 1)) >= 8
             #: version 9: a CONV_2D with one input channel per group is a DEPTHWISE_CONV_2D
             self.depthwise_groups = int(doc.get("version", 1)) >= 9
+            #: version 10: a slice copies its innermost cut dimension in one run (copy_runs)
+            self.slice_spans = int(doc.get("version", 1)) >= 10
             self.tree_kinds = list(doc.get("tree_kinds", []))
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
@@ -411,6 +413,8 @@ class LearnedCostModel(CostModelBase):
             self.conversion_us = float(doc.get("conversion_us_per_element", 0.0))
             self.gemm_rate = float(doc.get("fallback_flops_per_us", 0.0))
             self.devices = (str(doc.get("device", "CPU")),)
+            #: the kernels it was measured with (files before fingerprints: XNNPACK)
+            self.resolver = str((doc.get("fingerprint") or {}).get("resolver", "xnnpack"))
             self.anchor_speed = {str(k): float(v) for k, v in doc.get("anchor_speed", {}).items()}
             self.speed = {str(k): float(v) for k, v in doc.get("speed", {}).items()}
             gross = int(doc.get("version", 1)) >= 2
@@ -483,7 +487,7 @@ class LearnedCostModel(CostModelBase):
             if by_kind is not None:
                 return Prediction(by_kind, "kind")
         if kind in MOVEMENT and (self.movement_kinds is None or kind in self.movement_kinds):
-            net = predict_movement(self.movement, features)
+            net = predict_movement(self.movement, features, slice_spans=self.slice_spans)
             if net is not None:
                 return Prediction(self.base_overhead_us + max(net, FLOOR_US), "movement")
         row = np.asarray(design_row(features))[: len(self.fits["*"])]  # older files: 4 inputs
@@ -524,12 +528,17 @@ class LearnedCostModel(CostModelBase):
     ) -> float:
         """Predicted whole-model latency (us) for a ``model`` record: one invoke overhead +
         ``in_model_scale`` x the net op latencies + ``per_op_us`` per op + the per-trip loop
-        overhead (``raw``: the overhead and the plain sum of net op latencies)."""
+        overhead (``raw``: the overhead and the plain sum of net op latencies). Ops the record
+        lists as ``absorbed`` (a PAD XNNPACK adds to the next convolution) count for nothing."""
         total, ops = 0.0, 0
+        absorbed = dict(model_record.get("absorbed", []))  # (measure: absorbed_reason)
         for key, count in model_record["ops"]:
             rec = by_key.get(key)
             if rec is None or rec.get("kind") in UNMEASURABLE or "inputs" not in rec:
                 continue  # WHILE (its body ops are counted), variables, records without features
+            count -= absorbed.get(key, 0.0)  # fused into their consumer: nothing of their own
+            if count <= 0:
+                continue
             # an op that could not run alone (skip record) is predicted from its features
             total += count * self.predict_net(rec, key=key if rec.get("type") == "op" else None)
             ops += count
@@ -545,6 +554,7 @@ class LearnedCostModel(CostModelBase):
     ) -> float | None:
         """Predicted latency (us) of op ``node`` inside a model on this model's device."""
         from tacopt.cost_models.learned.measurement.singleop import (
+            absorbed_reason,
             folded_reason,
             op_features,
             op_key,
@@ -559,6 +569,8 @@ class LearnedCostModel(CostModelBase):
             return self._while_cost(G, node, device, inference_type)
         if op.kind in UNMEASURABLE or folded_reason(G, node) is not None:
             return 0.0  # state, or an op of constants: computed once, at init
+        if self.resolver == "xnnpack" and absorbed_reason(G, node) is not None:
+            return 0.0  # a PAD XNNPACK adds to the next convolution's padding
         feats = op_features(G, node, root=G)
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type

@@ -41,10 +41,13 @@ Records (JSON lines, appended and flushed one by one, so a run can resume; docs/
   alone, with the op's features (``inputs``, ``outputs``, ``options``, ...) when known, so a
   learned model predicts them (from data movement) instead of counting them as zero
 - ``{"type": "model", "model", "latency_us", "ops": [[key, count], ...], "variants": [...],
-  "folded": [[key, count], ...], ...}``; ``latency_us`` is None when the runtime cannot run the
-  model whole (custom ops), ``untimed`` then says why; ``priced`` notes a model measured as
-  stored because fusion refused it; ``timed`` is ``"priced"`` (the graph the op records come
-  from) or ``"stored (why)"``; records without it were timed as stored
+  "folded": [[key, count], ...], "absorbed": [[key, count], ...], ...}``; ``absorbed`` are
+  ops of ``ops`` that XNNPACK fuses into their consumer inside the model
+  (:func:`~tacopt.cost_models.learned.measurement.singleop.absorbed_reason`: a PAD before a
+  VALID convolution), measured alone all the same; ``latency_us`` is None when the runtime
+  cannot run the model whole (custom ops), ``untimed`` then says why; ``priced`` notes a model
+  measured as stored because fusion refused it; ``timed`` is ``"priced"`` (the graph the op
+  records come from) or ``"stored (why)"``; records without it were timed as stored
 
 With ``types`` (``tacopt measure --types float32,int8``) every op is also rebuilt in the other
 inference types (:func:`retype_op`) and measured; those records carry ``retyped_from`` (the op's
@@ -75,6 +78,7 @@ from tacopt.cost_models.learned.measurement.queue import OpQueue, timing_fields
 from tacopt.cost_models.learned.measurement.records import read_records, write_record
 from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
 from tacopt.cost_models.learned.measurement.singleop import (
+    absorbed_reason,
     cut_op,
     fill_constants,
     model_ops,
@@ -198,6 +202,7 @@ def measure_models(
                     write_record(f, {**record, **ffeats, "reason": why, "device": device})
                     stats["folded"] += 1
             loop_trips = 0.0
+            absorbed: dict[str, float] = {}
             for S, node, mult in model_ops(G):
                 count += 1
                 if S.nodes[node]["op"].kind == "WHILE":
@@ -205,6 +210,8 @@ def measure_models(
                 feats = op_features(S, node, root=G)
                 key = op_key(feats)
                 keys[key] = keys.get(key, 0.0) + mult
+                if cfg.resolver == "xnnpack" and absorbed_reason(S, node) is not None:
+                    absorbed[key] = absorbed.get(key, 0.0) + mult
                 if progress is not None:
                     progress(count, total, f"{path.stem}:{node}")
                 base = {"key": key, "model": path.stem, "graph": S.graph["name"], "op": node}
@@ -253,6 +260,7 @@ def measure_models(
                 "ops": sorted([k, v] for k, v in keys.items()),
                 "variants": sorted([k, v] for k, v in variants.items()),
                 "folded": sorted([k, v] for k, v in folded_keys.items()),
+                "absorbed": sorted([k, v] for k, v in absorbed.items()),
                 **({"priced": note} if note else {}),
                 "types": list(types),
                 "loop_trips": loop_trips,

@@ -42,6 +42,52 @@ def unmeasurable(S: nx.MultiDiGraph, node: str) -> str | None:
     return None
 
 
+#: Convolutions XNNPACK adds a zero PAD before them to (:func:`absorbed_reason`).
+PAD_ABSORBERS = frozenset({"CONV_2D", "DEPTHWISE_CONV_2D"})
+
+
+def absorbed_reason(S: nx.MultiDiGraph, node: str) -> str | None:
+    """Why op ``node`` costs nothing per invoke inside its model under XNNPACK, or None: it is a
+    PAD of H and W alone (NHWC; TFLite's PAD fills with zero, or an int8 tensor's zero point)
+    whose output only a VALID CONV_2D / DEPTHWISE_CONV_2D reads, and XNNPACK's subgraph fusion
+    adds it to that convolution's padding. Measured (float and int8, 3x3 convolutions of stride
+    1 and 2, and a depthwise one): PAD + VALID convolution took the time of the convolution on
+    the padded input alone, PAD + SAME convolution the two ops' times. Alone, the PAD is
+    measured like any op; a model that runs without XNNPACK pays it. (Fusion already makes a PAD
+    of SAME's pads and a VALID convolution one SAME convolution: ``fold_pad``; PADV2 and
+    MIRROR_PAD are left as they are.)
+
+    >>> from tacopt.fusion.ir.builder import GraphBuilder
+    >>> b = GraphBuilder("m")
+    >>> x = b.input("x", (1, 8, 8, 3))
+    >>> p = b.op("PAD", x, np.array([[0, 0], [0, 1], [0, 1], [0, 0]], np.int32))
+    >>> y = b.op("CONV_2D", p, np.ones((4, 3, 3, 3)), np.zeros(4), padding="VALID")
+    >>> print(absorbed_reason(b.build(outputs=[y]), "pad_0"))
+    absorbed at run time: XNNPACK adds the PAD to the next CONV_2D's padding
+    """
+    op: Op = S.nodes[node]["op"]
+    if op.kind != "PAD" or len(op.inputs) < 2 or len(op.outputs) != 1:
+        return None
+    tensors = S.graph["tensors"]
+    out, pads = op.outputs[0], tensors.get(op.inputs[1] or "")
+    if out in S.graph["outputs"] or pads is None or not pads.is_constant:
+        return None
+    if pads.buffer is None or pads.buffer.is_placeholder or pads.num_elements != 8:
+        return None
+    p = np.asarray(pads.data()).reshape(4, 2)
+    if p[0].any() or p[3].any():
+        return None  # XNNPACK only adds padding of H and W to a convolution
+    readers = [(n, d) for _, n, d in S.out_edges(node, data=True)]
+    if len(readers) != 1 or any(n == node for n, _ in readers):
+        return None
+    consumer: Op = S.nodes[readers[0][0]]["op"]
+    if consumer.kind not in PAD_ABSORBERS or consumer.options.get("padding") != "VALID":
+        return None
+    if [t for t in consumer.inputs if t == out] != [consumer.inputs[0]]:
+        return None  # read as the activation, and only there
+    return f"absorbed at run time: XNNPACK adds the PAD to the next {consumer.kind}'s padding"
+
+
 #: Kinds LiteRT computes once, at init, when every input is constant (their output becomes a
 #: persistent constant, which XNNPACK packs like a stored weight). Measured with ``python -m
 #: tacopt.benchmarks check_folding`` (``y = x + op(constants)`` against ``y = x + constant``): under
