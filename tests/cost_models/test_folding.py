@@ -3,6 +3,7 @@ DEQUANTIZE, sparse ones behind a DENSIFY), the ops reading them cut with constan
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -221,6 +222,15 @@ def test_an_absorbed_pad_costs_nothing_in_a_model_under_xnnpack_only(tmp_path: P
     pad = next(r for r in recs if r["type"] == "op" and r["kind"] == "PAD")
     model_rec = next(r for r in recs if r["type"] == "model")
     assert model_rec["absorbed"] == [[pad["key"], 1.0]]
+    # records from before the field get the same list from the model (add_absorbed)
+    from tacopt.benchmarks.scripts.learned.add_absorbed import main as add_absorbed
+
+    old = tmp_path / "old.jsonl"
+    old.write_text("".join(json.dumps({k: v for k, v in r.items() if k != "absorbed"}) + "\n"
+                           for r in recs))  # fmt: skip
+    new = tmp_path / "new.jsonl"
+    assert add_absorbed([str(old), "--zoo", str(tmp_path), "--out", str(new)]) == 0
+    assert read_records(new) == recs
     doc = fit(recs * 3, kinds=False)
     xnn = LearnedCostModel(doc)
     builtin_fp = {**doc["fingerprint"], "resolver": "builtin"}

@@ -78,7 +78,7 @@ from tacopt.cost_models.learned.measurement.queue import OpQueue, timing_fields
 from tacopt.cost_models.learned.measurement.records import read_records, write_record
 from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
 from tacopt.cost_models.learned.measurement.singleop import (
-    absorbed_reason,
+    absorbed_ops,
     cut_op,
     fill_constants,
     model_ops,
@@ -202,7 +202,7 @@ def measure_models(
                     write_record(f, {**record, **ffeats, "reason": why, "device": device})
                     stats["folded"] += 1
             loop_trips = 0.0
-            absorbed: dict[str, float] = {}
+            absorbed = absorbed_ops(G) if cfg.resolver == "xnnpack" else {}
             for S, node, mult in model_ops(G):
                 count += 1
                 if S.nodes[node]["op"].kind == "WHILE":
@@ -210,8 +210,6 @@ def measure_models(
                 feats = op_features(S, node, root=G)
                 key = op_key(feats)
                 keys[key] = keys.get(key, 0.0) + mult
-                if cfg.resolver == "xnnpack" and absorbed_reason(S, node) is not None:
-                    absorbed[key] = absorbed.get(key, 0.0) + mult
                 if progress is not None:
                     progress(count, total, f"{path.stem}:{node}")
                 base = {"key": key, "model": path.stem, "graph": S.graph["name"], "op": node}

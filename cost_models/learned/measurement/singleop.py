@@ -88,6 +88,17 @@ def absorbed_reason(S: nx.MultiDiGraph, node: str) -> str | None:
     return f"absorbed at run time: XNNPACK adds the PAD to the next {consumer.kind}'s padding"
 
 
+def absorbed_ops(G: nx.MultiDiGraph) -> dict[str, float]:
+    """Configuration key -> how many times per inference an op of that configuration is
+    absorbed into its consumer (:func:`absorbed_reason`), over the whole model, loops unrolled."""
+    out: dict[str, float] = {}
+    for S, node, mult in model_ops(G):
+        if absorbed_reason(S, node) is not None:
+            key = op_key(op_features(S, node, root=G))
+            out[key] = out.get(key, 0.0) + mult
+    return out
+
+
 #: Kinds LiteRT computes once, at init, when every input is constant (their output becomes a
 #: persistent constant, which XNNPACK packs like a stored weight). Measured with ``python -m
 #: tacopt.benchmarks check_folding`` (``y = x + op(constants)`` against ``y = x + constant``): under
