@@ -27,7 +27,9 @@ def model_accuracy(
 
     Records that carry the machine's ``speed`` are first put in the model's units
     (:func:`tacopt.cost_models.learned.measurement.speed.normalize_records`), so a model fitted on
-    one day is evaluated on measurements of another without the machine's drift.
+    one day is evaluated on measurements of another without the machine's drift; its
+    predictions are then put back in the units the records were measured in
+    (:meth:`LearnedCostModel.predict_as_measured`) and compared with the latencies as measured.
 
     Returns ``within_10pct`` (share of ops whose predicted single-op latency, overhead included,
     is within ±10 % of the measured one), ``within_10pct_net`` (the same on net latencies: the
@@ -45,6 +47,7 @@ def model_accuracy(
     from scipy.stats import spearmanr
 
     # measured on another day or machine: put the times in the model's units first
+    raw_ops = [r for r in records if r.get("type") == "op"]
     records = normalize_records(records, model.anchor_speed)
     by_key = records_by_key(records)
     ops = [r for r in records if r.get("type") == "op"]
@@ -52,11 +55,11 @@ def model_accuracy(
         raise CostModelError("learned: no op records to evaluate on")
     pred, meas, pred_net, meas_net, unseen = [], [], [], [], []
     sources: dict[str, int] = defaultdict(int)
-    for r in ops:
+    for r, measured in zip(ops, raw_ops, strict=True):
         p = model.predict(r, key=r["key"])
         sources[p.source] += 1
-        pred.append(p.latency_us)
-        meas.append(r["latency_us"])
+        pred.append(model.predict_as_measured(r, key=r["key"]))  # compared as measured
+        meas.append(measured["latency_us"])
         pred_net.append(max(p.latency_us - model.overhead_us, FLOOR_US))
         meas_net.append(net_latency(r))
         unseen.append(r["key"] not in train_keys)

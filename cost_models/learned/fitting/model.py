@@ -514,6 +514,17 @@ class LearnedCostModel(CostModelBase):
             gross = max(gross, self.base_overhead_us + features.get("flops", 0.0) / self.gemm_rate)
         return Prediction(gross, source)
 
+    def predict_as_measured(self, record: Mapping[str, Any], *, key: str | None = None) -> float:
+        """The single-op latency (us) this model predicts for an op record put in its units
+        (:func:`~tacopt.cost_models.learned.measurement.speed.normalize_records`), in the units
+        the record was measured in: the invoke overhead times the record's ``overhead_index``
+        plus the rest times its ``speed_index``. The overhead and the op's work re-anchor by
+        different families, so a latency and its prediction compare as measured, not in the
+        model's units."""
+        p = self.predict(record, key=key).latency_us
+        s, s_overhead = record.get("speed_index", 1.0), record.get("overhead_index", 1.0)
+        return self.overhead_us * s_overhead + (p - self.overhead_us) * s
+
     def predict_net(self, features: Mapping[str, Any], *, key: str | None = None) -> float:
         """Single-op latency net of the invoke overhead (us), floored at 0.05 us."""
         return max(self.predict(features, key=key).latency_us - self.overhead_us, FLOOR_US)

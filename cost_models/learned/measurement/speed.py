@@ -290,6 +290,13 @@ def run_speed(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
 #: Record fields in microseconds that scale with the machine's speed.
 TIMED_FIELDS = ("latency_us", "latency_median_us", "wall_us", "wall_median_us", "overhead_us")
 
+#: The family whose index re-anchors a record's invoke overhead (``overhead_us``, part of every
+#: single-op latency): it is the gate's probe, a one-element NEG model. Scaled by the op's own
+#: family, as before, the overhead of an int8 GEMM measured on a CPU with VNNI counted 5x in the
+#: units of one without, and the shipped model adapted there priced tiny int8 convolutions at
+#: 0.3-0.5x.
+OVERHEAD_FAMILY = "elementwise"
+
 
 #: Consecutive records with a speed whose reference timings are pooled (median) to normalize
 #: them: about one `tacopt learn` or zoo run on this machine. Per record, the references' own
@@ -329,11 +336,12 @@ def normalize_records(
     records: Iterable[Mapping[str, Any]], anchor: Mapping[str, float]
 ) -> list[dict[str, Any]]:
     """Copies of ``records`` with their times in the units of the machine of ``anchor``: each op
-    record that carries a ``speed`` has its times divided by its kernel family's index
-    (:func:`family_index`) of its block's pooled speed (:func:`block_speeds`); each model record
-    (a model runs every family) by its ops' indices weighted by their measured time (the blended
-    :func:`speed_index` when none of its ops is in ``records``); ``speed_index`` field added.
-    Others are copied as they are.
+    record that carries a ``speed`` has its times net of the invoke overhead divided by its
+    kernel family's index (:func:`family_index`) of its block's pooled speed
+    (:func:`block_speeds`), and the overhead by :data:`OVERHEAD_FAMILY`'s; each model record (a
+    model runs every family) by its ops' indices weighted by their measured time (the blended
+    :func:`speed_index` when none of its ops is in ``records``); ``speed_index`` and
+    ``overhead_index`` fields added. Others are copied as they are.
 
     >>> r = {"type": "op", "kind": "ADD", "latency_us": 20.0, "speed": {"conv": 4.0, "add": 2.0}}
     >>> normalize_records([r], {"conv": 1.0, "add": 1.0})[0]["latency_us"]
@@ -343,30 +351,39 @@ def normalize_records(
     out: list[dict[str, Any]] = []
     index: dict[str, float] = {}  # op key -> its index
     raw: dict[str, float] = {}  # op key -> its measured latency
-    models: list[tuple[dict[str, Any], float]] = []
+    models: list[tuple[dict[str, Any], float, float]] = []
     for r, speed in zip(records, block_speeds(records), strict=True):
         r = dict(r)
         out.append(r)
         if not (speed and anchor):
             continue
         if r.get("type") == "model":
-            models.append((r, speed_index(speed, anchor)))
+            models.append(
+                (r, speed_index(speed, anchor), family_index(speed, anchor, OVERHEAD_FAMILY))
+            )
             continue
         fam = reference_family(r["kind"], r.get("inference_type")) if r.get("kind") else None
         s = family_index(speed, anchor, fam)
         if r.get("type") == "op" and isinstance(r.get("latency_us"), (int, float)):
             index[str(r.get("key"))], raw[str(r.get("key"))] = s, float(r["latency_us"])
-        _scale(r, s)
-    for r, blended in models:
+        _scale(r, s, family_index(speed, anchor, OVERHEAD_FAMILY))
+    for r, blended, overhead in models:
         # a model runs every family: its index is that of its ops, weighted by their time
         ops = [(raw[k], index[k], c) for k, c in r.get("ops", []) if k in index]
         total = sum(c * t for t, _, c in ops)
-        _scale(r, total / sum(c * t / s for t, s, c in ops) if total > 0 else blended)
+        _scale(r, total / sum(c * t / s for t, s, c in ops) if total > 0 else blended, overhead)
     return out
 
 
-def _scale(r: dict[str, Any], s: float) -> None:
+def _scale(r: dict[str, Any], s: float, s_overhead: float) -> None:
+    """Put a record's times in the anchor's units: the invoke overhead divided by
+    ``s_overhead``, the rest of each time by ``s``; both indices recorded (``speed_index``,
+    ``overhead_index``)."""
+    overhead = r.get("overhead_us")
+    overhead = float(overhead) if isinstance(overhead, (int, float)) else 0.0
     for f in TIMED_FIELDS:
-        if isinstance(r.get(f), (int, float)):
-            r[f] = r[f] / s
-    r["speed_index"] = s
+        if f != "overhead_us" and isinstance(r.get(f), (int, float)):
+            r[f] = overhead / s_overhead + (r[f] - overhead) / s
+    if isinstance(r.get("overhead_us"), (int, float)):
+        r["overhead_us"] = overhead / s_overhead
+    r["speed_index"], r["overhead_index"] = s, s_overhead

@@ -191,21 +191,22 @@ def _own_model(
     test = [r for r in ops if held_out(r)]
     own = LearnedCostModel(fit(train, device=str(adapted.get("device", "CPU"))))
     base = LearnedCostModel(adapt(base_doc, train, own=False))
-    def within(model: LearnedCostModel, r: Mapping[str, Any]) -> bool:
-        return abs(model.predict(r).latency_us - r["latency_us"]) <= 0.1 * r["latency_us"]
+    def within(model: LearnedCostModel, r: Mapping[str, Any], measured: float) -> bool:
+        return abs(model.predict_as_measured(r) - measured) <= 0.1 * measured
 
     hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # n, corrected base, own
-    # each side judged in its own units (the base's anchor, the new device's)
-    pairs = zip(
+    # each side predicts in its own units (the base's anchor, the new device's), judged as measured
+    triples = zip(
+        test,
         normalize_records(test, base.anchor_speed),
         normalize_records(test, own.anchor_speed),
         strict=True,
     )
-    for in_base, in_own in pairs:
+    for raw, in_base, in_own in triples:
         h = hits[family(in_base["kind"], in_base.get("inference_type"))]
         h[0] += 1
-        h[1] += within(base, in_base)
-        h[2] += within(own, in_own)
+        h[1] += within(base, in_base, raw["latency_us"])
+        h[2] += within(own, in_own, raw["latency_us"])
     families = sorted(f for f, (n, b, o) in hits.items() if n >= MIN_HELD and o > b)
     if not families:
         return {}
