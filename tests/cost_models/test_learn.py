@@ -59,6 +59,31 @@ def test_adapt_corrects_a_kind_and_looks_up_what_it_measured() -> None:
     assert correction_of(c, "SUB", "FLOAT") == c["family:elementwise"]
 
 
+def test_the_gemm_kinds_are_corrected_as_one_family() -> None:
+    """XNNPACK runs CONV_2D and FULLY_CONNECTED with the same GEMM kernels: the int8
+    FULLY_CONNECTEDs sampled 2x slower than the base says do not get a correction of their own
+    (their family's), while an elementwise kind does."""
+
+    class Base:
+        overhead_us = 0.0
+
+        def predict_net(self, r: dict, key: str | None = None) -> float:
+            return 10.0
+
+    def rec(kind: str, itype: str, latency: float, i: int) -> dict:
+        return {"type": "op", "kind": kind, "inference_type": itype, "latency_us": latency,
+                "overhead_us": 0.0, "key": f"{kind}{i}"}  # fmt: skip
+
+    recs = [rec("FULLY_CONNECTED", "QUANTIZED_INT8", 20.0, i) for i in range(6)]
+    recs += [rec("CONV_2D", "QUANTIZED_INT8", 10.0, i) for i in range(12)]
+    recs += [rec("ADD", "FLOAT", 20.0, i) for i in range(6)]
+    c = corrections(Base(), recs)
+    assert c["FULLY_CONNECTED|QUANTIZED_INT8"] == c["CONV_2D|QUANTIZED_INT8"]
+    assert c["FULLY_CONNECTED|QUANTIZED_INT8"] == c["family:gemm_int8"]
+    # an elementwise kind keeps its own, shrunk towards its family's (itself shrunk to the global)
+    assert c["family:elementwise"] < c["ADD|FLOAT"] < math.log(2.0)
+
+
 def test_adapt_re_anchors_each_family_by_its_reference() -> None:
     """A device whose ADD reference is 3x slower: its ADDs are normalized by 3 first, so no
     correction is left to learn."""

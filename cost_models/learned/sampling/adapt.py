@@ -9,7 +9,8 @@ A model fitted on one device predicts another in two steps:
    device give, for each (kind, inference type), the log ratio of the measured net latency to the
    base model's, shrunk towards its family's ratio, itself shrunk towards the global one
    (``SHRINK`` pseudo-records at each level), so a kind with three samples moves little and an
-   unsampled kind follows its family. The measured configurations are looked up exactly.
+   unsampled kind follows its family. The GEMM families are corrected as a family only
+   (:data:`FAMILY_ONLY`). The measured configurations are looked up exactly.
 3. **Residual trees** (:func:`_residual_trees`): boosted trees on what the corrections leave,
    from the op's features and its corrected net latency (version 6 bases), one set per kernel
    family.
@@ -46,6 +47,17 @@ from tacopt.cost_models.learned.measurement.speed import family, normalize_recor
 SHRINK = 3.0
 #: Corrections are kept within e^-CLIP .. e^CLIP (a ratio of 20 either way).
 CLIP = 3.0
+#: Kernel families corrected as one (their kinds get the family's correction): XNNPACK runs a
+#: CONV_2D, a FULLY_CONNECTED and a BATCH_MATMUL with the same GEMM micro-kernels, and how much
+#: faster a GEMM runs on another CPU depends on its shape, not on the op's kind (Zen 3 -> Zen 4,
+#: VNNI: large int8 GEMMs 0.21-0.23x, batch-1 ones 0.3-0.6x). Corrected per kind, the int8
+#: FULLY_CONNECTEDs took the ratio of the batch-1 ones the adaptation sampled, and ConvNeXt's
+#: (196-3136 rows) came out 1.4x too slow; the family's residual trees see the GEMM's shape
+#: across its kinds. Shipped model adapted to the Zen 4 (four 3-minute runs, tuning half): ops
+#: within ±10 % 75.9 / 72.6 / 75.0 / 75.9 -> 77.5 / 77.8 / 76.7 / 77.8 %, whole-model error
+#: 8.1 / 12.4 / 8.2 / 8.5 -> 5.0 / 5.6 / 5.9 / 7.0 %; to 2 threads 49.4 -> 51.5 % (9.6 -> 11.7 %),
+#: to the builtin kernels 40.8 -> 41.3 % (9.0 -> 8.5 %) (docs/cost-models.md).
+FAMILY_ONLY = frozenset({"gemm_float", "gemm_int8"})
 #: Records a kernel family needs for residual trees of its own (:func:`_residual_trees`).
 MIN_FAMILY_TREE_OPS = 40
 #: Records from which a model of the new device's own is tried against the corrected base, and
@@ -81,7 +93,8 @@ def corrections(
     base: Any, records: Sequence[Mapping[str, Any]], *, shrink: float = SHRINK
 ) -> dict[str, float]:
     """Log corrections of the base model's net latency: ``"*"``, one per kernel family
-    (``"family:NAME"``) and one per ``KIND|TYPE`` group, each shrunk towards its parent.
+    (``"family:NAME"``) and one per ``KIND|TYPE`` group, each shrunk towards its parent (a kind of
+    a :data:`FAMILY_ONLY` family takes its family's).
 
     ``records`` must already be in the base model's units (:func:`normalize_records`).
 
@@ -113,8 +126,9 @@ def corrections(
         out[f"family:{fam}"] = round(_shrunk(vs, parent=out["*"], k=shrink), 6)
     for g, vs in sorted(by_group.items()):
         kind, itype = g.split("|", 1)
-        parent = out[f"family:{family(kind, itype)}"]
-        out[g] = round(_shrunk(vs, parent=parent, k=shrink), 6)
+        fam = family(kind, itype)
+        parent = out[f"family:{fam}"]
+        out[g] = parent if fam in FAMILY_ONLY else round(_shrunk(vs, parent=parent, k=shrink), 6)
     return out
 
 
