@@ -408,9 +408,10 @@ def _fit_and_write(
     )
     if rejected >= BUSY_SHARE:
         print(
-            f"learn: the machine was busy: {rejected:.0%} of the timing samples fell in slow "
-            f"episodes and were set aside, so the model rests on {ops} ops; learn again when "
-            "it is quiet, or with more --minutes",
+            f"learn: the machine ran slow: {rejected:.0%} of the timing samples fell in slow "
+            f"episodes (of this machine, or of the host under a virtual one) and were set aside, "
+            f"so the model rests on {ops} ops; learn again when it is quiet, or with more "
+            "--minutes",
             file=sys.stderr,
         )
     return 0
