@@ -64,7 +64,8 @@ def whole_model_terms(
         if r.get("type") != "model" or not r.get("latency_us"):
             continue
         net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
-        n = float(sum(c for k, c in r["ops"] if _counted(by_key.get(k))))
+        absorbed = dict(r.get("absorbed", []))  # fused into their consumer: not dispatched
+        n = float(sum(c - absorbed.get(k, 0.0) for k, c in r["ops"] if _counted(by_key.get(k))))
         # a tiny model can be timed below the median invoke overhead: floored, not log(<= 0)
         measured = max(r["latency_us"] - model.overhead_us, FLOOR_US)
         if r.get("loop_trips"):
