@@ -14,14 +14,13 @@ whole or not at all.
 from __future__ import annotations
 
 import argparse
-import json
-import os
+import io
 import sys
-import tempfile
 from pathlib import Path
 
-from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.records import read_records, write_record
 from tacopt.cost_models.learned.measurement.singleop import absorbed_ops, priced_graph
+from tacopt.fusion.ir.io import atomic_write
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,11 +47,10 @@ def main(argv: list[str] | None = None) -> int:
         found = absorbed_ops(priced_graph(read_tflite(path))[0])
         r["absorbed"] = sorted([k, n] for k, n in found.items() if k in listed)
         added += sum(n for _, n in r["absorbed"])
-    fd, tmp = tempfile.mkstemp(dir=args.out.parent, suffix=".part")
-    with os.fdopen(fd, "w") as f:
-        for r in records:
-            f.write(json.dumps(r, sort_keys=True) + "\n")
-    os.replace(tmp, args.out)
+    text = io.StringIO()
+    for r in records:
+        write_record(text, r)
+    atomic_write(args.out, text.getvalue())
     print(f"{args.out}: {added:g} absorbed ops listed")
     return 0
 

@@ -58,7 +58,7 @@ def model_accuracy(
     for r, measured in zip(ops, raw_ops, strict=True):
         p = model.predict(r, key=r["key"])
         sources[p.source] += 1
-        pred.append(model.predict_as_measured(r, key=r["key"]))  # compared as measured
+        pred.append(model.as_measured(r, p.latency_us))  # compared as measured
         meas.append(measured["latency_us"])
         pred_net.append(max(p.latency_us - model.overhead_us, FLOOR_US))
         meas_net.append(net_latency(r))

@@ -521,9 +521,13 @@ class LearnedCostModel(CostModelBase):
         plus the rest times its ``speed_index``. The overhead and the op's work re-anchor by
         different families, so a latency and its prediction compare as measured, not in the
         model's units."""
-        p = self.predict(record, key=key).latency_us
+        return self.as_measured(record, self.predict(record, key=key).latency_us)
+
+    def as_measured(self, record: Mapping[str, Any], latency_us: float) -> float:
+        """A latency this model predicted for ``record`` (in its units), in the units the record
+        was measured in (:meth:`predict_as_measured`)."""
         s, s_overhead = record.get("speed_index", 1.0), record.get("overhead_index", 1.0)
-        return self.overhead_us * s_overhead + (p - self.overhead_us) * s
+        return self.overhead_us * s_overhead + (latency_us - self.overhead_us) * s
 
     def predict_net(self, features: Mapping[str, Any], *, key: str | None = None) -> float:
         """Single-op latency net of the invoke overhead (us), floored at 0.05 us."""
