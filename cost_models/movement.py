@@ -10,14 +10,11 @@ from typing import Any
 import numpy as np
 
 from tacopt.cost_models.learned.fitting.features import bytes_moved, copy_runs
+from tacopt.cost_models.learned.fitting.whole_model import net_latency
 from tacopt.cost_models.ops import MOVEMENT
 
 #: A kind's data-movement fit answers within this factor of the bytes it was fitted on.
 RANGE = 2.0
-
-
-def _net(record: Mapping[str, Any]) -> float:
-    return max(record["latency_us"] - record.get("overhead_us", 0.0), 0.05)
 
 
 #: The fit weighs each record's error relative to its net latency, or to this (us) when it is
@@ -73,7 +70,7 @@ def movement_fits(
     for name, rs in sorted(groups.items()):
         if len(rs) < 3:
             continue
-        y = np.array([_net(r) for r in rs])
+        y = np.array([net_latency(r) for r in rs])
         w = 1.0 / np.maximum(y, WEIGHT_FLOOR_US)
         moved = [float(bytes_moved(r)) for r in rs]
         runs = [float(copy_runs(r, slice_spans=slice_spans)) for r in rs]

@@ -13,7 +13,7 @@ from tacopt.cost_models.base import (
     CostModelError,
 )
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-from tacopt.cost_models.learned.fitting.whole_model import FLOOR_US, net_latency, records_by_key
+from tacopt.cost_models.learned.fitting.whole_model import net_latency, records_by_key
 from tacopt.cost_models.learned.measurement.speed import normalize_records
 
 
@@ -60,7 +60,7 @@ def model_accuracy(
         sources[p.source] += 1
         pred.append(model.as_measured(r, p.latency_us))  # compared as measured
         meas.append(measured["latency_us"])
-        pred_net.append(max(p.latency_us - model.overhead_us, FLOOR_US))
+        pred_net.append(max(p.latency_us - model.overhead_us, model.floor_us))
         meas_net.append(net_latency(r))
         unseen.append(r["key"] not in train_keys)
     P, M = np.array(pred), np.array(meas)

@@ -108,6 +108,7 @@ from tacopt.cost_models.learned.fitting.trees import (
 )
 from tacopt.cost_models.learned.fitting.whole_model import (
     FLOOR_US,
+    LEGACY_FLOOR_US,
     conversion_rate,
     gemm_rate,
     net_latency,
@@ -296,6 +297,7 @@ def _fit(
         "movement": {},  # after the trees: they are fitted on the group fits' residuals
         "family_trees": {},
         "overhead_us": statistics.median(r.get("overhead_us", 0.0) for r in ops),
+        "net_floor_us": FLOOR_US,
         "in_model_scale": 1.0,
         "per_op_us": 0.0,
         "while_trip_us": 0.0,
@@ -407,6 +409,8 @@ class LearnedCostModel(CostModelBase):
             #: a model of the adapted device's own, for the kernel families it prices better
             self.own = LearnedCostModel(adapted["own"]) if adapted.get("own") else None
             self.own_families = set(adapted.get("own_families", []))
+            #: the least net latency it fitted on and predicts (whole_model.FLOOR_US)
+            self.floor_us = float(doc.get("net_floor_us", LEGACY_FLOOR_US))
             self.scale = float(doc.get("in_model_scale", 1.0))
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
             self.per_op_us = float(doc.get("per_op_us", 0.0))
@@ -460,7 +464,7 @@ class LearnedCostModel(CostModelBase):
         if not self.corrections:
             return p
         c = correction_of(self.corrections, features["kind"], features.get("inference_type"))
-        net = max(p.latency_us - self.base_overhead_us, FLOOR_US) * math.exp(c)
+        net = max(p.latency_us - self.base_overhead_us, self.floor_us) * math.exp(c)
         if self.adapt_trees is None:
             return Prediction(self.overhead_us + net, p.source)
         row = op_vector(features, self.tree_kinds)
@@ -489,7 +493,7 @@ class LearnedCostModel(CostModelBase):
         if kind in MOVEMENT and (self.movement_kinds is None or kind in self.movement_kinds):
             net = predict_movement(self.movement, features, slice_spans=self.slice_spans)
             if net is not None:
-                return Prediction(self.base_overhead_us + max(net, FLOOR_US), "movement")
+                return Prediction(self.base_overhead_us + max(net, self.floor_us), "movement")
         row = np.asarray(design_row(features))[: len(self.fits["*"])]  # older files: 4 inputs
         log_net, source = float(row @ self.fits["*"]), "fallback"
         for name in (f"{kind}|{features.get('inference_type')}", kind):
@@ -530,8 +534,8 @@ class LearnedCostModel(CostModelBase):
         return self.overhead_us * s_overhead + (latency_us - self.overhead_us) * s
 
     def predict_net(self, features: Mapping[str, Any], *, key: str | None = None) -> float:
-        """Single-op latency net of the invoke overhead (us), floored at 0.05 us."""
-        return max(self.predict(features, key=key).latency_us - self.overhead_us, FLOOR_US)
+        """Single-op latency net of the invoke overhead (us), floored at the model's floor."""
+        return max(self.predict(features, key=key).latency_us - self.overhead_us, self.floor_us)
 
     def predict_model(
         self,
