@@ -241,6 +241,36 @@ def test_whole_model_terms_take_a_model_timed_below_the_invoke_overhead() -> Non
     assert 0.25 <= doc["in_model_scale"] <= 4.0 and np.isfinite(doc["per_op_us"])
 
 
+def test_whole_model_terms_count_small_models_too() -> None:
+    # ten 3-op chains run at their ops' sum, two 10-op ones at 1.5x: the scale follows the many
+    # (before, only models of 8 ops or more counted, and a learn's few network chains set it)
+    rng = np.random.default_rng(4)
+    ops = [conv_record(rng, i) for i in range(60)]
+    records: list[dict] = list(ops)
+    for j in range(12):
+        picked = [ops[k] for k in rng.choice(len(ops), size=3 if j < 10 else 10, replace=False)]
+        net = sum(r["latency_us"] - 0.5 for r in picked)
+        records.append({"type": "model", "model": f"m{j}", "ops": [[r["key"], 1] for r in picked],
+                        "latency_us": 0.5 + (1.0 if j < 10 else 1.5) * net})  # fmt: skip
+    doc = fit(records)
+    assert doc["in_model_scale"] == pytest.approx(1.0, abs=0.03)
+
+
+def test_net_latency_floor_is_the_model_files() -> None:
+    # an op that costs the invoke overhead alone is priced at it + the floor: 0.02 us for files
+    # that record theirs, 0.05 us for older ones
+    rng = np.random.default_rng(6)
+    recs = [conv_record(rng, i) for i in range(80)]
+    recs.append({**recs[0], "key": "tiny", "latency_us": recs[0]["overhead_us"]})
+    doc = fit(recs)
+    assert doc["net_floor_us"] == 0.02
+    new = LearnedCostModel(doc)
+    old = LearnedCostModel({k: v for k, v in doc.items() if k != "net_floor_us"})
+    assert (new.floor_us, old.floor_us) == (0.02, 0.05)
+    assert new.predict_net(recs[-1], key="tiny") == pytest.approx(0.02)
+    assert old.predict_net(recs[-1], key="tiny") == pytest.approx(0.05)
+
+
 def test_model_files_gzip_deterministic_and_bounded(tmp_path: Path) -> None:
     rng = np.random.default_rng(3)
     doc = fit([conv_record(rng, i) for i in range(80)])
