@@ -206,7 +206,7 @@ def op_vector(features: Mapping[str, Any], kinds: Sequence[str] = ()) -> list[fl
         kh,
         kw,
         math.log1p(kh * kw),
-        opts.get("stride_h", 1),
+        max(opts.get("stride_h", 1), opts.get("stride_w", 1)),  # a row's stride is its W's
         opts.get("dilation_h_factor", 1),
         math.log1p(main[0][-1] if main[0] else 1),
         math.log1p(shape[-1] if shape else 1),
@@ -258,7 +258,9 @@ def _kernel_terms(
         elif kind in ("CONV_2D", "CONV_2D_GROUPED", "TRANSPOSE_CONV") and len(w) == 4:
             k, n = math.prod(w[1:]), w[0]
             groups = max(cin // max(w[3], 1), 1) if kind != "TRANSPOSE_CONV" else 1
-            pointwise = float(w[1] * w[2] == 1 and opts.get("stride_h", 1) == 1)
+            pointwise = float(
+                w[1] * w[2] == 1 and opts.get("stride_h", 1) == opts.get("stride_w", 1) == 1
+            )
             if not pointwise:
                 im2col = out_elems / max(n, 1) * k * _ITEMSIZE.get(ins[0][1], 4)
         else:

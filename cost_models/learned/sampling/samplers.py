@@ -72,26 +72,54 @@ def _shape(
             return shape
 
 
+def _plane(rng: Rng) -> tuple[int, int]:
+    """An activation's height and width: square (80 %), a row (1 x W: a 1-D convolution over
+    time, as audio models run it; 8 %) or any two sizes (12 %: landscape inputs, spectrograms)."""
+    u = rng.random()
+    if u < 0.8:
+        h = _size(rng)
+        return h, h
+    if u < 0.88:
+        return 1, int(rng.choice([*_SIZES[6:], *_SIZES_BIG, 256, 400, 512]))
+    return _size(rng), _size(rng)
+
+
+def _kernel(rng: Rng, k: int, h: int) -> tuple[int, int]:
+    """A ``k``-wide kernel for an ``h``-high input: 1 x k over a row, else k x k (85 %), 1 x k
+    or k x 1 (factorized convolutions: Inception's 1x7 / 7x1, basic-pitch's 1 x 39 / 39 x 1)."""
+    if h == 1 or k == 1:
+        return 1, k
+    if rng.random() < 0.85:
+        return k, k
+    return (1, k) if rng.random() < 0.5 else (k, 1)
+
+
+def _out(size: int, k: int, stride: int, dil: int, pad: str) -> int:
+    return math.ceil(size / stride) if pad == "SAME" else (size - dil * (k - 1) - 1) // stride + 1
+
+
 def _conv(rng: Rng) -> nx.MultiDiGraph:
     while True:
         k = int(rng.choice([1, 1, 1, 3, 3, 3, 5, 7]))
         stride = int(rng.choice([1, 1, 1, 2]))
         dil = 2 if k > 1 and stride == 1 and rng.random() < 0.08 else 1
-        h = _size(rng)
+        h, w = _plane(rng)
+        kh, kw = _kernel(rng, k, h)
+        sh = 1 if h == 1 else stride
         cin = int(rng.choice([3, 3, *CHANNELS])) if rng.random() < 0.9 else _channels(rng)
         cout = _channels(rng)
         pad = "SAME" if rng.random() < 0.8 else "VALID"
-        out = math.ceil(h / stride) if pad == "SAME" else (h - dil * (k - 1) - 1) // stride + 1
-        if out >= 1 and out * out * cout * k * k * cin <= MAX_MACS:
+        out_h, out_w = _out(h, kh, sh, dil, pad), _out(w, kw, stride, dil, pad)
+        if min(out_h, out_w) >= 1 and out_h * out_w * cout * kh * kw * cin <= MAX_MACS:
             break
     b = GraphBuilder("conv")
-    x = b.input("x", (1, h, h, cin))
-    w = rng.normal(0, 0.1, (cout, k, k, cin))
-    opts = dict(stride_h=stride, stride_w=stride, dilation_h_factor=dil, dilation_w_factor=dil)
+    x = b.input("x", (1, h, w, cin))
+    weights = rng.normal(0, 0.1, (cout, kh, kw, cin))
+    opts = dict(stride_h=sh, stride_w=stride, dilation_h_factor=dil, dilation_w_factor=dil)
     y = b.op(
         "CONV_2D",
         x,
-        w,
+        weights,
         np.zeros(cout),
         padding=pad,
         fused_activation_function=activation(rng),
@@ -127,21 +155,23 @@ def _dwconv(rng: Rng) -> nx.MultiDiGraph:
     while True:
         k = int(rng.choice([3, 3, 3, 5, 7]))
         stride = int(rng.choice([1, 1, 2]))
-        h, c = _size(rng), _channels(rng)
+        (h, w), c = _plane(rng), _channels(rng)
+        kh, kw = _kernel(rng, k, h)
+        sh = 1 if h == 1 else stride
         mult = 1 if rng.random() < 0.95 else 2
         pad = "SAME" if rng.random() < 0.85 else "VALID"
-        out = math.ceil(h / stride) if pad == "SAME" else (h - k) // stride + 1
-        if out >= 1 and h * h * c <= MAX_ELEMENTS:
+        out_h, out_w = _out(h, kh, sh, 1, pad), _out(w, kw, stride, 1, pad)
+        if min(out_h, out_w) >= 1 and h * w * c <= MAX_ELEMENTS:
             break
     b = GraphBuilder("dwconv")
-    x = b.input("x", (1, h, h, c))
+    x = b.input("x", (1, h, w, c))
     y = b.op(
         "DEPTHWISE_CONV_2D",
         x,
-        rng.normal(0, 0.1, (1, k, k, c * mult)),
+        rng.normal(0, 0.1, (1, kh, kw, c * mult)),
         np.zeros(c * mult),
         padding=pad,
-        stride_h=stride,
+        stride_h=sh,
         stride_w=stride,
         depth_multiplier=mult,
         fused_activation_function=activation(rng),
