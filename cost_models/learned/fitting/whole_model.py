@@ -17,7 +17,7 @@ from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 #: (a RESHAPE of 128 floats) costs the invoke overhead: in a Zen 4 learn's records the net
 #: latency of such ops (<= 64 output elements) was 0.003 us at the median and 0.017 us at the
 #: 75th percentile. The floor of files before ``net_floor_us`` (0.05 us) priced them at 1.11x;
-#: on the zoo's tuning half 0.02 us gave +1.2 points of ops within ±10 % over four learns.
+#: on the zoo's tuning half 0.02 us gave +1.7 points of ops within ±10 % (mean of four learns).
 FLOOR_US = 0.02
 #: The floor of model files that do not record theirs.
 LEGACY_FLOOR_US = 0.05
@@ -64,7 +64,7 @@ def whole_model_terms(
     are its network chains (blocks of MobileNet V3, sampled), whose ratio of whole to summed
     latency varied 1.006-1.057 at the median from learn to learn on one Zen 4, while its
     2-6-op chains held at 1.004-1.011. On their own they gave scales of 1.027-1.078 over four
-    learns; with every model 1.020-1.032. Median whole-model error on the zoo's tuning half over
+    learns; with every model 1.020-1.035. Median whole-model error on the zoo's tuning half over
     those learns: 3.3-5.9 % before, 4.1-5.0 % after (and :data:`FLOOR_US` at 0.02 us).
     """
     by_key = records_by_key(records)

@@ -86,7 +86,7 @@ def _plane(rng: Rng) -> tuple[int, int]:
 
 def _kernel(rng: Rng, k: int, h: int) -> tuple[int, int]:
     """A ``k``-wide kernel for an ``h``-high input: 1 x k over a row, else k x k (85 %), 1 x k
-    or k x 1 (factorized convolutions: Inception's 1x7 / 7x1, basic-pitch's 1 x 39 / 39 x 1)."""
+    or k x 1 (factorized convolutions, as Inception's 1x7 / 7x1)."""
     if h == 1 or k == 1:
         return 1, k
     if rng.random() < 0.85:
