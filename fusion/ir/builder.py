@@ -138,11 +138,16 @@ _REDUCE_KINDS = frozenset("MEAN SUM REDUCE_MAX REDUCE_MIN REDUCE_PROD".split())
 _BUILDER_KEYS = ("shape", "dtype", "name", "outputs", "quantization", "n_outputs")
 
 
-def _same_padding_out(size: int, stride: int) -> int:
-    return -(-size // stride)
+def window_out(size: int, kernel: int, stride: int, padding: str, dilation: int = 1) -> int:
+    """Output length of a window (convolution, pooling) sliding over ``size`` positions, as
+    TFLite computes it: ceil(size / stride) with SAME padding, else (VALID) the positions a
+    dilated kernel fits whole.
 
-
-def _valid_padding_out(size: int, kernel: int, stride: int, dilation: int = 1) -> int:
+    >>> window_out(7, 3, 2, "SAME"), window_out(7, 3, 2, "VALID"), window_out(7, 3, 1, "VALID", 2)
+    (4, 3, 3)
+    """
+    if padding == "SAME":
+        return -(-size // stride)
     return (size - dilation * (kernel - 1) - 1) // stride + 1
 
 
@@ -382,11 +387,8 @@ class GraphBuilder:
         return None
 
     def _spatial(self, h: int, w: int, kh: int, kw: int, o: dict[str, Any]) -> tuple[int, int]:
-        sh, sw = o["stride_h"], o["stride_w"]
-        if o["padding"] == "SAME":
-            return _same_padding_out(h, sh), _same_padding_out(w, sw)
-        dh, dw = o.get("dilation_h_factor", 1), o.get("dilation_w_factor", 1)
-        return _valid_padding_out(h, kh, sh, dh), _valid_padding_out(w, kw, sw, dw)
+        pad, dh, dw = o["padding"], o.get("dilation_h_factor", 1), o.get("dilation_w_factor", 1)
+        return window_out(h, kh, o["stride_h"], pad, dh), window_out(w, kw, o["stride_w"], pad, dw)
 
     def _value(self, name: str | None) -> np.ndarray:
         if name is None:

@@ -15,7 +15,7 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.ir.builder import GraphBuilder, window_out
 
 CHANNELS = (
     *(8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 96, 112, 120, 128, 144, 160, 192, 240, 256),
@@ -94,10 +94,6 @@ def _kernel(rng: Rng, k: int, h: int) -> tuple[int, int]:
     return (1, k) if rng.random() < 0.5 else (k, 1)
 
 
-def _out(size: int, k: int, stride: int, dil: int, pad: str) -> int:
-    return math.ceil(size / stride) if pad == "SAME" else (size - dil * (k - 1) - 1) // stride + 1
-
-
 def _conv(rng: Rng) -> nx.MultiDiGraph:
     while True:
         k = int(rng.choice([1, 1, 1, 3, 3, 3, 5, 7]))
@@ -109,7 +105,7 @@ def _conv(rng: Rng) -> nx.MultiDiGraph:
         cin = int(rng.choice([3, 3, *CHANNELS])) if rng.random() < 0.9 else _channels(rng)
         cout = _channels(rng)
         pad = "SAME" if rng.random() < 0.8 else "VALID"
-        out_h, out_w = _out(h, kh, sh, dil, pad), _out(w, kw, stride, dil, pad)
+        out_h, out_w = window_out(h, kh, sh, pad, dil), window_out(w, kw, stride, pad, dil)
         if min(out_h, out_w) >= 1 and out_h * out_w * cout * kh * kw * cin <= MAX_MACS:
             break
     b = GraphBuilder("conv")
@@ -160,7 +156,7 @@ def _dwconv(rng: Rng) -> nx.MultiDiGraph:
         sh = 1 if h == 1 else stride
         mult = 1 if rng.random() < 0.95 else 2
         pad = "SAME" if rng.random() < 0.85 else "VALID"
-        out_h, out_w = _out(h, kh, sh, 1, pad), _out(w, kw, stride, 1, pad)
+        out_h, out_w = window_out(h, kh, sh, pad), window_out(w, kw, stride, pad)
         if min(out_h, out_w) >= 1 and h * w * c <= MAX_ELEMENTS:
             break
     b = GraphBuilder("dwconv")

@@ -40,7 +40,7 @@ from tacopt.cost_models.learned.sampling.samplers import (
     _done,
     activation,
 )
-from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.ir.builder import GraphBuilder, window_out
 
 #: Input resolutions of typical vision models.
 RESOLUTIONS = (128, 160, 192, 224, 224, 224, 240, 256, 299, 300, 320)
@@ -128,7 +128,7 @@ def _conv_net(rng: Rng) -> nx.MultiDiGraph:
             cout = int(rng.choice([64, 96, 128, 192, 384, 768]))
         if cin > 4096 or cout > 4096:
             continue
-        out = math.ceil(h / stride) if pad == "SAME" else (h - k) // stride + 1
+        out = window_out(h, k, stride, pad)
         if out >= 1 and out * out * cout * k * k * cin <= MAX_MACS and h * h * cin <= MAX_ELEMENTS:
             return _conv_graph(rng, h, cin, cout, k, stride, pad)
 
