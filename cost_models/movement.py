@@ -36,19 +36,19 @@ def _columns(moved: float, runs: float, knee: float | None) -> list[float]:
 
 
 def movement_fits(
-    ops: Sequence[Mapping[str, Any]], *, slice_spans: bool = True
+    ops: Sequence[Mapping[str, Any]], *, slice_spans: bool = True, pad_pixels: bool = True
 ) -> dict[str, list[float]]:
     """``{"KIND|TYPE" or "*|TYPE": [fixed_us, us_per_byte, us_per_run, min_bytes, max_bytes,
     knee_bytes, us_per_byte_beyond]}`` for data-movement ops (the bytes moved by the records
     fitted on bound where it answers).
 
     Net latency = fixed + per byte x :func:`bytes_moved` up to the knee + per byte beyond x the
-    rest + per run x :func:`copy_runs` (``slice_spans``: its way of counting a slice's runs,
-    False for learned models before version 10), non-negative least squares on the relative
-    error (each record weighted by 1 / its net latency, or 1 / :data:`WEIGHT_FLOOR_US` when that
-    is smaller). The knee is where the copy stops fitting a cache: the
-    best of :data:`KNEES` for a group of :data:`MIN_KNEE_RECORDS` records, when it cuts the
-    relative error by a tenth (else none, knee 0).
+    rest + per run x :func:`copy_runs` (``slice_spans`` / ``pad_pixels``: its way of counting a
+    slice's / a channel pad's runs, False for learned models before version 10 / 11),
+    non-negative least squares on the relative error (each record weighted by 1 / its net
+    latency, or 1 / :data:`WEIGHT_FLOOR_US` when that is smaller). The knee is where the copy
+    stops fitting a cache: the best of :data:`KNEES` for a group of :data:`MIN_KNEE_RECORDS`
+    records, when it cuts the relative error by a tenth (else none, knee 0).
     LiteRT's builtin RESHAPE here copied 55 kB at ~95 GB/s and 0.9-3.1 MB at ~50 GB/s; one
     per-byte rate fitted on relative errors followed the many small copies and priced the big
     ones at 0.34-0.74x. A kind needs 3 records; ``*|TYPE`` pools every data-movement kind of
@@ -73,7 +73,7 @@ def movement_fits(
         y = np.array([net_latency(r) for r in rs])
         w = 1.0 / np.maximum(y, WEIGHT_FLOOR_US)
         moved = [float(bytes_moved(r)) for r in rs]
-        runs = [float(copy_runs(r, slice_spans=slice_spans)) for r in rs]
+        runs = [float(copy_runs(r, slice_spans=slice_spans, pad_pixels=pad_pixels)) for r in rs]
         best: tuple[float, float | None, np.ndarray] | None = None
         for knee in (None, *(KNEES if len(rs) >= MIN_KNEE_RECORDS else ())):
             if knee is not None and max(moved) <= knee:
@@ -93,7 +93,11 @@ def movement_fits(
 
 
 def predict_movement(
-    fits: Mapping[str, Sequence[float]], features: Mapping[str, Any], *, slice_spans: bool = True
+    fits: Mapping[str, Sequence[float]],
+    features: Mapping[str, Any],
+    *,
+    slice_spans: bool = True,
+    pad_pixels: bool = True,
 ) -> float | None:
     """Net latency (us) of a data-movement op from :func:`movement_fits` (its kind's fit within
     ``RANGE`` of the bytes it was fitted on, else the type's pooled fit), None without a fit.
@@ -113,5 +117,5 @@ def predict_movement(
         return None
     a, b, c = fit[:3]
     knee, beyond = (fit[5], fit[6]) if len(fit) > 6 and fit[5] > 0 else (None, 0.0)
-    runs = copy_runs(features, slice_spans=slice_spans)
+    runs = copy_runs(features, slice_spans=slice_spans, pad_pixels=pad_pixels)
     return float(np.dot([a, b, c, beyond], _columns(moved, runs, knee)))

@@ -546,3 +546,32 @@ def test_a_slice_copies_its_cut_dimension_in_runs_and_older_models_count_as_befo
     doc = fit(recs)
     assert LearnedCostModel(doc).slice_spans
     assert not LearnedCostModel({**doc, "version": 9}).slice_spans
+
+
+def test_a_channel_pad_copies_one_run_per_pixel_and_older_models_count_as_before() -> None:
+    """A PAD widening C from 24 to 48 (a detector's shortcut) copies one run of C per pixel, as
+    a pad of H and W does (version 11); a model file of version 10 keeps counting one run per
+    element, what it was fitted with."""
+    from tacopt.cost_models.learned.fitting.features import copy_runs
+    from tacopt.cost_models.movement import predict_movement
+
+    t = lambda *s: [list(s), "float32", False, False]  # noqa: E731
+    widen = {"kind": "PAD", "inference_type": "FLOAT", "options": {},
+             "inputs": [t(1, 32, 32, 24), [[4, 2], "int32", True, False]],
+             "outputs": [t(1, 32, 32, 48)]}  # fmt: skip
+    spatial = {**widen, "outputs": [t(1, 34, 34, 24)]}
+    assert copy_runs(widen) == 32 * 32 == copy_runs({**widen, "kind": "PADV2"})
+    assert copy_runs(widen, pad_pixels=False) == 32 * 32 * 48
+    assert copy_runs(spatial) == 34 * 34 == copy_runs(spatial, pad_pixels=False)
+    assert copy_runs({**widen, "kind": "TRANSPOSE"}) == 32 * 32 * 48  # not a pad: as before
+    fits = {"PAD|FLOAT": [0.0, 0.0, 0.001, 1.0, 1e9]}  # priced per run only
+    assert predict_movement(fits, widen) == pytest.approx(1.024)
+    assert predict_movement(fits, widen, pad_pixels=False) == pytest.approx(49.152)
+    recs = [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
+             "flops": 10.0 ** i, "bytes": 12.0 * 10 ** i, "outputs": [[[10 ** i]]],
+             "latency_us": 1 + 10.0 ** i / 1000, "overhead_us": 1.0}
+            for i in range(2, 7)]  # fmt: skip
+    doc = fit(recs)
+    assert LearnedCostModel(doc).pad_pixels and LearnedCostModel(doc).gemm_rows
+    assert not LearnedCostModel({**doc, "version": 10}).pad_pixels
+    assert not LearnedCostModel({**doc, "version": 10}).gemm_rows

@@ -22,7 +22,41 @@ _ACTIVATIONS = {"NONE": 0, "RELU": 1, "RELU6": 2, "RELU_N1_TO_1": 3, "TANH": 4}
 _KERNELS = ("CONV_2D", "CONV_2D_GROUPED", "DEPTHWISE_CONV_2D", "TRANSPOSE_CONV")
 
 
-def kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> str:
+def fc_as_pointwise_conv(features: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A FULLY_CONNECTED as the 1x1 CONV_2D XNNPACK runs it with (the same GEMM micro-kernels:
+    M = rows, K = input features, N = output features), or None when it is not a plain
+    ``(N, K)`` weight.
+
+    >>> fc = {"kind": "FULLY_CONNECTED", "inference_type": "FLOAT", "options": {},
+    ...       "inputs": [[[1, 197, 768], "float32", False], [[3072, 768], "float32", True]],
+    ...       "outputs": [[[1, 197, 3072], "float32", False]]}
+    >>> c = fc_as_pointwise_conv(fc)
+    >>> c["kind"], c["inputs"][0][0], c["inputs"][1][0], c["outputs"][0][0]
+    ('CONV_2D', [1, 1, 197, 768], [3072, 1, 1, 768], [1, 1, 197, 3072])
+    """
+    ins = features.get("inputs") or []
+    outs = features.get("outputs") or []
+    if len(ins) < 2 or not ins[0] or not ins[1] or len(ins[1][0]) != 2 or not outs or not outs[0]:
+        return None
+    x, w = ins[0], ins[1]
+    n, k = (max(int(d), 1) for d in w[0])
+    m = math.prod(max(int(d), 1) for d in x[0]) // k
+    conv_in = [[[1, 1, m, k], *x[1:]], [[n, 1, 1, k], *w[1:]], *ins[2:]]
+    opts = features.get("options") or {}
+    return {
+        **features,
+        "kind": "CONV_2D",
+        "inputs": conv_in,
+        "outputs": [[[1, 1, m, n], *outs[0][1:]]],
+        "options": {"stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
+                    "dilation_w_factor": 1, "padding": "VALID",
+                    "fused_activation_function": opts.get("fused_activation_function", "NONE")},
+    }  # fmt: skip
+
+
+def kernel_kind(
+    features: Mapping[str, Any], *, depthwise: bool = True, gemm_rows: bool = True
+) -> str:
     """The kind of kernel an op runs: its kind, except for a CONV_2D whose filter sees a slice
     of the input channels (``groups`` > 1, ConvNeXt / ResNeXt exports):
 
@@ -32,7 +66,20 @@ def kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> str:
       records (GMAC/s, float / int8) it ran 3x3 at 17.7 / 14.4 against DEPTHWISE_CONV_2D's
       16.2 / 14.9, 5x5 at 14.6 / 15.5 against 12.2 / 15.9, 7x7 at 1.9 / 0.41 against
       1.8 / 0.41; a grouped CONV_2D of more channels per group at 15-40;
-    - otherwise ``"CONV_2D_GROUPED"``: XNNPACK takes it, but not as one GEMM.
+      As ``CONV_2D_GROUPED`` the GEMM family's model priced Keras ConvNeXt int8's 7x7 ones at
+      0.1x; named depthwise, the shipped model's whole-model error on the tuning half went
+      11.4 / 11.8 -> 7.6 / 8.9 % (same records);
+    - otherwise ``"CONV_2D_GROUPED"`` (version 8): XNNPACK takes it, but not as one GEMM; among
+      thousands of GEMM convolutions the trees' Huber loss took the few grouped ones for
+      outliers and priced Keras ConvNeXt's at 0.06-0.18x.
+
+    A FULLY_CONNECTED of more than one row with constant weights of its input's type
+    (``gemm_rows``, version 11) is a ``"CONV_2D"``: XNNPACK runs it with the GEMM micro-kernels of
+    a 1x1 convolution (:func:`fc_as_pointwise_conv`). In a Zen 4 learn's records and the zoo's
+    tuning half, float ones of 49-3,136 rows ran at the 1x1 convolutions' 52-58 GMAC/s; the
+    sweep draws few of them among hundreds of one-row ones, and the FULLY_CONNECTED model
+    priced ConvNeXt's and ViT's at 0.87-1.32x where the convolutions' priced them at 0.99-1.07x.
+    One row (a GEMV, memory-bound) stays a FULLY_CONNECTED.
 
     >>> t = lambda *s: [list(s), "float32", False, False]
     >>> kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 56, 56, 96), t(96, 7, 7, 1), t(96)]})
@@ -44,8 +91,13 @@ def kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> str:
     'CONV_2D_GROUPED'
     >>> kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 56, 56, 96), t(32, 3, 3, 96), t(32)]})
     'CONV_2D'
+    >>> fc = lambda *x: {"kind": "FULLY_CONNECTED", "inputs": [t(*x), [[64, 32], "float32", True]]}
+    >>> kernel_kind(fc(1, 49, 32)), kernel_kind(fc(1, 32)), kernel_kind(fc(8, 32), gemm_rows=False)
+    ('CONV_2D', 'FULLY_CONNECTED', 'FULLY_CONNECTED')
     """
     kind = str(features.get("kind"))
+    if kind == "FULLY_CONNECTED" and gemm_rows and _gemm_rows(features) > 1:
+        return "CONV_2D"
     if kind == "CONV_2D":
         ins = [d for d in features.get("inputs", []) if d]
         if len(ins) > 1 and len(ins[0][0]) == 4 and len(ins[1][0]) == 4:
@@ -57,7 +109,21 @@ def kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> str:
     return kind
 
 
-def as_kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> Mapping[str, Any]:
+def _gemm_rows(features: Mapping[str, Any]) -> int:
+    """The rows (M) of a FULLY_CONNECTED's GEMM when XNNPACK runs it as one: a constant 2-D
+    weight of the input's element type (not a hybrid); 0 otherwise."""
+    ins = [d for d in features.get("inputs", []) if d]
+    if len(ins) < 2 or len(ins[1][0]) != 2 or len(ins[0]) < 3 or len(ins[1]) < 3:
+        return 0
+    x, w = ins[0], ins[1]
+    if not w[2] or x[2] or x[1] != w[1]:
+        return 0
+    return math.prod(max(int(d), 1) for d in x[0]) // max(int(w[0][1]), 1)
+
+
+def as_kernel_kind(
+    features: Mapping[str, Any], *, depthwise: bool = True, gemm_rows: bool = True
+) -> Mapping[str, Any]:
     """``features`` with its ``kind`` replaced by :func:`kernel_kind` (the same mapping when it
     is unchanged). A CONV_2D named a depthwise convolution gets that op's filter layout
     (``[1, kh, kw, out channels]``, from ``[out channels, kh, kw, 1]``) and depth multiplier.
@@ -68,9 +134,11 @@ def as_kernel_kind(features: Mapping[str, Any], *, depthwise: bool = True) -> Ma
     >>> f["kind"], f["inputs"][1][0], f["options"]
     ('DEPTHWISE_CONV_2D', [1, 3, 3, 8], {'stride_h': 1, 'depth_multiplier': 2})
     """
-    kind = kernel_kind(features, depthwise=depthwise)
+    kind = kernel_kind(features, depthwise=depthwise, gemm_rows=gemm_rows)
     if kind == features.get("kind", kind):
         return features
+    if features.get("kind") == "FULLY_CONNECTED":
+        return fc_as_pointwise_conv(features) or features
     if kind != "DEPTHWISE_CONV_2D":
         return {**features, "kind": kind}
     inputs = list(features["inputs"])
@@ -355,6 +423,9 @@ READS_WHAT_IT_WRITES = frozenset({"SLICE", "STRIDED_SLICE", "GATHER"})
 #: Slices: a cut dimension is copied in runs of its output length (``copy_runs``).
 SLICES = frozenset({"SLICE", "STRIDED_SLICE"})
 
+#: Pads (:func:`copy_runs`).
+PADS = frozenset({"PAD", "PADV2", "MIRROR_PAD"})
+
 
 def _slice_strides(features: Mapping[str, Any], rank: int) -> list[int]:
     """A slice's strides per dimension (STRIDED_SLICE's constant ``strides`` input, else 1)."""
@@ -383,13 +454,17 @@ def bytes_moved(features: Mapping[str, Any]) -> int:
     return sum(_nbytes(d) for d in ins if not d[2]) + written
 
 
-def copy_runs(features: Mapping[str, Any], *, slice_spans: bool = True) -> int:
+def copy_runs(
+    features: Mapping[str, Any], *, slice_spans: bool = True, pad_pixels: bool = True
+) -> int:
     """How many contiguous runs a data-movement op copies: with an ``axis`` option
     (CONCATENATION, SPLIT, PACK, ...) the elements before the axis times the operands; else the
     output elements over the trailing dimensions the main input and the output share (a PAD of
     H and W copies one run of C per pixel). A slice (``slice_spans``, learned models of version
     10 on) also copies its innermost cut dimension in one run: cutting C from 288 to 216 copies
-    runs of 216, not of 1 (before, such a slice counted one run per element).
+    runs of 216, not of 1 (before, such a slice counted one run per element). A pad of the
+    channels (``pad_pixels``, version 11 on: a detector's shortcut widening C) copies one run of C
+    per pixel too, as a pad of H and W does (before, one run per element).
 
     >>> t = lambda *s: [list(s), "float32", False, False]
     >>> copy_runs({"inputs": [t(1, 8, 8, 3)], "outputs": [t(1, 10, 10, 3)], "options": {}})
@@ -404,6 +479,9 @@ def copy_runs(features: Mapping[str, Any], *, slice_spans: bool = True) -> int:
     ...     True, False, [1, 2]]], "outputs": [t(1, 4)]}
     >>> copy_runs(every_other)
     4
+    >>> widen = {"kind": "PAD", "inputs": [t(1, 8, 8, 24)], "outputs": [t(1, 8, 8, 48)]}
+    >>> copy_runs(widen), copy_runs(widen, pad_pixels=False)
+    (64, 3072)
     """
     ins = [_desc(d) for d in features.get("inputs", []) if d]
     outs = [_desc(d) for d in features.get("outputs", []) if d]
@@ -417,11 +495,13 @@ def copy_runs(features: Mapping[str, Any], *, slice_spans: bool = True) -> int:
     main = [max(int(x), 1) for x in max(acts, key=_elements)[0]]
     inner = 1
     if len(main) == len(out):
-        spans = slice_spans and features.get("kind") in SLICES
+        kind = features.get("kind")
+        spans = slice_spans and kind in SLICES
         steps = _slice_strides(features, len(out)) if spans else []
         for d in reversed(range(len(out))):
             if main[d] != out[d]:
-                inner *= out[d] if spans and steps[d] == 1 else 1
+                pixels = pad_pixels and d == len(out) - 1 and out[d] > main[d] and kind in PADS
+                inner *= out[d] if (spans and steps[d] == 1) or pixels else 1
                 break
             inner *= main[d]
     else:

@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.cost_models.learned.fitting.features import FEATURES, op_vector
+from tacopt.cost_models.learned.fitting.features import FEATURES, fc_as_pointwise_conv, op_vector
 from tacopt.cost_models.learned.fitting.trees import (
     fit_lightgbm,
     predict_stacked,
@@ -106,38 +106,6 @@ def family_group(group: str) -> str:
     """
     kind, _, itype = group.partition("|")
     return f"family:{family(kind, itype)}|{itype}"
-
-
-def fc_as_pointwise_conv(features: Mapping[str, Any]) -> dict[str, Any] | None:
-    """A FULLY_CONNECTED as the 1x1 CONV_2D XNNPACK runs it with (the same GEMM micro-kernels:
-    M = rows, K = input features, N = output features), or None when it is not a plain
-    ``(N, K)`` weight.
-
-    >>> fc = {"kind": "FULLY_CONNECTED", "inference_type": "FLOAT", "options": {},
-    ...       "inputs": [[[1, 197, 768], "float32", False], [[3072, 768], "float32", True]],
-    ...       "outputs": [[[1, 197, 3072], "float32", False]]}
-    >>> c = fc_as_pointwise_conv(fc)
-    >>> c["kind"], c["inputs"][0][0], c["inputs"][1][0], c["outputs"][0][0]
-    ('CONV_2D', [1, 1, 197, 768], [3072, 1, 1, 768], [1, 1, 197, 3072])
-    """
-    ins = features.get("inputs") or []
-    outs = features.get("outputs") or []
-    if len(ins) < 2 or not ins[0] or not ins[1] or len(ins[1][0]) != 2 or not outs or not outs[0]:
-        return None
-    x, w = ins[0], ins[1]
-    n, k = (max(int(d), 1) for d in w[0])
-    m = math.prod(max(int(d), 1) for d in x[0]) // k
-    conv_in = [[[1, 1, m, k], *x[1:]], [[n, 1, 1, k], *w[1:]], *ins[2:]]
-    opts = features.get("options") or {}
-    return {
-        **features,
-        "kind": "CONV_2D",
-        "inputs": conv_in,
-        "outputs": [[[1, 1, m, n], *outs[0][1:]]],
-        "options": {"stride_h": 1, "stride_w": 1, "dilation_h_factor": 1,
-                    "dilation_w_factor": 1, "padding": "VALID",
-                    "fused_activation_function": opts.get("fused_activation_function", "NONE")},
-    }  # fmt: skip
 
 
 #: Kinds that may be priced as another kind runs them: kind -> (that kind, the conversion).

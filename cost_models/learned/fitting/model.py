@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`; the model
-is plain JSON (format ``tacopt-learned``, version 10), never pickle, and loads as a cost model with
+is plain JSON (format ``tacopt-learned``, version 11), never pickle, and loads as a cost model with
 ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
@@ -14,34 +14,27 @@ fitted the gross latency: sweep held-out configurations 64.1 -> 67.2 % within ±
 tuning half 65.3 / 65.7 -> 69.9 / 72.3 %, same records, docs/cost-models.md).
 
 How a prediction is made (the source is reported by :meth:`LearnedCostModel.predict`). An op is
-first named by the kernel it runs (version 8,
-:func:`~tacopt.cost_models.learned.fitting.features.kernel_kind`): a grouped CONV_2D is a
-``CONV_2D_GROUPED``, with fits, trees and a kind flag of its own: XNNPACK takes it, but not as one
-GEMM, and among thousands of GEMM convolutions the trees' Huber loss took the few grouped ones
-for outliers and priced Keras ConvNeXt's at 0.06-0.18x. From version 9 one with one input
-channel per group is a ``DEPTHWISE_CONV_2D``, the kernel XNNPACK runs it with (the same GMAC/s
-as DEPTHWISE_CONV_2D records at 3x3, 5x5 and 7x7, float and int8): as ``CONV_2D_GROUPED`` the
-GEMM family's model priced Keras ConvNeXt int8's 7x7 ones at 0.1x, and the shipped model's
-whole-model error on the tuning half went 11.4 / 11.8 -> 7.6 / 8.9 % (same records).
+first named by the kernel it runs
+(:func:`~tacopt.cost_models.learned.fitting.features.kernel_kind`, which says what each naming
+fixed): a grouped CONV_2D is a ``CONV_2D_GROUPED`` (version 8), one with one input channel per
+group a ``DEPTHWISE_CONV_2D`` (version 9), a FULLY_CONNECTED of more than one row a 1x1
+``CONV_2D`` (version 11).
 
 1. ``exact``: the configuration (same
    :func:`~tacopt.cost_models.learned.measurement.singleop.op_key`) was measured.
-2. ``kind``: the (kind, inference type) is priced by a kind model
-   (:mod:`~tacopt.cost_models.learned.fitting.kind_models`: a log-linear base on padded MACs,
-   bytes, FLOPs and output elements, boosted trees on its residual), its own or the GEMM one a
-   FULLY_CONNECTED runs as, which beat the shared trees on held-out training configurations
-   (``kind_groups``; chosen in :func:`fit`).
+2. ``kind``: the (kind, inference type) is priced by a kind model (:mod:`~.kind_models`: a
+   log-linear base on padded MACs, bytes, FLOPs and output elements, trees on its residual),
+   its own or the GEMM one a one-row FULLY_CONNECTED runs as, which beat the shared trees on
+   held-out training configurations (``kind_groups``; chosen in :func:`fit`).
 3. ``family``: the group is priced by its kernel family's model (every kind of the family,
    told apart by one input per kind: elementwise, data movement, ...), chosen the same way
    (``family_groups``).
 4. ``group``: a ridge fit of log net latency on ``[1, log FLOPs, log bytes, log output
    elements]`` per (kind, inference type), shrunk towards the kind's fit, itself shrunk towards
-   the global one (``SHRINK``), corrected by boosted regression trees (LightGBM's,
-   stored as JSON lists) over :data:`FEATURES` (kernel geometry, GEMM / XNNPACK tiles, groups,
-   broadcast pattern, copy runs, ...) and one flag per frequent kind: one set of trees per
-   kernel family (``family_trees``, version 7: ops of different families share no residual
-   structure, and a kind added to the sweep cannot move another family's corrections; one set
-   for every kind before).
+   the global one (``SHRINK``), corrected by LightGBM's boosted trees (JSON lists) over
+   :data:`FEATURES` and one flag per frequent kind: one set of trees per kernel family
+   (``family_trees``, version 7: families share no residual structure, and a kind added to the
+   sweep cannot move another family's corrections; one set for every kind before).
 5. ``movement``: a data-movement kind for which :mod:`~tacopt.cost_models.movement` (fixed +
    per byte + per copied run) beat the trees on held-out training configurations
    (``movement_kinds``), or which has no fit of its own.
@@ -129,7 +122,7 @@ from tacopt.cost_models.movement import movement_fits, predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 10
+VERSION = 11
 #: A kernel family gets trees of its own with at least this many training ops (else none).
 MIN_FAMILY_TREE_OPS = 50
 MIN_GROUP = 4
@@ -372,15 +365,19 @@ class LearnedCostModel(CostModelBase):
             self.family_trees = {
                 str(f): stack_trees(t) for f, t in (doc.get("family_trees") or {}).items() if t
             }
+            version = int(doc.get("version", 1))
             #: whether the trees correct the net latency (version 6) or the gross one
-            self.net_trees = int(doc.get("version", 1)) >= 6
+            self.net_trees = version >= 6
             #: whether ops are priced by their kernel kind (version 8: a grouped CONV_2D is
             #: ``CONV_2D_GROUPED``, :func:`~.features.kernel_kind`)
-            self.kernel_kinds = int(doc.get("version", 1)) >= 8
+            self.kernel_kinds = version >= 8
             #: version 9: a CONV_2D with one input channel per group is a DEPTHWISE_CONV_2D
-            self.depthwise_groups = int(doc.get("version", 1)) >= 9
+            self.depthwise_groups = version >= 9
             #: version 10: a slice copies its innermost cut dimension in one run (copy_runs)
-            self.slice_spans = int(doc.get("version", 1)) >= 10
+            self.slice_spans = version >= 10
+            #: version 11: a FULLY_CONNECTED of more than one row is a 1x1 CONV_2D's GEMM, and a
+            #: pad of the channels copies one run per pixel (copy_runs)
+            self.gemm_rows = self.pad_pixels = version >= 11
             self.tree_kinds = list(doc.get("tree_kinds", []))
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
@@ -451,7 +448,9 @@ class LearnedCostModel(CostModelBase):
         if key is not None and key in self.adapt_table:
             return Prediction(self.adapt_table[key], "exact")
         if self.kernel_kinds:
-            features = as_kernel_kind(features, depthwise=self.depthwise_groups)
+            features = as_kernel_kind(
+                features, depthwise=self.depthwise_groups, gemm_rows=self.gemm_rows
+            )
         if self.own is not None:
             fam = family(features["kind"], features.get("inference_type"))
             if fam in self.own_families:
@@ -491,7 +490,9 @@ class LearnedCostModel(CostModelBase):
             if by_kind is not None:
                 return Prediction(by_kind, "kind")
         if kind in MOVEMENT and (self.movement_kinds is None or kind in self.movement_kinds):
-            net = predict_movement(self.movement, features, slice_spans=self.slice_spans)
+            net = predict_movement(
+                self.movement, features, slice_spans=self.slice_spans, pad_pixels=self.pad_pixels
+            )
             if net is not None:
                 return Prediction(self.base_overhead_us + max(net, self.floor_us), "movement")
         row = np.asarray(design_row(features))[: len(self.fits["*"])]  # older files: 4 inputs

@@ -162,7 +162,10 @@ def adapt(
     base = LearnedCostModel(base_doc)
     norm: list[Mapping[str, Any]] = list(normalize_records(ops, anchor))
     if base.kernel_kinds:  # the groups its predictions are corrected by
-        norm = [as_kernel_kind(r, depthwise=base.depthwise_groups) for r in norm]
+        norm = [
+            as_kernel_kind(r, depthwise=base.depthwise_groups, gemm_rows=base.gemm_rows)
+            for r in norm
+        ]
     table: dict[str, list[float]] = defaultdict(list)
     for r in norm:
         table[r["key"]].append(r["latency_us"])

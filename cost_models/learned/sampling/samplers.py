@@ -325,11 +325,17 @@ def _transpose(rng: Rng) -> nx.MultiDiGraph:
 
 
 def _pad(rng: Rng) -> nx.MultiDiGraph:
+    """A pad of H and W (both sides, 60 %; bottom-right by one, as TF's SAME stride-2 padding
+    converts, 15 %) or of the channels (25 %: a detector's shortcut widening C to add a block's
+    output, as BlazeFace and MediaPipe's landmark models do)."""
     shape = _shape(rng, 4)
-    p = int(rng.choice([1, 1, 2, 3]))
-    pads = (
-        [[0, 0], [p, p], [p, p], [0, 0]] if rng.random() < 0.8 else [[0, 0], [0, 1], [0, 1], [0, 0]]
-    )
+    u, p = rng.random(), int(rng.choice([1, 1, 2, 3]))
+    if u < 0.25:
+        pads = [[0, 0], [0, 0], [0, 0], [0, int(shape[3] * rng.choice([1.0, 1.0, 0.5])) or 1]]
+    elif u < 0.4:
+        pads = [[0, 0], [0, 1], [0, 1], [0, 0]]
+    else:
+        pads = [[0, 0], [p, p], [p, p], [0, 0]]
     b = GraphBuilder("pad")
     return _done(b, b.op("PAD", b.input("x", shape), np.array(pads, np.int32)))
 
