@@ -155,6 +155,12 @@ def depthwise_record(rng: np.random.Generator, i: int, one_per_group: bool = Fal
     }  # fmt: skip
 
 
+def within_10pct(model: LearnedCostModel, probes: list[dict]) -> float:
+    """The share of ``probes`` ``model`` prices within ±10 % of their latency."""
+    ratios = np.array([model.predict(p).latency_us / p["latency_us"] for p in probes])
+    return float(np.mean(np.abs(ratios - 1) <= 0.1))
+
+
 def test_grouped_convolutions_are_a_kind_of_their_own_from_version_8() -> None:
     """A few grouped CONV_2Ds among many GEMM ones: learnt as ``CONV_2D_GROUPED`` they are priced
     within 10 %; under the CONV_2D fit (a version-7 reading of the same file) they are not."""
@@ -164,8 +170,7 @@ def test_grouped_convolutions_are_a_kind_of_their_own_from_version_8() -> None:
     assert doc["version"] >= 8 and "CONV_2D_GROUPED|FLOAT" in doc["fits"]
     probes = [grouped_record(np.random.default_rng(7), 900 + i) for i in range(20)]
     model = LearnedCostModel(doc)
-    ratios = np.array([model.predict(p).latency_us / p["latency_us"] for p in probes])
-    assert np.mean(np.abs(ratios - 1) <= 0.1) >= 0.8, ratios
+    assert within_10pct(model, probes) >= 0.8
     old = LearnedCostModel({**doc, "version": 7})  # prices every CONV_2D by its kind
     assert not old.kernel_kinds
     assert old.predict(probes[0]).latency_us < 0.7 * probes[0]["latency_us"]
@@ -181,12 +186,47 @@ def test_a_conv_of_one_channel_per_group_is_priced_as_a_depthwise_one_from_versi
     assert doc["version"] >= 9 and "CONV_2D_GROUPED|FLOAT" not in doc["fits"]
     probes = [depthwise_record(np.random.default_rng(7), 900 + i, True) for i in range(20)]
     model = LearnedCostModel(doc)
-    ratios = np.array([model.predict(p).latency_us / p["latency_us"] for p in probes])
-    assert np.mean(np.abs(ratios - 1) <= 0.1) >= 0.8, ratios
+    assert within_10pct(model, probes) >= 0.8
     v8 = LearnedCostModel({**doc, "version": 8})
     assert v8.kernel_kinds and not v8.depthwise_groups
-    v8_ratios = np.array([v8.predict(p).latency_us / p["latency_us"] for p in probes])
-    assert np.mean(np.abs(v8_ratios - 1) <= 0.1) < 0.5, v8_ratios
+    assert within_10pct(v8, probes) < 0.5
+
+
+def fc_record(rng: np.random.Generator, i: int, rows: int = 1) -> dict:
+    """A FULLY_CONNECTED record: one row streams its weights (a GEMV, priced by the weight
+    bytes); more rows run :func:`conv_record`'s tiled GEMM."""
+    cin, cout = int(rng.choice((16, 32, 64, 96))), int(rng.choice((8, 24, 40)))
+    tiles = -(-rows // 7) * -(-cout // 16) * 7 * 16 * cin
+    latency = 0.5 + (4.0 * cin * cout / 2e3 if rows == 1 else tiles / 4e4)
+    return {
+        "type": "op", "key": f"f{rows}.{i}", "model": f"FULLY_CONNECTED:0:{i}",
+        "kind": "FULLY_CONNECTED", "inference_type": "FLOAT", "flops": 2.0 * rows * cin * cout,
+        "bytes": 4.0 * (rows * cin + cin * cout + rows * cout),
+        "inputs": [[[1, rows, cin], "float32", False, False],
+                   [[cout, cin], "float32", True, False], [[cout], "float32", True, False]],
+        "outputs": [[[1, rows, cout], "float32", False, False]],
+        "options": {"keep_num_dims": True}, "latency_us": latency, "overhead_us": 0.5,
+    }  # fmt: skip
+
+
+def test_a_fully_connected_of_many_rows_is_priced_as_a_pointwise_conv_from_version_11() -> None:
+    """XNNPACK runs a FULLY_CONNECTED of more than one row with a 1x1 convolution's GEMM: a
+    model that saw one-row FULLY_CONNECTEDs (GEMVs) and pointwise CONV_2Ds prices ConvNeXt-like
+    ones of 49-3,136 rows within 10 %; read as version 10 (by its FULLY_CONNECTED fit) not."""
+    rng = np.random.default_rng(4)
+    recs = [conv_record(rng, i) for i in range(300)] + [fc_record(rng, i) for i in range(80)]
+    doc = json.loads(json.dumps(fit(recs)))
+    assert doc["version"] >= 11
+    probe_rng = np.random.default_rng(7)
+    rows = probe_rng.choice((49, 196, 784, 3136), 20)
+    probes = [fc_record(probe_rng, i, int(r)) for i, r in enumerate(rows)]
+    model = LearnedCostModel(doc)
+    assert within_10pct(model, probes) >= 0.8
+    v10 = LearnedCostModel({**doc, "version": 10})
+    assert v10.depthwise_groups and not v10.gemm_rows
+    assert within_10pct(v10, probes) < 0.5
+    one_row = fc_record(probe_rng, 99)  # a GEMV stays a FULLY_CONNECTED
+    assert abs(model.predict(one_row).latency_us / one_row["latency_us"] - 1) <= 0.1
 
 
 def test_trees_correct_the_net_latency_and_older_files_the_gross_one() -> None:

@@ -524,6 +524,14 @@ def test_copies_of_about_nothing_do_not_set_the_rate_per_byte() -> None:
     assert abs(ratio - 1) < 0.1, ratio
 
 
+def _adds() -> list[dict]:
+    """Five ADD records, enough for :func:`fit` to write a model file of the current version."""
+    return [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
+             "flops": 10.0 ** i, "bytes": 12.0 * 10 ** i, "outputs": [[[10 ** i]]],
+             "latency_us": 1 + 10.0 ** i / 1000, "overhead_us": 1.0}
+            for i in range(2, 7)]  # fmt: skip
+
+
 def test_a_slice_copies_its_cut_dimension_in_runs_and_older_models_count_as_before() -> None:
     """A slice cutting C from 288 to 216 copies one run of 216 per pixel (version 10); a model
     file of version 9 keeps counting what it was fitted with (one run per element)."""
@@ -539,11 +547,7 @@ def test_a_slice_copies_its_cut_dimension_in_runs_and_older_models_count_as_befo
     fits = {"STRIDED_SLICE|FLOAT": [0.0, 0.0, 0.001, 1.0, 1e9]}  # priced per run only
     assert predict_movement(fits, cut) == pytest.approx(1.444)
     assert predict_movement(fits, cut, slice_spans=False) == pytest.approx(311.904)
-    recs = [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
-             "flops": 10.0 ** i, "bytes": 12.0 * 10 ** i, "outputs": [[[10 ** i]]],
-             "latency_us": 1 + 10.0 ** i / 1000, "overhead_us": 1.0}
-            for i in range(2, 7)]  # fmt: skip
-    doc = fit(recs)
+    doc = fit(_adds())
     assert LearnedCostModel(doc).slice_spans
     assert not LearnedCostModel({**doc, "version": 9}).slice_spans
 
@@ -567,11 +571,7 @@ def test_a_channel_pad_copies_one_run_per_pixel_and_older_models_count_as_before
     fits = {"PAD|FLOAT": [0.0, 0.0, 0.001, 1.0, 1e9]}  # priced per run only
     assert predict_movement(fits, widen) == pytest.approx(1.024)
     assert predict_movement(fits, widen, pad_pixels=False) == pytest.approx(49.152)
-    recs = [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
-             "flops": 10.0 ** i, "bytes": 12.0 * 10 ** i, "outputs": [[[10 ** i]]],
-             "latency_us": 1 + 10.0 ** i / 1000, "overhead_us": 1.0}
-            for i in range(2, 7)]  # fmt: skip
-    doc = fit(recs)
+    doc = fit(_adds())
     assert LearnedCostModel(doc).pad_pixels and LearnedCostModel(doc).gemm_rows
     assert not LearnedCostModel({**doc, "version": 10}).pad_pixels
     assert not LearnedCostModel({**doc, "version": 10}).gemm_rows
