@@ -229,6 +229,24 @@ def test_a_fully_connected_of_many_rows_is_priced_as_a_pointwise_conv_from_versi
     assert abs(model.predict(one_row).latency_us / one_row["latency_us"] - 1) <= 0.1
 
 
+def test_the_shipped_model_prices_a_many_row_fully_connected_as_its_pointwise_conv() -> None:
+    """The shipped model (version 11) prices ViT's 197 x 768 x 3,072 FULLY_CONNECTED as the 1x1
+    CONV_2D XNNPACK runs it as."""
+    from tacopt.cost_models.learned.fitting.features import fc_as_pointwise_conv
+    from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL
+
+    model = LearnedCostModel(read_model_doc(DEFAULT_MODEL))
+    assert model.gemm_rows
+    fc = {"kind": "FULLY_CONNECTED", "inference_type": "FLOAT", "options": {},
+          "flops": 2.0 * 197 * 768 * 3072, "bytes": 4.0 * (197 * 768 + 768 * 3072 + 197 * 3072),
+          "inputs": [[[1, 197, 768], "float32", False, False],
+                     [[3072, 768], "float32", True, False]],
+          "outputs": [[[1, 197, 3072], "float32", False, False]]}  # fmt: skip
+    conv = fc_as_pointwise_conv(fc)
+    assert conv is not None
+    assert model.predict(fc).latency_us == model.predict(conv).latency_us
+
+
 def test_trees_correct_the_net_latency_and_older_files_the_gross_one() -> None:
     rng = np.random.default_rng(4)
     doc = fit([conv_record(rng, i) for i in range(120)], kinds=False)
