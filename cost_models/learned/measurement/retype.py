@@ -28,6 +28,7 @@ NO_INT8 = {
     "BIDIRECTIONAL_SEQUENCE_LSTM": "int8 LSTM needs calibrated int16 gate intermediates",
     "LSTM": "int8 LSTM needs calibrated int16 gate intermediates",
     "DIV": "int8 DIV fails on a divisor at its zero point, which random int8 operands draw",
+    "SQUARE": "TFLite has no int8 SQUARE kernel",
 }
 
 

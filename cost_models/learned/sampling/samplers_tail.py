@@ -243,6 +243,9 @@ TAIL_PRIOR: dict[str, float] = {
     "PADV2": 0.7,
     "MIRROR_PAD": 0.5,
     "GATHER": 0.7,
+    # an audio model's log-magnitude spectrum (basic-pitch's CQT: squared parts, then a log)
+    "LOG": 0.5,
+    "SQUARE": 0.5,
 }
 
 _TAIL_BUILDERS: dict[str, Callable[[Rng], nx.MultiDiGraph]] = {
@@ -265,5 +268,7 @@ _TAIL_BUILDERS: dict[str, Callable[[Rng], nx.MultiDiGraph]] = {
     "PADV2": _pad_kind("PADV2"),
     "MIRROR_PAD": _pad_kind("MIRROR_PAD"),
     "GATHER": _gather,
+    "LOG": _unary("LOG"),
+    "SQUARE": _unary("SQUARE"),
 }
 SAMPLERS.update({k: (_TAIL_BUILDERS[k], w) for k, w in TAIL_PRIOR.items()})
