@@ -46,7 +46,11 @@ def choose_sources(
 
     Chosen on held-out training configurations: ``trial_fit`` fits a model with every kind model
     on 4 in 5 (by key hash), and ops within ±10 % are counted on the rest. A movement kind
-    without 5 held-out ops keeps the copy model (it extrapolates more safely); a group needs 8
+    keeps the copy model (it extrapolates more safely) without 5 held-out ops, or unless the
+    shared trees hit :data:`COPY_MODEL_MARGIN` more of them (before, one more: a Zen 4 learn's
+    CONCATENATIONs went to the trees by a few held-out ops and the tuning half's float ones from
+    13 of 14 within ±10 % to 6; six learns, tuning half: 83.7 -> 84.8 % for that learn, the
+    others -0.2 to 0.0 points); a group needs 8
     held-out ops and strictly more hits for a kind or family model (ties go to its own, then
     the alias, then the family), a copy-model group :data:`COPY_MODEL_MARGIN` more."""
 
@@ -74,13 +78,24 @@ def choose_sources(
     for g, h in hits.items():
         for i in range(3):
             by_kind[g.split("|")[0]][i] += h[i]
-    movement = sorted(k for k in MOVEMENT if by_kind[k][0] < 5 or by_kind[k][2] >= by_kind[k][1])
+    movement = sorted(k for k in MOVEMENT if copy_model_kept(*by_kind[k]))
     chosen: tuple[list[str], list[str], list[str]] = ([], [], [])  # own, alias, family
     for g, h in sorted(hits.items()):
         best = model_choice(h, copy_model=g.split("|")[0] in movement)
         if best is not None:
             chosen[best].append(g)
     return movement, *chosen
+
+
+def copy_model_kept(n: int, trees: int, copy: int) -> bool:
+    """Whether a data-movement kind keeps the copy model, from its ``n`` held-out ops and the
+    hits of the shared ``trees`` and of the ``copy`` model: the trees need
+    :data:`COPY_MODEL_MARGIN` of ``n`` more hits, and 5 held-out ops.
+
+    >>> copy_model_kept(30, 25, 23), copy_model_kept(30, 27, 23), copy_model_kept(4, 4, 0)
+    (True, False, True)
+    """
+    return n < 5 or copy + int(COPY_MODEL_MARGIN * n) >= trees
 
 
 def model_choice(h: Sequence[int], *, copy_model: bool) -> int | None:
