@@ -66,7 +66,7 @@ def kernel_kind(
       records (GMAC/s, float / int8) it ran 3x3 at 17.7 / 14.4 against DEPTHWISE_CONV_2D's
       16.2 / 14.9, 5x5 at 14.6 / 15.5 against 12.2 / 15.9, 7x7 at 1.9 / 0.41 against
       1.8 / 0.41; a grouped CONV_2D of more channels per group at 15-40;
-      As ``CONV_2D_GROUPED`` the GEMM family's model priced Keras ConvNeXt int8's 7x7 ones at
+      as ``CONV_2D_GROUPED`` the GEMM family's model priced Keras ConvNeXt int8's 7x7 ones at
       0.1x; named depthwise, the shipped model's whole-model error on the tuning half went
       11.4 / 11.8 -> 7.6 / 8.9 % (same records);
     - otherwise ``"CONV_2D_GROUPED"`` (version 8): XNNPACK takes it, but not as one GEMM; among
@@ -77,8 +77,9 @@ def kernel_kind(
     (``gemm_rows``, version 11) is a ``"CONV_2D"``: XNNPACK runs it with the GEMM micro-kernels of
     a 1x1 convolution (:func:`fc_as_pointwise_conv`). In a Zen 4 learn's records and the zoo's
     tuning half, float ones of 49-3,136 rows ran at the 1x1 convolutions' 52-58 GMAC/s; the
-    sweep draws few of them among hundreds of one-row ones, and the FULLY_CONNECTED model
-    priced ConvNeXt's and ViT's at 0.87-1.32x where the convolutions' priced them at 0.99-1.07x.
+    sweep draws few of them among hundreds of one-row ones, and a learn whose held-out
+    configurations gave the FULLY_CONNECTED group to the shared trees priced ConvNeXt's and
+    ViT's at 0.87-1.32x, where the convolutions' model priced them at 0.99-1.07x.
     One row (a GEMV, memory-bound) stays a FULLY_CONNECTED.
 
     >>> t = lambda *s: [list(s), "float32", False, False]

@@ -48,9 +48,9 @@ def choose_sources(
     on 4 in 5 (by key hash), and ops within ±10 % are counted on the rest. A movement kind
     keeps the copy model (it extrapolates more safely) without 5 held-out ops, or unless the
     shared trees hit :data:`COPY_MODEL_MARGIN` more of them (before, one more: a Zen 4 learn's
-    CONCATENATIONs went to the trees by a few held-out ops and the tuning half's float ones from
-    13 of 14 within ±10 % to 6; six learns, tuning half: 83.7 -> 84.8 % for that learn, the
-    others -0.2 to 0.0 points); a group needs 8
+    CONCATENATIONs went to the trees by a few held-out ops, and the tuning half's float ones
+    came out 6 of 14 within ±10 %, 13 of 14 with the copy model kept; six learns, tuning half:
+    83.7 -> 84.8 % for that learn, the others -0.2 to 0.0 points); a group needs 8
     held-out ops and strictly more hits for a kind or family model (ties go to its own, then
     the alias, then the family), a copy-model group :data:`COPY_MODEL_MARGIN` more."""
 
