@@ -454,11 +454,12 @@ class LearnedCostModel(CostModelBase):
         if self.own is not None:
             fam = family(features["kind"], features.get("inference_type"))
             if fam in self.own_families:
-                # the own model's units (the adapted device's speed) in the base's
+                # its net latency in the base's units (the overhead re-anchors apart: as_measured)
                 p = self.own.predict(features)
                 ref = reference_family(features["kind"], features.get("inference_type"))
                 scale = family_index(self.own.anchor_speed, self.anchor_speed, ref)
-                return Prediction(p.latency_us / scale, f"own {p.source}")
+                net = max(p.latency_us - self.own.overhead_us, self.own.floor_us) / scale
+                return Prediction(self.overhead_us + net, f"own {p.source}")
         p = self._predict_base(features, key=key)
         if not self.corrections:
             return p
@@ -642,7 +643,6 @@ def default_learned_model() -> LearnedCostModel:
     from tacopt.cost_models.model_file import read_model_doc
 
     return LearnedCostModel(read_model_doc(DEFAULT_MODEL), source=str(DEFAULT_MODEL))
-
 
 
 def read_learned_file(doc: dict[str, Any], path: Path) -> LearnedCostModel:

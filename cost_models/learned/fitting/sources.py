@@ -30,10 +30,19 @@ COPY_MODEL_MARGIN = 0.1
 FAMILY_MODEL_MARGIN = 0.1
 
 
+def fold(record: Mapping[str, Any], folds: int = 5) -> int:
+    """The fold (0 .. ``folds`` - 1) of a record, by a hash of its configuration key, so the same
+    configuration falls in the same fold on every run.
+
+    >>> sorted({fold({"key": str(i)}) for i in range(50)}), fold({"key": "a"}) == fold({"key": "a"})
+    ([0, 1, 2, 3, 4], True)
+    """
+    return int(hashlib.sha1(str(record.get("key")).encode()).hexdigest()[:8], 16) % folds
+
+
 def held_out(record: Mapping[str, Any]) -> bool:
-    """Whether a record is one of the 1 in 5 held out of a trial fit (by a hash of its
-    configuration key, so the same configuration is held out on every run)."""
-    return int(hashlib.sha1(str(record.get("key")).encode()).hexdigest()[:8], 16) % 5 == 0
+    """Whether a record is one of the 1 in 5 held out of a trial fit (:func:`fold` 0)."""
+    return fold(record) == 0
 
 
 def choose_sources(
