@@ -65,10 +65,10 @@ MIN_FAMILY_TREE_OPS = 40
 MIN_OWN, MIN_HELD = 200, 8
 #: Folds of the choice between the own model and the corrected base (:func:`_own_model`): each
 #: record is held out once, so a family is judged on all its records, not on 1 in 5. With one
-#: fold the choice of the builtin kernels' elementwise family flipped between two 3-minute runs
-#: of the same device (held out: 39 / 31 and 35 / 32 ops within ±10 %, corrected base / own), and
-#: its tuning half with it: 54.2 % against 61.5 %. Five folds: 5 x the fits (about 1 minute more
-#: on 1,300 records); 60.6 / 61.5 % for the two runs (docs/cost-models.md).
+#: fold (~90 held-out elementwise ops, the two sides a few hits apart) two 3-minute runs of the
+#: builtin kernels chose differently for the elementwise family, and the tuning half followed:
+#: 60.5 % (own model) against 53.6 % (corrected base). Five folds: 61.2 / 60.6 %, at 5 x the
+#: fits (about 1 minute more on 1,300 records; docs/cost-models.md).
 OWN_FOLDS = 5
 #: LightGBM's residual trees on top of the corrected base: slow-learning, 600 rounds, with the
 #: corrected net latency as an input (a device whose kernels gain with size, such as 2 threads,
@@ -78,7 +78,7 @@ OWN_FOLDS = 5
 #: within ±10 % but worse whole models. Leaves of 2 records and up to 31 leaves a tree, not 5 and
 #: 15 (more regularized was worse: 20 records a leaf lost 6-8 points): over seven recorded
 #: 3-minute runs of four device pairs, tuning halves, +0.6 points on average (Zen 3 -> Zen 4
-#: +2.0 / -1.2 / +2.0, 1 -> 2 threads +1.8, builtin kernels +0.4 / -0.2 / -0.5).
+#: +2.0 / -1.2 / +2.0, 1 -> 2 threads +1.8, builtin kernels +0.4 / -0.2, the Zen 3's -0.5).
 ADAPT_TREE_PARAMS: dict[str, Any] = {
     "objective": "regression",
     "learning_rate": 0.05,
@@ -210,9 +210,8 @@ def _own_model(
     alone, for the kernel families where it beats the corrected base on held-out records (each
     of :data:`OWN_FOLDS` folds by key hash held out once, each side fitted on the others; at
     least ``MIN_HELD`` held-out ops and strictly more within ±10 %); ``{}`` when it beats it
-    nowhere. A device whose kernels differ
-    in kind, not in speed (LiteRT's builtin kernels against XNNPACK), is learnt better afresh than
-    corrected."""
+    nowhere. A device whose kernels differ in kind, not in speed (LiteRT's builtin kernels
+    against XNNPACK), is learnt better afresh than corrected."""
     from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
 
     hits: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # n, corrected base, own
