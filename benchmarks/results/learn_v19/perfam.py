@@ -1,26 +1,27 @@
-"""Ops within ±10 % per kernel family, for each model on one records file.
+"""Ops within ±10 % per kernel family, for each model on one records file (``model_accuracy``'s
+figures per kind, summed per family).
 
 Run: ``python perfam.py RECORDS.jsonl MODEL.json.gz...``.
 """
 
-import json
 import sys
 from collections import defaultdict
 
+from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-from tacopt.cost_models.learned.measurement.speed import family, normalize_records
+from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.speed import family
 from tacopt.cost_models.model_file import read_model_doc
 
-with open(sys.argv[1]) as f:
-    ops = [r for r in (json.loads(line) for line in f) if r.get("type") == "op"]
+records = read_records(sys.argv[1])
 res: dict[str, dict[str, list[int]]] = {}
 for path in sys.argv[2:]:
-    m = LearnedCostModel(read_model_doc(path))
+    per_kind = model_accuracy(LearnedCostModel(read_model_doc(path)), records)["per_kind"]
     h: dict[str, list[int]] = defaultdict(lambda: [0, 0])
-    for n, r in zip(normalize_records(ops, m.anchor_speed), ops, strict=True):
-        fam = family(r["kind"], r.get("inference_type"))
-        h[fam][0] += 1
-        h[fam][1] += abs(m.predict_as_measured(n, key=n["key"]) / r["latency_us"] - 1) <= 0.1
+    for group, acc in per_kind.items():
+        fam = family(*group.split("|", 1))
+        h[fam][0] += int(acc["n"])
+        h[fam][1] += round(acc["n"] * acc["within_10pct"])
     res[path.split("/")[-1]] = h
 fams = sorted({fam for h in res.values() for fam in h})
 print("family".ljust(14), *[k[:14].rjust(14) for k in res])
