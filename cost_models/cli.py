@@ -420,7 +420,8 @@ def run_fit(args: argparse.Namespace) -> int:
     everything succeeded.
     """
     from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
-    from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+    from tacopt.cost_models.learned.fitting.fit import fit
+    from tacopt.cost_models.learned.fitting.model import LearnedCostModel
     from tacopt.cost_models.learned.measurement.records import read_records
     from tacopt.cost_models.model_file import model_bytes
     from tacopt.fusion.ir.io import all_or_nothing

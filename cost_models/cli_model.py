@@ -104,6 +104,8 @@ def run_inspect_model(args: argparse.Namespace) -> int:
             "ops": adapted.get("ops"),
             "base_fingerprint": adapted.get("base_fingerprint"),
             "own_families": adapted.get("own_families", []),
+            "own_weights": adapted.get("own_weights")
+            or dict.fromkeys(adapted.get("own_families", []), 1.0),
         }
     if args.json:
         print(json.dumps(info, sort_keys=True))
@@ -118,7 +120,8 @@ def run_inspect_model(args: argparse.Namespace) -> int:
         print(f"calibrated: {json.dumps(doc['calibrated'], sort_keys=True)}")
     if adapted:
         a = info["adapted"]
-        own = ", ".join(a["own_families"]) or "none"
+        own = ", ".join(f"{f} (weight {w:g})" for f, w in sorted(a["own_weights"].items()))
+        own = own or "none"
         print(f"adapted on {a['ops']} ops from: {describe(a['base_fingerprint'])}")
         print(f"  kernel families priced by a model of this device's own: {own}")
     print(f"this machine: {describe(host)}")

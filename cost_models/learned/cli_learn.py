@@ -3,7 +3,7 @@
 ``tacopt learn -o my_device.json`` measures sampled single ops (and small chain models) of the
 sweep's priors (:mod:`~tacopt.cost_models.learned.sampling.sweep`) in phases (:data:`FULL_PLAN`),
 each given a share of the budget (``--minutes``, 15 by default), then fits
-(:func:`~tacopt.cost_models.learned.fitting.model.fit`). The sample count follows from the budget:
+(:func:`~tacopt.cost_models.learned.fitting.fit.fit`). The sample count follows from the budget:
 each phase measures as many ops as its share of the time allows (on this 2-core machine ~5-9 ops
 per second).
 
@@ -35,9 +35,12 @@ from tacopt.fusion.ir.options import add_command, at_least, positive
 if TYPE_CHECKING:
     from tacopt.cost_models.learned.measurement.measure import Meter
 
-#: Seconds of the budget kept for fitting (at most a quarter of it; 3,092 records took 29 s to
-#: fit here at load 5-8, under the timing lock).
+#: Seconds of the budget kept for fitting, at most a share of it: a quarter in a fresh learn
+#: (3,092 records took 29 s to fit here at load 5-8, under the timing lock; 13,457, 47 s), 40 %
+#: in an adaptation, whose fit chooses the device's own model over five folds (3,690 records:
+#: 133 s in one process, 106 s in two beside a timing run).
 FIT_RESERVE_S = 75.0
+FIT_SHARE, ADAPT_FIT_SHARE = 0.25, 0.4
 #: Quiet samples an op needs before ``learn`` moves on
 #: (:attr:`~tacopt.cost_models.learned.measurement.timing.MeasureConfig.quiet_target`): its
 #: latency is its fastest sample, and waiting for more quiet samples spent 43 % of a loaded run
@@ -59,7 +62,16 @@ LEARN_CHUNK = 16
 #: Share of a phase's time for its chain models (whole-model effects), after its ops.
 CHAIN_SHARE = 0.12
 #: Upper bound of the measuring rate (ops per second) used to size a phase's sample list.
-MAX_RATE = 40
+MAX_RATE = 100
+#: Samples of each op and the interpreter instances they are taken on, over two passes, in a
+#: fresh learn and in an adaptation (``tacopt measure``, which times test data, keeps 16 over
+#: 8). The fit gains more from more ops than from surer ones: a 3-minute adaptation took 1,288
+#: ops with 16 samples over 8 instances, 2,232 with 8 over 4, 3,690 with 4 over 2, and put 60.5
+#: / 69.9 / 75.5 % of the builtin kernels' tuning half within ±10 % (2 threads: 65.7 / 62.5,
+#: 69.6 / 70.1, 70.5 / 68.8 % on its two measurements; docs/cost-models.md). A 15-minute learn
+#: with 8 over 4: 13,457 ops, 87.6 / 88.2 % of the tuning half (16 over 8: 7,954, 85.3 / 84.6).
+LEARN_SAMPLES = (8, 4)
+ADAPT_SAMPLES = (4, 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +133,15 @@ def records_path(out: Path) -> Path:
 
 
 def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
-    """Measuring seconds per phase: the budget minus :data:`FIT_RESERVE_S` (at most a quarter of
-    it), split by the phases' shares.
+    """Measuring seconds per phase: the budget minus :data:`FIT_RESERVE_S` (at most
+    :data:`FIT_SHARE` of it, :data:`ADAPT_FIT_SHARE` adapting), split by the phases' shares.
 
-    >>> plan_seconds(FULL_PLAN, 15)["net"]
-    272.25
+    >>> plan_seconds(FULL_PLAN, 15)["net"], plan_seconds(ADAPT_PLAN, 3)["adapt"]
+    (272.25, 108.0)
     """
     total = minutes * 60.0
-    measure = total - min(FIT_RESERVE_S, total / 4)
+    share = ADAPT_FIT_SHARE if plan == ADAPT_PLAN else FIT_SHARE
+    measure = total - min(FIT_RESERVE_S, total * share)
     share = sum(p.share for p in plan)
     return {p.name: round(measure * p.share / share, 3) for p in plan}
 
@@ -228,12 +241,13 @@ class _Bar:
             self.bar.close()
 
 
-def _measure_config(args: argparse.Namespace) -> Any:
+def _measure_config(args: argparse.Namespace, adapting: bool) -> Any:
     from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 
+    samples, instances = ADAPT_SAMPLES if adapting else LEARN_SAMPLES
     return MeasureConfig(
         threads=args.threads, resolver=args.resolver, quiet_target=QUIET_TARGET, chunk=LEARN_CHUNK,
-        passes=2, retry_rounds=RETRY_ROUNDS,
+        passes=2, retry_rounds=RETRY_ROUNDS, samples=samples, rounds=instances,
     )  # fmt: skip
 
 
@@ -272,7 +286,8 @@ def _run_phase(
     ops_s = left * (1 - CHAIN_SHARE) if phase.chains else left
     cap = _measured(records, phase.seed) + int(left * MAX_RATE)
     # each op's samples in two passes, a third of the phase apart (at most two minutes)
-    cfg = replace(_measure_config(args), pass_gap_s=min(max(ops_s / 3, 20.0), 120.0))
+    gap = min(max(ops_s / 3, 20.0), 120.0)
+    cfg = replace(_measure_config(args, base_doc is not None), pass_gap_s=gap)
     meter = meter or Meter.start(cfg)
     stats = measure_graphs(
         iter_samples(cap, seed=phase.seed, weights=weights),
@@ -387,7 +402,7 @@ def _fit_and_write(
             except ValueError as exc:
                 raise MeasureError(f"learn: {exc} (give more --minutes)") from None
         else:
-            from tacopt.cost_models.learned.fitting.model import fit
+            from tacopt.cost_models.learned.fitting.fit import fit
 
             doc = fit(recs)
         rejected = rejected_share(measured)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.fit import fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.fingerprint import (
     RESOLVERS,
     announce_learned_devices,

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from tacopt.benchmarks.scripts.zoo.zoo_variants import float16_weights, sparse_weights
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.fit import fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.singleop import (
     constant_inputs,

@@ -11,8 +11,9 @@ import pytest
 
 from tacopt.cost_models.base import CostModelError, load_model_file
 from tacopt.cost_models.learned.fitting.features import design_row, op_vector
+from tacopt.cost_models.learned.fitting.fit import fit
 from tacopt.cost_models.learned.fitting.kind_models import KindModels, fit_kind_models
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.fitting.trees import predict_stacked
 from tacopt.cost_models.learned.fitting.whole_model import whole_model_terms
 from tacopt.cost_models.model_file import model_bytes, read_model_doc

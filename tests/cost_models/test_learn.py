@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from tacopt.cost_models.learned import cli_learn
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel, correction_of, fit
+from tacopt.cost_models.learned.fitting.fit import fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel, correction_of
 from tacopt.cost_models.learned.measurement.measure import Meter
 from tacopt.cost_models.learned.measurement.speed import SpeedTracker
 from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig
@@ -114,6 +115,7 @@ def test_adapt_learns_afresh_the_families_it_corrects_badly(tmp_path: Path, caps
     train, probe = new[:240], new[240:]
     doc = json.loads(json.dumps(adapt(base, train)))  # plain JSON
     assert doc["adapted"]["own_families"] == ["elementwise"]
+    assert doc["adapted"]["own_weights"]["elementwise"] >= 0.75  # the base knows little
     model, corrected = LearnedCostModel(doc), LearnedCostModel(adapt(base, train, own=False))
 
     def hits(m: LearnedCostModel) -> float:
@@ -121,7 +123,14 @@ def test_adapt_learns_afresh_the_families_it_corrects_badly(tmp_path: Path, caps
         return sum(ok) / len(ok)
 
     assert hits(model) >= 0.9 and hits(model) > hits(corrected)
-    assert model.predict(probe[0]).source.startswith("own ")
+    # a family's weight blends the two nets in log space: 1 is the own model's, 0.5 halfway
+    own_only, half = (model.with_own_weights({"elementwise": w}) for w in (1.0, 0.5))
+    r = probe[0]
+    nets = [m.predict(r).latency_us - m.overhead_us for m in (own_only, corrected, half)]
+    assert own_only.predict(r).source.startswith("own ")
+    assert half.predict(r).source.startswith("blend ")
+    assert nets[2] == pytest.approx(math.sqrt(nets[0] * nets[1]), rel=1e-9)
+    assert nets[0] != pytest.approx(nets[1], rel=0.05)
     path = tmp_path / "adapted.json"
     path.write_text(json.dumps(doc))
     capsys.readouterr()
@@ -129,15 +138,29 @@ def test_adapt_learns_afresh_the_families_it_corrects_badly(tmp_path: Path, caps
     info = json.loads(capsys.readouterr().out)["adapted"]
     assert info["own_families"] == ["elementwise"] and info["ops"] == 240
     assert main(["inspect-model", str(path)]) == 0
-    assert "a model of this device's own: elementwise" in capsys.readouterr().out
+    weight = doc["adapted"]["own_weights"]["elementwise"]
+    out = capsys.readouterr().out
+    assert f"a model of this device's own: elementwise (weight {weight:g})" in out
     # a device whose reference runs 2x slower: the own model's net latency is put in the
     # base's units, its invoke overhead is not
     slow = [{**r, "speed": {"add": 20.0, "conv": 10.0}} for r in train]
-    model, fast = LearnedCostModel(adapt(base, slow)), LearnedCostModel(doc)
+    model, fast = (
+        LearnedCostModel(d).with_own_weights({"elementwise": 1.0}) for d in (adapt(base, slow), doc)
+    )
     overhead = model.overhead_us
     assert model.predict(probe[0]).latency_us - overhead == pytest.approx(
         (fast.predict(probe[0]).latency_us - overhead) / 2, rel=0.02
     )
+
+
+def test_adapt_chooses_the_same_in_parallel_processes() -> None:
+    """The own model's folds run in worker processes for large record sets: the adapted model
+    is the same as with one process."""
+    rng = np.random.default_rng(2)
+    sizes = [int(v) for v in 10 ** rng.uniform(2, 6, 500)]
+    base = fit([_sized(n, i, n / 1000 * (1 + (i % 7) / 3)) for i, n in enumerate(sizes[:250])])
+    new = [_sized(n, 1000 + i, n / 500) for i, n in enumerate(sizes[250:])]
+    assert adapt(base, new, workers=2) == adapt(base, new, workers=1)
 
 
 def test_an_adapted_model_prices_its_own_families_as_its_own_model() -> None:
@@ -158,7 +181,7 @@ def test_an_adapted_model_prices_its_own_families_as_its_own_model() -> None:
     base = fit([gather(n, i, n / 1000 * e, 10.0) for i, (n, e) in enumerate(zip(sizes, noise))])
     new = [gather(n, 1000 + i, n / 500, 40.0) for i, n in enumerate(sizes[200:])]
     model = LearnedCostModel(adapt(base, new[:240]))
-    assert model.own is not None and model.own_families == {"movement"}
+    assert model.own is not None and model.own_weights == {"movement": 1.0}
     probe = new[240:]
     ours = [model.predict_as_measured(r) for r in normalize_records(probe, model.anchor_speed)]
     own = model.own
@@ -210,7 +233,7 @@ def test_corrections_of_nothing_and_bad_input() -> None:
 
 
 def test_learn_measures_fits_resumes_and_adapts(tmp_path: Path, monkeypatch, capsys) -> None:
-    monkeypatch.setattr(cli_learn, "_measure_config", lambda args: FAST)
+    monkeypatch.setattr(cli_learn, "_measure_config", lambda args, adapting: FAST)
     started = []  # every phase and chain of one learn shares one gate and speed tracker
     monkeypatch.setattr(Meter, "start", classmethod(lambda cls, cfg: started.append(cfg) or
                                                     cls(Gate(cfg), SpeedTracker())))  # fmt: skip

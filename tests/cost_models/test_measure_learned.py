@@ -10,7 +10,8 @@ import pytest
 
 from tacopt.cost_models.base import CostModelError, get_cost_model
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.fit import fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.singleop import (
     cut_op,

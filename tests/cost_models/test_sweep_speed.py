@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.fit import fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.measure import measure_models
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.singleop import cut_op, op_features, op_key

@@ -15,7 +15,7 @@ from tacopt.partitioner.cli import main
 
 out, minutes, knobs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 configured = cli_learn._measure_config
-cli_learn._measure_config = lambda args: replace(configured(args), **knobs)
+cli_learn._measure_config = lambda args, adapting: replace(configured(args, adapting), **knobs)
 waited = {"wait": 0.0, "n": 0}
 wait = timing.Gate.wait
 

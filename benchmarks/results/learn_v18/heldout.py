@@ -9,7 +9,8 @@ import json
 import sys
 from collections import defaultdict
 
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.fit import fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.fitting.sources import held_out
 from tacopt.cost_models.learned.measurement.speed import normalize_records
 

@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.fit import fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.measure import measure_models
 from tacopt.cost_models.learned.measurement.records import gate_summary, read_records
 from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES

@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
-from tacopt.cost_models.learned.fitting.model import LEARNERS, LearnedCostModel, fit
+from tacopt.cost_models.learned.fitting.fit import LEARNERS, fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.speed import run_speed, speed_index
 from tacopt.cost_models.model_file import model_bytes

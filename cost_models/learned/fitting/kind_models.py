@@ -11,7 +11,7 @@ elements]``
 where trees cannot), then LightGBM's boosted trees
 (:func:`~tacopt.cost_models.learned.fitting.trees.fit_lightgbm`) on its residual over every tree
 feature. Which kinds use their own model is chosen on held-out training configurations
-(:func:`tacopt.cost_models.learned.fitting.model.fit`); the rest keep the shared trees. A kind
+(:func:`tacopt.cost_models.learned.fitting.fit.fit`); the rest keep the shared trees. A kind
 XNNPACK runs as another (a FULLY_CONNECTED is a 1x1 CONV_2D's GEMM, :data:`ALIASES`) may be priced
 by that kind's model instead, chosen the same way.
 

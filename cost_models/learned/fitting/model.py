@@ -1,8 +1,8 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
-Fit (:func:`fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`; the model
-is plain JSON (format ``tacopt-learned``, version 11), never pickle, and loads as a cost model with
-``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
+Fit (:func:`~.fit.fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`;
+the model is plain JSON (format ``tacopt-learned``, version 11), never pickle, and loads as a
+cost model with ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
 ``per_op_us``.
@@ -25,7 +25,7 @@ group a ``DEPTHWISE_CONV_2D`` (version 9), a FULLY_CONNECTED of more than one ro
 2. ``kind``: the (kind, inference type) is priced by a kind model (:mod:`~.kind_models`: a
    log-linear base on padded MACs, bytes, FLOPs and output elements, trees on its residual),
    its own or the GEMM one a one-row FULLY_CONNECTED runs as, which beat the shared trees on
-   held-out training configurations (``kind_groups``; chosen in :func:`fit`).
+   held-out training configurations (``kind_groups``; chosen in :func:`~.fit.fit`).
 3. ``family``: the group is priced by its kernel family's model (every kind of the family,
    told apart by one input per kind: elementwise, data movement, ...), chosen the same way
    (``family_groups``).
@@ -52,18 +52,17 @@ measured beside them, :mod:`~tacopt.cost_models.learned.measurement.speed`); ``o
 them to the machine of ``speed`` (``tacopt calibrate``). The model knows one device, the one it was
 measured on (``device``, default ``"CPU"``).
 
-The parts: :mod:`~tacopt.cost_models.learned.fitting.features` (what the model sees),
+The parts: :mod:`~tacopt.cost_models.learned.fitting.fit` (fitting them),
+:mod:`~tacopt.cost_models.learned.fitting.features` (what the model sees),
 :mod:`~tacopt.cost_models.learned.fitting.trees` (the boosted trees) and
 :mod:`~tacopt.cost_models.learned.fitting.accuracy` (evaluation on held-out records).
 """
 
 from __future__ import annotations
 
-import importlib.util
+import copy
 import math
-import statistics
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,71 +79,33 @@ from tacopt.cost_models.base import (
 )
 from tacopt.cost_models.learned.fitting.features import (
     FEATURES,
-    GROUP_FEATURES,
     as_kernel_kind,
     design_row,
     op_vector,
 )
 from tacopt.cost_models.learned.fitting.kind_models import (
     KindModels,
-    alias_group,
-    family_group,
-    fit_kind_models,
     group_of,
 )
-from tacopt.cost_models.learned.fitting.sources import choose_sources
 from tacopt.cost_models.learned.fitting.trees import (
-    LIGHTGBM_PARAMS,
-    fit_lightgbm,
     predict_stacked,
     stack_trees,
 )
 from tacopt.cost_models.learned.fitting.whole_model import (
-    FLOOR_US,
     LEGACY_FLOOR_US,
-    conversion_rate,
-    gemm_rate,
-    net_latency,
-    whole_model_terms,
 )
-from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
-from tacopt.cost_models.learned.measurement.records import quiet_records
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 from tacopt.cost_models.learned.measurement.speed import (
     family,
     family_index,
     family_indices,
-    normalize_records,
     reference_family,
-    run_speed,
 )
-from tacopt.cost_models.movement import movement_fits, predict_movement
+from tacopt.cost_models.movement import predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
 VERSION = 11
-#: A kernel family gets trees of its own with at least this many training ops (else none).
-MIN_FAMILY_TREE_OPS = 50
-MIN_GROUP = 4
-RIDGE = 1e-3
-SHRINK = 3.0
-
-
-#: The loss of LightGBM's trees (the shared ones and the kind models'): Huber on the log latency,
-#: quadratic within 0.1 (about ±10 %) and linear beyond, so the few ops timed in a slow episode
-#: of the machine pull the fit less than a squared loss lets them. Chosen on the zoo's tuning
-#: half and the learn records' own held-out configurations (issue 22, docs/cost-models.md): ops
-#: within ±10 % 54.1 -> 56.4 % (tuning half, this session's 15-minute learn), 45.8 -> 46.9 %
-#: (the same, last session's learn), 46.9 -> 47.8 % (1 in 5 of that learn's configurations held
-#: out); the Huber threshold 0.05 / 0.2 gave less (54.6 / 54.4 % with the kind models alone).
-HUBER: dict[str, Any] = {"objective": "huber", "alpha": 0.1}
-
-#: Learners of the tree part: (fit function, its parameters).
-LEARNERS: dict[str, tuple[Any, Mapping[str, Any]]] = {
-    "lightgbm": (fit_lightgbm, {**LIGHTGBM_PARAMS, **HUBER}),
-}
-
-
 def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
     """The log correction of an op: its group's, else its family's, else the global one.
 
@@ -157,6 +118,16 @@ def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | No
     return 0.0
 
 
+def blend_net(own_us: float, corrected_us: float, weight: float) -> float:
+    """An adapted model's net latency of an op from its own model's and its corrected base's:
+    their geometric mean, the own model's weighted by ``weight``.
+
+    >>> blend_net(4.0, 1.0, 0.5)
+    2.0
+    """
+    return float(own_us**weight * corrected_us ** (1 - weight))
+
+
 @dataclass(frozen=True, slots=True)
 class Prediction:
     """A predicted single-op latency, ``invoke()`` overhead included (``latency_us``, in the
@@ -167,179 +138,8 @@ class Prediction:
     source: str
 
 
-def _fit_group(X: np.ndarray, y: np.ndarray, prior: np.ndarray, strength: float) -> np.ndarray:
-    """Least squares with a ridge pulling the weights towards ``prior``."""
-    A = X.T @ X + strength * np.eye(X.shape[1])
-    return np.linalg.solve(A, X.T @ y + strength * prior)
-
-
-def fit(
-    records: Sequence[Mapping[str, Any]],
-    *,
-    device: str = "CPU",
-    learner: str = "lightgbm",
-    kinds: bool = True,
-) -> dict[str, Any]:
-    """Fit a learned model (a JSON-ready dict) on measurement records.
-
-    Times are first put in one machine's units
-    (:func:`~tacopt.cost_models.learned.measurement.speed.normalize_records`, anchored at the
-    training records' median ``speed``), so records from runs on a faster or slower day fit
-    together; the model stores the anchor (``anchor_speed``) and the speed of the machine it
-    predicts for (``speed``, the anchor until ``tacopt calibrate`` re-measures it). Op records
-    timed with no quiet sample are left out
-    (:func:`~tacopt.cost_models.learned.measurement.records.quiet_records`).
-
-    Parameters
-    ----------
-    records : records from :func:`tacopt.cost_models.learned.measurement.measure.read_records`
-    (``op`` and ``model``). device : the device the records were measured on.
-    learner : ``"lightgbm"`` (LightGBM's boosted trees, converted to JSON lists), the one
-        learner (:data:`LEARNERS`; recorded in the model).
-    kinds : fit kind models and choose sources on held-out configurations (False: the shared
-        trees and copy models alone, ~3x faster: the sweep's adaptive weights).
-
-    Raises
-    ------
-    CostModelError
-        When there is no ``op`` record to learn from.
-
-    Examples
-    --------
-    >>> recs = [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
-    ...          "flops": 10.0 ** i, "bytes": 12.0 * 10 ** i, "outputs": [[[10 ** i]]],
-    ...          "latency_us": 1 + 10.0 ** i / 1000, "overhead_us": 1.0} for i in range(2, 7)]
-    >>> m = LearnedCostModel(fit(recs))
-    >>> m.predict({"kind": "ADD", "inference_type": "FLOAT", "flops": 1e4, "bytes": 1.2e5,
-    ...            "outputs": [[[10 ** 4]]]}, key="k4")
-    Prediction(latency_us=11.0, source='exact')
-    """
-    if learner not in LEARNERS:
-        raise CostModelError(f"learned: unknown learner '{learner}' (known: {', '.join(LEARNERS)})")
-    if importlib.util.find_spec("lightgbm") is None:
-        raise CostModelError("learned: fitting needs LightGBM (pip install lightgbm)")
-    records = quiet_records(records)  # not ops timed through a slow episode of the machine
-    anchor = run_speed(records)
-    # ops are learnt by the kernel they run (features.kernel_kind): a grouped CONV_2D is a kind
-    # of its own (version 8), a depthwise one when it has one input channel per group (version 9)
-    records = [as_kernel_kind(r) for r in normalize_records(records, anchor)]
-
-    def trial(rs: Sequence[Mapping[str, Any]]) -> LearnedCostModel:
-        return LearnedCostModel(_fit(rs, device, learner, None, None, None, None))
-
-    sources = choose_sources(records, trial) if kinds else (None, [], [], [])
-    model = _fit(records, device, learner, *sources)
-    model["anchor_speed"] = model["speed"] = anchor
-    model["fingerprint"] = records_fingerprint(records)  # the device they were measured on
-    return model
-
-
-def _fit(
-    records: Sequence[Mapping[str, Any]],
-    device: str,
-    learner: str,
-    movement_kinds: Sequence[str] | None,
-    kind_groups: Sequence[str] | None,
-    alias_groups: Sequence[str] | None,
-    family_groups: Sequence[str] | None,
-) -> dict[str, Any]:
-    ops = [r for r in records if r.get("type") == "op"]
-    if not ops:
-        raise CostModelError("learned: no op records to fit on")
-    table: dict[str, list[float]] = defaultdict(list)
-    groups: dict[str, list[tuple[list[float], float]]] = defaultdict(list)
-    for r in ops:
-        table[r["key"]].append(r["latency_us"])
-        row, target = design_row(r), math.log(net_latency(r))
-        for name in (f"{r['kind']}|{r['inference_type']}", r["kind"], "*"):
-            groups[name].append((row, target))
-    # the hierarchy global -> kind -> (kind, type): each level shrunk towards its parent, so a
-    # group of a few records stays close to its kind's fit instead of extrapolating on its own
-    fits: dict[str, dict[str, Any]] = {}
-    for name in sorted(groups, key=lambda g: (g != "*", "|" in g, g)):
-        rows = groups[name]
-        parent = None if name == "*" else fits[name.split("|")[0] if "|" in name else "*"]
-        X = np.array([r for r, _ in rows])
-        y = np.array([v for _, v in rows])
-        prior = np.zeros(X.shape[1]) if parent is None else np.asarray(parent["w"])
-        w = _fit_group(X, y, prior, RIDGE if parent is None else SHRINK)
-        resid = y - X @ w
-        fits[name] = {
-            "w": [round(v, 6) for v in w.tolist()],
-            "n": len(rows),
-            "rmse_log": round(float(np.sqrt(np.mean(resid**2))), 4),
-        }
-    counts: dict[str, int] = defaultdict(int)
-    for r in ops:
-        counts[r["kind"]] += 1
-    kinds = sorted(k for k, c in counts.items() if c >= MIN_GROUP)
-    model: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "unit": "us",
-        "device": device,
-        "target": "groups, trees, kind models: log(latency_us - overhead_us)",
-        "group_features": list(GROUP_FEATURES),
-        "tree_features": [*FEATURES, *(f"kind={k}" for k in kinds)],
-        "tree_kinds": kinds,
-        "learner": learner,
-        "tree_params": dict(LEARNERS[learner][1]),
-        "min_group": MIN_GROUP,
-        "table": {k: round(statistics.median(v), 4) for k, v in sorted(table.items())},
-        "fits": fits,
-        "movement": {},  # after the trees: they are fitted on the group fits' residuals
-        "family_trees": {},
-        "overhead_us": statistics.median(r.get("overhead_us", 0.0) for r in ops),
-        "net_floor_us": FLOOR_US,
-        "in_model_scale": 1.0,
-        "per_op_us": 0.0,
-        "while_trip_us": 0.0,
-        "conversion_us_per_element": conversion_rate(ops),
-        "fallback_flops_per_us": gemm_rate(ops),
-        "trained_on": {
-            "ops": len(ops),
-            "configs": len(table),
-            "models": sorted({r["model"] for r in records if r.get("type") == "model"}),
-        },
-    }
-    base_model = LearnedCostModel(model)
-    X = np.array([op_vector(r, kinds) for r in ops])
-    base = np.log([base_model.predict_net(r) for r in ops])
-    y = np.log([net_latency(r) for r in ops])
-    # one set of trees per kernel family, on the group fits' residuals: on the zoo's tuning half
-    # 70.8 / 72.4 -> 72.7 / 74.0 % of ops within ±10 % (same records), and the sweep's tail
-    # kinds no longer move the GEMM and depthwise corrections (docs/cost-models.md)
-    fams = np.array([family(r["kind"], r.get("inference_type")) for r in ops])
-    for fam in sorted(set(fams.tolist())):
-        sel = fams == fam
-        if int(sel.sum()) >= MIN_FAMILY_TREE_OPS:
-            model["family_trees"][fam] = LEARNERS[learner][0](
-                X[sel], y[sel], base[sel], LEARNERS[learner][1]
-            )
-    model["movement"] = movement_fits(ops)
-    if movement_kinds is not None:
-        model["movement_kinds"] = list(movement_kinds)
-    # kind models: every eligible group for a trial; for the result the chosen groups' own and
-    # those their aliases and families need
-    if kind_groups is None or alias_groups is None or family_groups is None:
-        model["kind_models"] = fit_kind_models(ops, learner)
-    else:
-        model["kind_groups"] = sorted([*kind_groups, *alias_groups])
-        model["family_groups"] = sorted(family_groups)
-        needed = {
-            *kind_groups,
-            *(alias_group(g) for g in alias_groups),
-            *(family_group(g) for g in family_groups),
-        }
-        model["kind_models"] = fit_kind_models(ops, learner, groups=needed)
-    model["in_model_scale"], model["per_op_us"], model["while_trip_us"] = whole_model_terms(
-        records, LearnedCostModel(model)
-    )
-    return model
-
-
 class LearnedCostModel(CostModelBase):
-    """A fitted model (the dict from :func:`fit`) as a cost model in microseconds.
+    """A fitted model (the dict from :func:`~.fit.fit`) as a cost model in microseconds.
 
     ``op_cost`` is the latency of the op inside a model: the predicted single-op latency net of
     the invoke overhead, times ``in_model_scale``.
@@ -405,7 +205,16 @@ class LearnedCostModel(CostModelBase):
             self.adapt_trees_see_net = adapted.get("tree_inputs") == "features+log_net"
             #: a model of the adapted device's own, for the kernel families it prices better
             self.own = LearnedCostModel(adapted["own"]) if adapted.get("own") else None
-            self.own_families = set(adapted.get("own_families", []))
+            #: per kernel family, the weight of the own model's log net latency against the
+            #: corrected base's (files before weights: 1 for each of ``own_families``)
+            self.own_weights = {
+                str(f): float(w)
+                for f, w in (
+                    adapted.get("own_weights")
+                    or dict.fromkeys(adapted.get("own_families", []), 1.0)
+                ).items()
+                if float(w) > 0
+            }
             #: the least net latency it fitted on and predicts (whole_model.FLOOR_US)
             self.floor_us = float(doc.get("net_floor_us", LEGACY_FLOOR_US))
             self.scale = float(doc.get("in_model_scale", 1.0))
@@ -443,23 +252,34 @@ class LearnedCostModel(CostModelBase):
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
         module docstring for the order); an adapted model (:mod:`~tacopt.cost_models.adapt`)
         looks up what it measured on its device, else asks its model of that device's own for
-        the kernel families it chose it for, else corrects the base's net latency by the op's
-        kind or family."""
+        the kernel families it chose it for (alone, or blended in log space with the corrected
+        base by the family's weight), else corrects the base's net latency by the op's kind or
+        family."""
         if key is not None and key in self.adapt_table:
             return Prediction(self.adapt_table[key], "exact")
         if self.kernel_kinds:
             features = as_kernel_kind(
                 features, depthwise=self.depthwise_groups, gemm_rows=self.gemm_rows
             )
-        if self.own is not None:
-            fam = family(features["kind"], features.get("inference_type"))
-            if fam in self.own_families:
-                # its net latency in the base's units (the overhead re-anchors apart: as_measured)
-                p = self.own.predict(features)
-                ref = reference_family(features["kind"], features.get("inference_type"))
-                scale = family_index(self.own.anchor_speed, self.anchor_speed, ref)
-                net = max(p.latency_us - self.own.overhead_us, self.own.floor_us) / scale
-                return Prediction(self.overhead_us + net, f"own {p.source}")
+        own, fam = self.own, family(features["kind"], features.get("inference_type"))
+        weight = 0.0 if own is None else self.own_weights.get(fam, 0.0)
+        if own is None or weight <= 0:
+            return self._predict_corrected(features, key=key)
+        # the own model's net latency in the base's units (the overhead re-anchors apart:
+        # as_measured), alone or blended in log space with the corrected base's
+        p = own.predict(features)
+        ref = reference_family(features["kind"], features.get("inference_type"))
+        scale = family_index(own.anchor_speed, self.anchor_speed, ref)
+        net = max(p.latency_us - own.overhead_us, own.floor_us) / scale
+        if weight >= 1:
+            return Prediction(self.overhead_us + net, f"own {p.source}")
+        corrected = max(self._predict_corrected(features, key=key).latency_us - self.overhead_us,
+                        self.floor_us)  # fmt: skip
+        return Prediction(self.overhead_us + blend_net(net, corrected, weight), f"blend {p.source}")
+
+    def _predict_corrected(self, features: Mapping[str, Any], *, key: str | None) -> Prediction:
+        """The base's prediction, corrected (an adapted model) by the op's kind or family and the
+        residual trees."""
         p = self._predict_base(features, key=key)
         if not self.corrections:
             return p
@@ -519,6 +339,12 @@ class LearnedCostModel(CostModelBase):
             # an unseen kind (a fused LSTM, ...) is at least as slow as a GEMM of its FLOPs
             gross = max(gross, self.base_overhead_us + features.get("flops", 0.0) / self.gemm_rate)
         return Prediction(gross, source)
+
+    def with_own_weights(self, weights: Mapping[str, float]) -> LearnedCostModel:
+        """This adapted model with other weights of its own model per kernel family."""
+        out = copy.copy(self)
+        out.own_weights = {f: float(w) for f, w in weights.items() if w > 0}
+        return out
 
     def predict_as_measured(self, record: Mapping[str, Any], *, key: str | None = None) -> float:
         """The single-op latency (us) this model predicts for an op record put in its units

@@ -1,6 +1,6 @@
 """How a learned model's ops add up to a whole model, and the rates it falls back on: fitted on
 the training records' whole-model latencies and GEMM / conversion ops
-(:func:`tacopt.cost_models.learned.fitting.model.fit`)."""
+(:func:`tacopt.cost_models.learned.fitting.fit.fit`)."""
 
 from __future__ import annotations
 

@@ -116,7 +116,8 @@ def adaptive_weights(
     import hashlib
 
     from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
-    from tacopt.cost_models.learned.fitting.model import LearnedCostModel, fit
+    from tacopt.cost_models.learned.fitting.fit import fit
+    from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 
     def seed_of(r: Mapping[str, Any]) -> int:
         parts = str(r.get("model", "")).split(":")
