@@ -140,8 +140,8 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
     (272.25, 108.0)
     """
     total = minutes * 60.0
-    share = ADAPT_FIT_SHARE if plan == ADAPT_PLAN else FIT_SHARE
-    measure = total - min(FIT_RESERVE_S, total * share)
+    fit_share = ADAPT_FIT_SHARE if plan == ADAPT_PLAN else FIT_SHARE
+    measure = total - min(FIT_RESERVE_S, total * fit_share)
     share = sum(p.share for p in plan)
     return {p.name: round(measure * p.share / share, 3) for p in plan}
 

@@ -83,17 +83,9 @@ from tacopt.cost_models.learned.fitting.features import (
     design_row,
     op_vector,
 )
-from tacopt.cost_models.learned.fitting.kind_models import (
-    KindModels,
-    group_of,
-)
-from tacopt.cost_models.learned.fitting.trees import (
-    predict_stacked,
-    stack_trees,
-)
-from tacopt.cost_models.learned.fitting.whole_model import (
-    LEGACY_FLOOR_US,
-)
+from tacopt.cost_models.learned.fitting.kind_models import KindModels, group_of
+from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_trees
+from tacopt.cost_models.learned.fitting.whole_model import LEGACY_FLOOR_US
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 from tacopt.cost_models.learned.measurement.speed import (
     family,
@@ -106,6 +98,8 @@ from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
 VERSION = 11
+
+
 def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
     """The log correction of an op: its group's, else its family's, else the global one.
 
