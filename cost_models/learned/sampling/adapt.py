@@ -38,6 +38,7 @@ import os
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from tacopt.cost_models.learned.fitting.features import as_kernel_kind
@@ -239,7 +240,7 @@ def _own_model(
     The folds and the final fit run in ``workers`` processes (default: one per CPU this process
     may use, for :data:`PARALLEL_OPS` records or more, where ``fork`` exists), with the same
     result as one."""
-    from tacopt.cost_models.learned.fitting.fit import fit_sources
+    from tacopt.cost_models.learned.fitting.fit import fit, fit_sources
 
     device = str(adapted.get("device", "CPU"))
     # the own model's sources (kind, family or copy models) are chosen once, on every record
@@ -248,7 +249,7 @@ def _own_model(
         workers = _cpus() if len(ops) >= PARALLEL_OPS else 1
     tasks: list[tuple[Any, ...]] = [
         *((_fold_hits, base_doc, ops, device, sources, k) for k in range(OWN_FOLDS)),
-        (_own_fit, ops, device, sources),
+        (partial(fit, device=device, sources=sources), ops),
     ]
     *folds, own_doc = _run_all(tasks, workers)
     held: dict[str, int] = defaultdict(int)
@@ -295,12 +296,6 @@ def _fold_hits(
             p = own.as_measured(r, own.overhead_us + blend_net(*nets, w))
             h[1 + i] += abs(p - raw["latency_us"]) <= 0.1 * raw["latency_us"]
     return dict(out)
-
-
-def _own_fit(ops: Sequence[Mapping[str, Any]], device: str, sources: Any) -> dict[str, Any]:
-    from tacopt.cost_models.learned.fitting.fit import fit
-
-    return fit(ops, device=device, sources=sources)
 
 
 def _cpus() -> int:
