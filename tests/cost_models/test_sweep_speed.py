@@ -256,14 +256,15 @@ def test_model_with_a_custom_op_measures_its_ops_and_says_why_not_whole(tmp_path
 
 def test_lightgbm_trees_as_json_lists_predict_as_lightgbm() -> None:
     lgb = pytest.importorskip("lightgbm")
-    from tacopt.cost_models.learned.fitting.trees import _from_lightgbm, predict_trees
+    from tacopt.cost_models.learned.fitting.trees import predict_trees, trees_from_text
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 4))
     y = X[:, 0] ** 2 + np.where(X[:, 1] > 0.3, 1.0, 0.0)
     params = {"verbosity": -1, "num_threads": 1, "deterministic": True, "seed": 0}
     booster = lgb.train(params, lgb.Dataset(X, y), num_boost_round=30)
-    trees = [_from_lightgbm(t["tree_structure"]) for t in booster.dump_model()["tree_info"]]
+    trees = trees_from_text(booster.model_to_string())
+    assert len(trees) == 30 and all(t["feature"][0] >= 0 for t in trees[:5])
     json.loads(json.dumps(trees))  # plain JSON
     Z = rng.normal(size=(50, 4))
     assert np.allclose(predict_trees(trees, Z), booster.predict(Z), atol=1e-9)

@@ -241,6 +241,10 @@ class LearnedCostModel(CostModelBase):
         #: per kernel family (:func:`~tacopt.cost_models.speed.family`; ``"*"``: blended)
         self.speed_factors = family_indices(self.speed, self.anchor_speed)
         self.speed_factor = self.speed_factors["*"]
+        #: the base's fitted predictions by record ``key``, when the caller shares one between
+        #: models of the same base (an adaptation prices each record's base many times over;
+        #: :func:`~tacopt.cost_models.learned.sampling.adapt.adapt`); None: not kept
+        self.base_memo: dict[str, Prediction] | None = None
 
     def predict(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
@@ -295,6 +299,16 @@ class LearnedCostModel(CostModelBase):
     def _predict_base(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         if key is not None and key in self.table:
             return Prediction(self.table[key] + self.table_offset, "exact")
+        memo, record = self.base_memo, features.get("key")
+        if memo is None or record is None:
+            return self._predict_fitted(features)
+        if record not in memo:
+            memo[record] = self._predict_fitted(features)
+        return memo[record]
+
+    def _predict_fitted(self, features: Mapping[str, Any]) -> Prediction:
+        """The base's prediction from its fits: kind, family or copy models, else the group
+        fit and the trees."""
         kind, group = features["kind"], group_of(features)
         if group in self.family_groups:
             by_family = self.kind_models.predict(features, by_family=True)

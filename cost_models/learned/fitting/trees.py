@@ -10,6 +10,7 @@ committed sweep, :func:`predict_trees` and ``Booster.predict`` differ by 0.0.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -54,32 +55,73 @@ def fit_lightgbm(
     opts.update(verbosity=-1, num_threads=1, deterministic=True, force_row_wise=True)
     base = np.ascontiguousarray(base, dtype=np.float64)  # a strided view is copied with a warning
     data = lgb.Dataset(X, y, init_score=base, params={"max_bin": opts["max_bin"]})
-    booster = lgb.train(opts, data, num_boost_round=int(params["num_boost_round"]))
-    return [_from_lightgbm(t["tree_structure"]) for t in booster.dump_model()["tree_info"]]
+    # kept as trained: the default reloads the booster from its text to free the data, and the
+    # text is all we read
+    booster = lgb.train(
+        opts, data, num_boost_round=int(params["num_boost_round"]), keep_training_booster=True
+    )
+    return trees_from_text(booster.model_to_string())
 
 
-def _from_lightgbm(root: Mapping[str, Any]) -> dict[str, list[float]]:
-    """One LightGBM tree (``dump_model`` form; numeric ``<=`` splits only) as parallel lists."""
+def trees_from_text(model: str) -> list[dict[str, list[float]]]:
+    """The trees of a LightGBM model in its text form (``Booster.model_to_string``; numeric
+    ``<=`` splits only) as parallel lists, nodes in pre-order (a node, its left subtree, its right
+    one), as ``dump_model``'s nested form gave them.
+
+    Read from the text, not from ``dump_model``'s JSON: a LightGBM booster writes its text
+    anyway, and the JSON and its recursive walk took 8 s of a 14 s fit of 5,600 records (2-core
+    Zen 4). The numbers are the same: both print LightGBM's doubles in full (17 digits).
+
+    >>> text = "\\n".join(["Tree=0", "num_leaves=3", "split_feature=1 0", "threshold=0.5 2.5",
+    ...     "decision_type=2 2", "left_child=-1 -2", "right_child=1 -3", "leaf_value=1 2 3", "",
+    ...     "Tree=1", "num_leaves=1", "leaf_value=0.25", "", "end of trees"])
+    >>> trees = trees_from_text(text)
+    >>> trees[0]["feature"], trees[0]["left"], trees[0]["right"], trees[0]["value"]
+    ([1, -1, 0, -1, -1], [1, -1, 3, -1, -1], [2, -1, 4, -1, -1], [0.0, 1.0, 0.0, 2.0, 3.0])
+    >>> trees[1]
+    {'feature': [-1], 'threshold': [0.0], 'left': [-1], 'right': [-1], 'value': [0.25]}
+    """
+    trees = []
+    body = model.split("end of trees", 1)[0]
+    for block in re.split(r"^Tree=", body, flags=re.MULTILINE)[1:]:
+        fields = dict(line.split("=", 1) for line in block.splitlines()[1:] if "=" in line)
+        trees.append(_tree_from_fields(fields))
+    return trees
+
+
+def _tree_from_fields(fields: Mapping[str, str]) -> dict[str, list[float]]:
+    """One tree of :func:`trees_from_text` from its ``key=values`` lines."""
+
+    def ints(key: str) -> list[int]:
+        return [int(v) for v in fields.get(key, "").split()]
+
+    leaves = [float(v) for v in fields["leaf_value"].split()]
+    split, left_of, right_of = ints("split_feature"), ints("left_child"), ints("right_child")
+    threshold = [float(v) for v in fields.get("threshold", "").split()]
+    if any(d & 1 for d in ints("decision_type")):  # bit 0: a categorical split
+        raise ValueError("LightGBM categorical splits are not supported")
     tree: dict[str, list[float]] = {k: [] for k in ("feature", "threshold", "left", "right")}
     tree["value"] = []
 
-    def walk(n: Mapping[str, Any]) -> int:
+    def walk(child: int) -> int:  # LightGBM's child index: a node, or ~leaf
         node = len(tree["feature"])
-        for k in ("feature", "threshold", "left", "right", "value"):
-            tree[k].append(0.0)
-        if "leaf_value" in n or "split_feature" not in n:
-            tree["feature"][node], tree["left"][node], tree["right"][node] = -1, -1, -1
-            tree["value"][node] = float(n.get("leaf_value", 0.0))
+        if child < 0:
+            tree["feature"].append(-1)
+            tree["threshold"].append(0.0)
+            tree["left"].append(-1)
+            tree["right"].append(-1)
+            tree["value"].append(leaves[~child])
             return node
-        if n.get("decision_type", "<=") != "<=":
-            raise ValueError(f"LightGBM split {n.get('decision_type')} is not supported")
-        tree["feature"][node] = int(n["split_feature"])
-        tree["threshold"][node] = float(n["threshold"])
-        tree["left"][node] = walk(n["left_child"])
-        tree["right"][node] = walk(n["right_child"])
+        tree["feature"].append(split[child])
+        tree["threshold"].append(threshold[child])
+        tree["left"].append(0)
+        tree["right"].append(0)
+        tree["value"].append(0.0)
+        tree["left"][node] = walk(left_of[child])
+        tree["right"][node] = walk(right_of[child])
         return node
 
-    walk(root)
+    walk(0 if split else ~0)
     return tree
 
 

@@ -167,13 +167,15 @@ def adapt(
     trees: bool = True,
     own: bool = True,
     workers: int | None = None,
+    base_memo: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The base model (a learned model's JSON doc) adapted to the device of ``records``
     (op records measured there, carrying ``speed``): anchored on the base's units, its
     ``speed`` that of the new device (so each family is re-anchored), its predictions corrected
     per family and per kind (``adapted.corrections``), the new configurations looked up
     exactly (``adapted.table``), the invoke overhead the new device's. ``workers``: processes
-    for the choice of the device's own model (:func:`_own_model`).
+    for the choice of the device's own model (:func:`_own_model`). ``base_memo``: the base's
+    predictions by record key, shared by the folds (filled as they are made).
 
     Raises
     ------
@@ -189,6 +191,10 @@ def adapt(
     anchor = dict(base_doc.get("anchor_speed") or {})
     speed = run_speed(ops)
     base = LearnedCostModel(base_doc)
+    # each record's base prediction is made once: the corrections, the residual trees and every
+    # fold of the own model's choice price the same records with the same base
+    memo: dict[str, Any] = {} if base_memo is None else base_memo
+    base.base_memo = memo
     norm: list[Mapping[str, Any]] = list(normalize_records(ops, anchor))
     if base.kernel_kinds:  # the groups its predictions are corrected by
         norm = [
@@ -216,9 +222,9 @@ def adapt(
         "base_anchor_speed": anchor,
     }
     if trees and len(norm) >= 20:
-        doc["adapted"].update(_residual_trees(doc, norm))
+        doc["adapted"].update(_residual_trees(doc, norm, memo))
     if own and trees and len(norm) >= MIN_OWN:
-        doc["adapted"].update(_own_model(base_doc, doc, ops, workers=workers))
+        doc["adapted"].update(_own_model(base_doc, doc, ops, workers=workers, memo=memo))
     return doc
 
 
@@ -228,6 +234,7 @@ def _own_model(
     ops: Sequence[Mapping[str, Any]],
     *,
     workers: int | None = None,
+    memo: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """``{"own": DOC, "own_weights": {...}, "own_families": [...]}``: a model fitted on the new
     device's records alone, and per kernel family the weight (:data:`OWN_WEIGHTS`) of its log
@@ -248,7 +255,7 @@ def _own_model(
     if workers is None:
         workers = _cpus() if len(ops) >= PARALLEL_OPS else 1
     tasks: list[tuple[Any, ...]] = [
-        *((_fold_hits, base_doc, ops, device, sources, k) for k in range(OWN_FOLDS)),
+        *((_fold_hits, base_doc, ops, device, sources, k, memo) for k in range(OWN_FOLDS)),
         (partial(fit, device=device, sources=sources), ops),
     ]
     *folds, own_doc = _run_all(tasks, workers)
@@ -274,6 +281,7 @@ def _fold_hits(
     device: str,
     sources: Any,
     k: int,
+    memo: dict[str, Any] | None = None,
 ) -> dict[str, list[int]]:
     """Per kernel family, fold ``k``'s held-out ops and how many of them each weight of
     :data:`OWN_WEIGHTS` puts within ±10 %, both sides fitted on the other folds."""
@@ -282,9 +290,10 @@ def _fold_hits(
 
     train = [r for r in ops if fold(r, folds=OWN_FOLDS) != k]
     test = [r for r in ops if fold(r, folds=OWN_FOLDS) == k]
-    doc = adapt(base_doc, train, own=False)
+    doc = adapt(base_doc, train, own=False, base_memo=memo)
     doc["adapted"]["own"] = fit(train, device=device, sources=sources)
     own = LearnedCostModel(doc).with_own_weights(dict.fromkeys(FAMILIES, 1.0))
+    own.base_memo = memo
     corrected = own.with_own_weights({})
     out: dict[str, list[int]] = defaultdict(lambda: [0] * (1 + len(OWN_WEIGHTS)))
     # judged as measured, in the base's units (the own model's re-anchored by predict)
@@ -325,7 +334,11 @@ def _family(r: Mapping[str, Any], model: Any) -> str:
     return family(r["kind"], r.get("inference_type"))
 
 
-def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _residual_trees(
+    doc: Mapping[str, Any],
+    norm: Sequence[Mapping[str, Any]],
+    memo: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """``{"trees": ..., "tree_inputs": ..., "family_trees": {...}}``: boosted trees (LightGBM, as
     JSON lists) on the log residual of the corrected base's net latency, from the tree features
     and that log latency (``"features+log_net"``): one set over every op, and one per kernel
@@ -334,7 +347,8 @@ def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -
     kinds with most records). Adapted to the Zen 4 / 2 threads / builtin kernels from the Zen 3
     model, tuning halves: 61.7 -> 68.6 %, 46.1 -> 50.2 %, 24.1 -> 32.6 % of ops within ±10 %
     (corrections and trees, no model of the device's own; docs/cost-models.md). For a base
-    before version 6, on its gross latency, from the tree features alone."""
+    before version 6, on its gross latency, from the tree features alone. ``memo``: the base's
+    predictions by record key (:func:`adapt`)."""
     import numpy as np
 
     from tacopt.cost_models.learned.fitting.features import op_vector
@@ -342,6 +356,7 @@ def _residual_trees(doc: Mapping[str, Any], norm: Sequence[Mapping[str, Any]]) -
     from tacopt.cost_models.learned.fitting.trees import fit_lightgbm
 
     model = LearnedCostModel(doc)
+    model.base_memo = memo
     rows = [op_vector(r, model.tree_kinds) for r in norm]
     if not model.net_trees:
         base = np.log([model.predict(r).latency_us for r in norm])
