@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     from tacopt.cost_models.learned.measurement.measure import Meter
 
 #: Seconds of the budget kept for fitting, at most a share of it: a quarter in a fresh learn
-#: (3,092 records took 29 s to fit here at load 5-8, under the timing lock; 13,457, 47 s), 40 %
-#: in an adaptation, whose fit chooses the device's own model over five folds (3,690 records:
-#: 133 s in one process, 106 s in two beside a timing run).
-FIT_RESERVE_S = 75.0
-FIT_SHARE, ADAPT_FIT_SHARE = 0.25, 0.4
+#: (13,457 records take 38-40 s to fit on the 2-core Zen 4), 30 % in an adaptation, whose fit
+#: chooses the device's own model over five folds in two processes (3,035 records: 38-43 s;
+#: 5,600: 59-67 s). ``--minutes 3`` adapting measures for 2.1 minutes, ``--minutes 4`` for 3.
+FIT_RESERVE_S = 60.0
+FIT_SHARE, ADAPT_FIT_SHARE = 0.25, 0.3
 #: Quiet samples an op needs before ``learn`` moves on
 #: (:attr:`~tacopt.cost_models.learned.measurement.timing.MeasureConfig.quiet_target`): its
 #: latency is its fastest sample, and waiting for more quiet samples spent 43 % of a loaded run
@@ -108,7 +108,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("-o", "--out", type=Path, required=True, help="model file (.json or .json.gz)")
     p.add_argument(
         "--minutes", type=positive("minutes"), default=None,
-        help="time budget (default 15; 3 with --from)",
+        help="time budget, the fit included (default 15; 3 with --from, which measures for "
+        "2.1 of them; --minutes 4 measures for 3)",
     )  # fmt: skip
     p.add_argument("--from", dest="base", type=Path, help="adapt this learned model file")
     p.add_argument(
@@ -137,7 +138,7 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
     :data:`FIT_SHARE` of it, :data:`ADAPT_FIT_SHARE` adapting), split by the phases' shares.
 
     >>> plan_seconds(FULL_PLAN, 15)["net"], plan_seconds(ADAPT_PLAN, 3)["adapt"]
-    (272.25, 108.0)
+    (277.2, 126.0)
     """
     total = minutes * 60.0
     fit_share = ADAPT_FIT_SHARE if plan == ADAPT_PLAN else FIT_SHARE

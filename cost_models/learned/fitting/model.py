@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`~.fit.fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`;
-the model is plain JSON (format ``tacopt-learned``, version 11), never pickle, and loads as a
+the model is plain JSON (format ``tacopt-learned``, version 12), never pickle, and loads as a
 cost model with ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
@@ -18,7 +18,9 @@ first named by the kernel it runs
 (:func:`~tacopt.cost_models.learned.fitting.features.kernel_kind`, which says what each naming
 fixed): a grouped CONV_2D is a ``CONV_2D_GROUPED`` (version 8), one with one input channel per
 group a ``DEPTHWISE_CONV_2D`` (version 9), a FULLY_CONNECTED of more than one row a 1x1
-``CONV_2D`` (version 11).
+``CONV_2D`` (version 11). Since version 12 the trees see a reduction's ``keep_dims`` and axes,
+and a kind model of reductions steps in its base fit for a global pool kept 4-D
+(:func:`~tacopt.cost_models.learned.fitting.features.global_pool`).
 
 1. ``exact``: the configuration (same
    :func:`~tacopt.cost_models.learned.measurement.singleop.op_key`) was measured.
@@ -79,6 +81,7 @@ from tacopt.cost_models.base import (
 )
 from tacopt.cost_models.learned.fitting.features import (
     FEATURES,
+    FEATURES_BEFORE_12,
     as_kernel_kind,
     design_row,
     op_vector,
@@ -97,7 +100,7 @@ from tacopt.cost_models.movement import predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 11
+VERSION = 12
 
 
 def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
@@ -172,11 +175,14 @@ class LearnedCostModel(CostModelBase):
             #: version 11: a FULLY_CONNECTED of more than one row is a 1x1 CONV_2D's GEMM, and a
             #: pad of the channels copies one run per pixel (copy_runs)
             self.gemm_rows = self.pad_pixels = version >= 11
+            #: version 12: the trees see a reduction's keep_dims and axes (features.FEATURES),
+            #: as the file's tree features say
+            self.reductions = "keep_dims" in (doc.get("tree_features") or [])
             self.tree_kinds = list(doc.get("tree_kinds", []))
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
             self.movement_kinds = None if mk is None else set(mk)
-            self.kind_models = KindModels(doc.get("kind_models", {}))
+            self.kind_models = KindModels(doc.get("kind_models", {}), reductions=self.reductions)
             #: groups priced by a kind model, their own or an alias's (None: every group that
             #: can be)
             kg = doc.get("kind_groups")
@@ -224,12 +230,21 @@ class LearnedCostModel(CostModelBase):
             gross = int(doc.get("version", 1)) >= 2
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CostModelError(f"learned model '{source}': bad or missing field {exc}") from None
-        expected = [*FEATURES, *(f"kind={k}" for k in self.tree_kinds)]
+        features = FEATURES if self.reductions else FEATURES_BEFORE_12
+        expected = [*features, *(f"kind={k}" for k in self.tree_kinds)]
         has_trees = self.trees is not None or bool(self.family_trees)
         if has_trees and list(doc.get("tree_features", expected)) != expected:
             raise CostModelError(
                 f"learned model '{source}': fitted on other tree features (version "
                 f"{doc.get('version')}); refit it with `tacopt fit`"
+            )
+        read = max(
+            (int(t[0].max()) for t in (self.trees, *self.family_trees.values()) if t), default=-1
+        )
+        if read >= len(expected):
+            raise CostModelError(
+                f"learned model '{source}': its trees read tree input {read}, but it names "
+                f"{len(expected)}; refit it with `tacopt fit`"
             )
         if "*" not in self.fits:
             raise CostModelError(f"learned model '{source}': no global fit '*'")
@@ -285,7 +300,7 @@ class LearnedCostModel(CostModelBase):
         net = max(p.latency_us - self.base_overhead_us, self.floor_us) * math.exp(c)
         if self.adapt_trees is None:
             return Prediction(self.overhead_us + net, p.source)
-        row = op_vector(features, self.tree_kinds)
+        row = op_vector(features, self.tree_kinds, reductions=self.reductions)
         if self.adapt_trees_see_net:
             row.append(math.log(net))
         trees = self.adapt_family_trees.get(
@@ -337,7 +352,7 @@ class LearnedCostModel(CostModelBase):
         if self.family_trees:
             trees = self.family_trees.get(family(kind, features.get("inference_type")))
         if trees is not None:
-            x = np.asarray([op_vector(features, self.tree_kinds)])
+            x = np.asarray([op_vector(features, self.tree_kinds, reductions=self.reductions)])
             tree = float(predict_stacked(trees, x)[0])
         if self.net_trees:
             gross = self.base_overhead_us + math.exp(log_net + tree)
