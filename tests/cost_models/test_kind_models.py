@@ -412,3 +412,18 @@ def test_a_model_file_of_version_12_sees_reductions_and_the_shipped_one_of_11_do
     old_features = [*FEATURES_BEFORE_12, *doc["tree_features"][len(FEATURES) :]]
     with pytest.raises(CostModelError, match="its trees read tree input"):
         LearnedCostModel({**doc, "tree_features": old_features})  # trees of 2 more inputs
+
+
+def test_a_shared_base_memo_prices_as_without_it_once_a_record() -> None:
+    """An adaptation shares its base's predictions by record key (``base_memo``): the same
+    predictions, each made once."""
+    rng = np.random.default_rng(2)
+    recs = [mean_record(rng, i) for i in range(80)]
+    doc = fit(recs)
+    plain, memo = LearnedCostModel(doc), LearnedCostModel(doc)
+    memo.base_memo = {}
+    first = [memo.predict(r).latency_us for r in recs]
+    assert first == [plain.predict(r).latency_us for r in recs]
+    assert set(memo.base_memo) == {r["key"] for r in recs}
+    memo.base_memo = {k: type(p)(p.latency_us * 2, p.source) for k, p in memo.base_memo.items()}
+    assert [memo.predict(r).latency_us for r in recs] == [2 * p for p in first]  # read, not made

@@ -479,12 +479,7 @@ def design_row(features: Mapping[str, Any]) -> list[float]:
 
 #: Names of :func:`design_row`'s entries (models fitted before the last two use the first four).
 GROUP_FEATURES = (
-    "1",
-    "log1p(flops)",
-    "log1p(bytes)",
-    "log1p(output elements)",
-    "fused activation",
-    "broadcast",
+    "1", "log1p(flops)", "log1p(bytes)", "log1p(output elements)", "fused activation", "broadcast",
 )
 
 

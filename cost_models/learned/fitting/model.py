@@ -230,8 +230,8 @@ class LearnedCostModel(CostModelBase):
             gross = int(doc.get("version", 1)) >= 2
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CostModelError(f"learned model '{source}': bad or missing field {exc}") from None
-        features = FEATURES if self.reductions else FEATURES_BEFORE_12
-        expected = [*features, *(f"kind={k}" for k in self.tree_kinds)]
+        names = FEATURES if self.reductions else FEATURES_BEFORE_12
+        expected = [*names, *(f"kind={k}" for k in self.tree_kinds)]
         has_trees = self.trees is not None or bool(self.family_trees)
         if has_trees and list(doc.get("tree_features", expected)) != expected:
             raise CostModelError(
