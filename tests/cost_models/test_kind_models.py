@@ -231,7 +231,7 @@ def test_a_fully_connected_of_many_rows_is_priced_as_a_pointwise_conv_from_versi
 
 
 def test_the_shipped_model_prices_a_many_row_fully_connected_as_its_pointwise_conv() -> None:
-    """The shipped model (version 11) prices ViT's 197 x 768 x 3,072 FULLY_CONNECTED as the 1x1
+    """The shipped model (version 11 on) prices ViT's 197 x 768 x 3,072 FULLY_CONNECTED as the 1x1
     CONV_2D XNNPACK runs it as."""
     from tacopt.cost_models.learned.fitting.features import fc_as_pointwise_conv
     from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL
@@ -390,7 +390,14 @@ def test_kind_model_prices_a_kept_global_pool_as_its_own_kernel() -> None:
     assert len(convs["CONV_2D|FLOAT"]["w"]) == 5
 
 
-def test_a_model_file_of_version_12_sees_reductions_and_the_shipped_one_of_11_does_not() -> None:
+#: The model shipped until 2026-11-27 (fitted on a Zen 3, version 11), kept for the Zen 3 -> Zen 4
+#: adaptation and as a file of an older version.
+ZEN3_MODEL = (
+    Path(__file__).parents[2] / "benchmarks" / "results" / "learn_v21" / "learned_cpu_zen3.json.gz"
+)
+
+
+def test_a_model_file_of_version_12_sees_reductions_and_one_of_11_does_not() -> None:
     from tacopt.cost_models.learned.fitting.features import FEATURES, FEATURES_BEFORE_12
     from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL, VERSION
 
@@ -400,14 +407,15 @@ def test_a_model_file_of_version_12_sees_reductions_and_the_shipped_one_of_11_do
         FEATURES
     )
     assert LearnedCostModel(doc).reductions and LearnedCostModel(doc).kind_models.reductions
-    shipped = LearnedCostModel(read_model_doc(DEFAULT_MODEL))
-    assert shipped.doc["version"] == 11 and not shipped.reductions
-    assert not shipped.kind_models.reductions
-    assert all(len(w) == 5 for w in shipped.kind_models.w.values())
+    assert LearnedCostModel(read_model_doc(DEFAULT_MODEL)).reductions  # shipped: version 12
+    zen3 = LearnedCostModel(read_model_doc(ZEN3_MODEL))
+    assert zen3.doc["version"] == 11 and not zen3.reductions
+    assert not zen3.kind_models.reductions
+    assert all(len(w) == 5 for w in zen3.kind_models.w.values())
     pool = next(r for r in (mean_record(rng, i) for i in range(50)) if r["latency_us"] < 1.0)
     assert len(op_vector(pool)) == len(FEATURES)
     assert len(op_vector(pool, reductions=False)) == len(FEATURES_BEFORE_12)
-    assert shipped.predict(pool).latency_us > 0
+    assert zen3.predict(pool).latency_us > 0
     assert LearnedCostModel(doc).predict(pool).latency_us > 0
     old_features = [*FEATURES_BEFORE_12, *doc["tree_features"][len(FEATURES) :]]
     with pytest.raises(CostModelError, match="its trees read tree input"):
