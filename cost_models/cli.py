@@ -50,7 +50,7 @@ def register_measure(subparsers: Any) -> None:
         metavar="N",
         help="measure single ops sampled over each kind's configuration space instead of "
         "models: N of them (one chunk: --seed, --prior, --adapt), or without N the whole "
-        "training sweep of the shipped model (5 chunks, ~27 min here; "
+        "training sweep of the model shipped until 2026-11-26 (5 chunks, ~27 min here; "
         "cost_models/learned/sampling/sweep.py); resumable",
     )
     p.add_argument("--seed", type=int, default=0, help="sweep seed (default 0)")
@@ -219,7 +219,8 @@ def run_measure(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The training sweep of the shipped learned model, chunk by chunk: (seed, prior, ops, adapt).
+#: The training sweep of the learned model shipped until 2026-11-26, chunk by chunk: (seed, prior,
+#: ops, adapt).
 #: ``tacopt measure --sweep --out train.jsonl`` (no N) measures all of it, resumably.
 SWEEP_RECIPE: tuple[tuple[int, str, int, bool], ...] = (
     (0, "generic", 4000, False),

@@ -479,10 +479,13 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
     return view
 
 
-#: The learned model shipped with the package (``--cost-model learned``): ``tacopt learn
-#: --minutes 15`` on an AMD EPYC Zen 3 (AVX2, 2 cores), XNNPACK, 1 thread, its fingerprint in the
-#: file (``benchmarks/results/learn_v7/``; until 2026-11-26 the fit of the AVX-512 machine's sweep
-#: ``benchmarks/results/learned_v5/sweep.jsonl``: docs/cost-models.md has both's figures).
+#: The learned model shipped with the package (``--cost-model learned``): ``tacopt learn`` (15
+#: minutes) on an AMD EPYC Zen 4 (AVX-512 with VNNI, 2 cores), XNNPACK, 1 thread, refitted at
+#: version 12, its fingerprint in the file (``learn_s8a``, ``benchmarks/results/learn_v20/`` and
+#: ``learn_v21/``). Until 2026-11-27 a learn on a Zen 3 (AVX2; kept as
+#: ``benchmarks/results/learn_v21/learned_cpu_zen3.json.gz``), until 2026-11-26 the fit of an
+#: AVX-512 machine's sweep (``benchmarks/results/learned_v5/sweep.jsonl``); docs/cost-models.md
+#: has each one's figures.
 DEFAULT_MODEL = Path(__file__).parents[2] / "data" / "learned_cpu.json.gz"
 
 
