@@ -15,7 +15,12 @@ from tacopt.cost_models.learned.fitting.fit import fit
 from tacopt.cost_models.learned.fitting.kind_models import KindModels, fit_kind_models
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.fitting.trees import predict_stacked
-from tacopt.cost_models.learned.fitting.whole_model import whole_model_terms
+from tacopt.cost_models.learned.fitting.whole_model import (
+    model_ops,
+    records_by_key,
+    spill_level,
+    whole_model_terms,
+)
 from tacopt.cost_models.model_file import model_bytes, read_model_doc
 
 
@@ -284,8 +289,58 @@ def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:
     doc = fit(records)
     assert doc["in_model_scale"] == pytest.approx(1.12, abs=0.01)
     assert doc["per_op_us"] == pytest.approx(0.3, abs=0.05)
-    scale, per_op, trip = whole_model_terms(records, LearnedCostModel(doc))
+    scale, spill, per_op, trip = whole_model_terms(records, LearnedCostModel(doc))
     assert (scale, per_op, trip) == (doc["in_model_scale"], doc["per_op_us"], 0.0)
+    assert spill == doc["in_model_spill"] == 0.0  # records with no caches: no spill to fit
+    assert doc["cache_bytes"] is None
+
+
+def spill_records(rng: np.random.Generator, spill: float) -> list[dict]:
+    """Conv records of a device with a 64 KB L2 and a 4 MB L3, and chains of 2-40 of them run
+    at (1.01 + ``spill`` x their spill level) x their ops' sum."""
+    fp = {"cpu": "test", "l2_bytes": 2**16, "l3_bytes": 2**22, "resolver": "xnnpack"}
+    ops = [{**conv_record(rng, i), "device": "d"} for i in range(120)]
+    records: list[dict] = [{"type": "device", "device": "d", "fingerprint": fp}, *ops]
+    for j in range(40):
+        picked = rng.choice(len(ops), size=int(rng.integers(2, 40)), replace=False)
+        net = sum(ops[k]["latency_us"] - 0.5 for k in picked)
+        moved = sum(ops[k]["bytes"] for k in picked)
+        level = spill_level(moved, (2**16, 2**22))
+        records.append({"type": "model", "model": f"m{j}", "device": "d",
+                        "latency_us": 0.5 + (1.01 + spill * level) * net,
+                        "ops": [[ops[k]["key"], 1] for k in picked]})  # fmt: skip
+    return records
+
+
+def test_whole_model_terms_fit_how_far_a_model_spills_from_the_l2() -> None:
+    # models whose ops move more bytes than the L2 holds run slower per op than short chains
+    # that stay in it (a learn's chains against real models, whole_model.whole_model_terms)
+    records = spill_records(np.random.default_rng(7), 0.2)
+    levels = [spill_level(model_ops(r, records_by_key(records))[1], (2**16, 2**22))
+              for r in records if r["type"] == "model"]  # fmt: skip
+    assert min(levels) < 0.5 < max(levels)  # the chains span the range
+    doc = fit(records)
+    assert doc["cache_bytes"] == [2**16, 2**22]
+    assert doc["in_model_scale"] == pytest.approx(1.01, abs=0.01)
+    assert doc["in_model_spill"] == pytest.approx(0.2, abs=0.02)
+    m = LearnedCostModel(json.loads(json.dumps(doc)))
+    assert m.in_model_scale(2**10) == doc["in_model_scale"]
+    assert m.in_model_scale(2**30) == pytest.approx(doc["in_model_scale"] + doc["in_model_spill"])
+    by_key = records_by_key(records)
+    for r in records[-5:]:  # a whole model's price uses its own spill
+        assert m.predict_model(r, by_key) == pytest.approx(r["latency_us"], rel=0.05)
+    # a file before the spill prices every model at its one scale
+    old = LearnedCostModel({k: v for k, v in doc.items() if k not in ("in_model_spill",)})
+    raw = old.predict_model(records[-1], by_key, raw=True) - old.overhead_us
+    assert old.predict_model(records[-1], by_key) == pytest.approx(
+        old.overhead_us + doc["in_model_scale"] * raw + doc["per_op_us"] * model_ops(
+            records[-1], by_key)[0])  # fmt: skip
+
+
+def test_no_spill_without_caches_or_models_that_spill() -> None:
+    assert spill_level(2**40, None) == spill_level(2**40, (2**20, 0)) == 0.0
+    assert spill_level(2**40, (2**22, 2**20)) == 0.0  # an L3 smaller than the L2: no range
+    assert spill_level(2**21, (2**20, 2**22)) == pytest.approx(0.5)
 
 
 def test_whole_model_terms_take_a_model_timed_below_the_invoke_overhead() -> None:

@@ -576,3 +576,27 @@ def test_a_channel_pad_copies_one_run_per_pixel_and_older_models_count_as_before
     assert LearnedCostModel(doc).pad_pixels and LearnedCostModel(doc).gemm_rows
     assert not LearnedCostModel({**doc, "version": 10}).pad_pixels
     assert not LearnedCostModel({**doc, "version": 10}).gemm_rows
+
+
+def test_op_cost_scales_by_how_far_the_models_data_spill() -> None:
+    # inside a model whose ops move more bytes than the L2 holds, an op costs more than in one
+    # that stays in it (whole_model.spill_level); a model file without a spill prices as before
+    from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL
+    from tacopt.cost_models.learned.fitting.whole_model import spill_level
+    from tacopt.cost_models.learned.measurement.singleop import op_features
+    from tacopt.cost_models.model_file import read_model_doc
+
+    doc = read_model_doc(DEFAULT_MODEL)
+    plain = LearnedCostModel({**doc, "in_model_spill": 0.0})
+    spills = LearnedCostModel({**doc, "in_model_spill": 0.5, "cache_bytes": [2**10, 2**20]})
+    scale, per_op = doc["in_model_scale"], doc["per_op_us"]
+    for n in (8, 1024):  # 0.2 KB of data, then 4 MB of weights
+        G = small_model(n)
+        moved = sum(op_features(G, v, root=G)["bytes"] for v in G.nodes)
+        level = spill_level(moved, (2**10, 2**20))
+        assert level == (0.0 if n == 8 else 1.0)
+        for v in G.nodes:
+            base = plain.op_cost(G, v, "CPU", "FLOAT") - per_op
+            assert spills.op_cost(G, v, "CPU", "FLOAT") - per_op == pytest.approx(
+                base * (scale + 0.5 * level) / scale
+            )

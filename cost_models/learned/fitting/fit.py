@@ -32,6 +32,7 @@ from tacopt.cost_models.learned.fitting.sources import choose_sources
 from tacopt.cost_models.learned.fitting.trees import LIGHTGBM_PARAMS, fit_lightgbm
 from tacopt.cost_models.learned.fitting.whole_model import (
     FLOOR_US,
+    cache_bytes,
     conversion_rate,
     gemm_rate,
     net_latency,
@@ -215,6 +216,7 @@ def _fit(
         "overhead_us": statistics.median(r.get("overhead_us", 0.0) for r in ops),
         "net_floor_us": FLOOR_US,
         "in_model_scale": 1.0,
+        "in_model_spill": 0.0,
         "per_op_us": 0.0,
         "while_trip_us": 0.0,
         "conversion_us_per_element": conversion_rate(ops),
@@ -255,7 +257,8 @@ def _fit(
             *(family_group(g) for g in family_groups),
         }
         model["kind_models"] = fit_kind_models(ops, learner, groups=needed)
-    model["in_model_scale"], model["per_op_us"], model["while_trip_us"] = whole_model_terms(
-        records, LearnedCostModel(model)
-    )
+    model["cache_bytes"] = cache_bytes(records)
+    terms = whole_model_terms(records, LearnedCostModel(model))
+    model["in_model_scale"], model["in_model_spill"], model["per_op_us"] = terms[:3]
+    model["while_trip_us"] = terms[3]
     return model

@@ -1,11 +1,11 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`~.fit.fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`;
-the model is plain JSON (format ``tacopt-learned``, version 12), never pickle, and loads as a
+the model is plain JSON (format ``tacopt-learned``, version 13), never pickle, and loads as a
 cost model with ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
-latency *inside a model*: the prediction net of that overhead, times ``in_model_scale``, plus
-``per_op_us``.
+latency *inside a model*: the prediction net of that overhead, times the in-model scale of the
+graph it is in (:meth:`LearnedCostModel.in_model_scale`), plus ``per_op_us``.
 
 Every fitted part works on the log of the *net* latency, the invoke overhead added back once:
 an op of 0.9 us is 0.68 us of overhead and 0.22 us of work, and a fit of the gross latency in
@@ -43,11 +43,13 @@ and a kind model of reductions steps in its base fit for a global pool kept 4-D
 6. ``fallback``: a kind never measured: the global fit and the trees, at least a GEMM of its
    FLOPs (``fallback_flops_per_us``); ``strict=True`` raises :class:`CostModelError` instead.
 
-Whole models (:meth:`LearnedCostModel.predict_model`): one invoke overhead + ``in_model_scale`` x
-the sum of net op latencies + ``per_op_us`` per op + ``while_trip_us`` per WHILE trip; the terms
-are fitted on the training models' measured latencies
-(:func:`~tacopt.cost_models.learned.fitting.whole_model.whole_model_terms`). Quantize / dequantize
-at a boundary cost ``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE records).
+Whole models (:meth:`LearnedCostModel.predict_model`): one invoke overhead + ``in_model_scale``
+(+ ``in_model_spill`` x how far the model's data spill from the L2 towards the L3 of the
+training device, ``cache_bytes``: version 13) x the sum of net op latencies + ``per_op_us`` per
+op + ``while_trip_us`` per WHILE trip; the terms are fitted on the training models' measured
+latencies (:func:`~tacopt.cost_models.learned.fitting.whole_model.whole_model_terms`). Quantize /
+dequantize at a boundary cost ``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE
+records).
 
 Times are in the units of one machine (``anchor_speed``; records are normalized by the speed
 measured beside them, :mod:`~tacopt.cost_models.learned.measurement.speed`); ``op_cost`` converts
@@ -64,6 +66,7 @@ from __future__ import annotations
 
 import copy
 import math
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,7 +91,11 @@ from tacopt.cost_models.learned.fitting.features import (
 )
 from tacopt.cost_models.learned.fitting.kind_models import KindModels, group_of
 from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_trees
-from tacopt.cost_models.learned.fitting.whole_model import LEGACY_FLOOR_US
+from tacopt.cost_models.learned.fitting.whole_model import (
+    LEGACY_FLOOR_US,
+    model_ops,
+    spill_level,
+)
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 from tacopt.cost_models.learned.measurement.speed import (
     family,
@@ -100,7 +107,7 @@ from tacopt.cost_models.movement import predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 12
+VERSION = 13
 
 
 def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
@@ -139,7 +146,7 @@ class LearnedCostModel(CostModelBase):
     """A fitted model (the dict from :func:`~.fit.fit`) as a cost model in microseconds.
 
     ``op_cost`` is the latency of the op inside a model: the predicted single-op latency net of
-    the invoke overhead, times ``in_model_scale``.
+    the invoke overhead, times the model's in-model scale.
     """
 
     name = "learned"
@@ -218,6 +225,11 @@ class LearnedCostModel(CostModelBase):
             #: the least net latency it fitted on and predicts (whole_model.FLOOR_US)
             self.floor_us = float(doc.get("net_floor_us", LEGACY_FLOOR_US))
             self.scale = float(doc.get("in_model_scale", 1.0))
+            #: how much more an op costs inside a model whose data spill from the L2 to the L3
+            #: of the training device (``cache_bytes``; whole_model.spill_level); files before:
+            #: none
+            self.spill = float(doc.get("in_model_spill", 0.0))
+            self.cache_bytes = [float(b) for b in doc.get("cache_bytes") or []] or None
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
             self.per_op_us = float(doc.get("per_op_us", 0.0))
             self.conversion_us = float(doc.get("conversion_us_per_element", 0.0))
@@ -260,6 +272,9 @@ class LearnedCostModel(CostModelBase):
         #: models of the same base (an adaptation prices each record's base many times over;
         #: :func:`~tacopt.cost_models.learned.sampling.adapt.adapt`); None: not kept
         self.base_memo: dict[str, Prediction] | None = None
+        #: per model graph priced (weakly held): its (nodes, edges) and its ops' bytes
+        self._graph_bytes: weakref.WeakKeyDictionary[nx.MultiDiGraph, tuple[tuple[int, int], float]]
+        self._graph_bytes = weakref.WeakKeyDictionary()
 
     def predict(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
@@ -397,10 +412,11 @@ class LearnedCostModel(CostModelBase):
         raw: bool = False,
     ) -> float:
         """Predicted whole-model latency (us) for a ``model`` record: one invoke overhead +
-        ``in_model_scale`` x the net op latencies + ``per_op_us`` per op + the per-trip loop
+        the in-model scale of the bytes its ops move (:meth:`in_model_scale`) x the net op
+        latencies + ``per_op_us`` per op + the per-trip loop
         overhead (``raw``: the overhead and the plain sum of net op latencies). Ops the record
         lists as ``absorbed`` (a PAD XNNPACK adds to the next convolution) count for nothing."""
-        total, ops = 0.0, 0
+        total = 0.0
         absorbed = dict(model_record.get("absorbed", []))  # (measure: absorbed_reason)
         for key, count in model_record["ops"]:
             rec = by_key.get(key)
@@ -411,43 +427,72 @@ class LearnedCostModel(CostModelBase):
                 continue
             # an op that could not run alone (skip record) is predicted from its features
             total += count * self.predict_net(rec, key=key if rec.get("type") == "op" else None)
-            ops += count
         if raw:
             return self.overhead_us + total
-        total = self.overhead_us + self.scale * total + self.per_op_us * ops
+        ops, moved = model_ops(model_record, by_key)
+        total = self.overhead_us + self.in_model_scale(moved) * total + self.per_op_us * ops
         if with_loops:
             total += self.while_trip_us * model_record.get("loop_trips", 0.0)
         return total
 
+    def in_model_scale(self, model_bytes: float) -> float:
+        """How much slower an op runs inside a model whose ops read and write ``model_bytes`` per
+        invoke than alone: ``in_model_scale`` + ``in_model_spill`` x its spill level."""
+        return self.scale + self.spill * spill_level(model_bytes, self.cache_bytes)
+
     def op_cost(
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
     ) -> float | None:
-        """Predicted latency (us) of op ``node`` inside a model on this model's device."""
-        from tacopt.cost_models.learned.measurement.singleop import (
-            absorbed_reason,
-            folded_reason,
-            op_features,
-            op_key,
-        )
-
+        """Predicted latency (us) of op ``node`` inside a model on this model's device (the
+        model: ``G``, whose ops' bytes set the in-model scale, :meth:`in_model_scale`)."""
         self.check_device(device)
         check_inference_type(inference_type, model=self.name)
         if node not in G:
             raise CostModelError(f"cost model 'learned': op '{node}' is not in the graph")
+        return self._op_cost(G, node, inference_type, self._graph_scale(G))
+
+    def _op_cost(self, G: nx.MultiDiGraph, node: str, inference_type: str, scale: float) -> float:
+        from tacopt.cost_models.learned.measurement.singleop import op_features, op_key
+
         op = G.nodes[node]["op"]
         if op.kind == "WHILE":
-            return self._while_cost(G, node, device, inference_type)
-        if op.kind in UNMEASURABLE or folded_reason(G, node) is not None:
-            return 0.0  # state, or an op of constants: computed once, at init
-        if self.resolver == "xnnpack" and absorbed_reason(G, node) is not None:
-            return 0.0  # a PAD XNNPACK adds to the next convolution's padding
+            return self._while_cost(G, node, inference_type, scale)
+        if not self._runs(G, node):
+            return 0.0  # state, an op of constants (computed once, at init), an absorbed PAD
         feats = op_features(G, node, root=G)
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type
-        net = self.scale * self.predict_net(feats, key=key) + self.per_op_us
+        net = scale * self.predict_net(feats, key=key) + self.per_op_us
         return self.speed_factors[reference_family(op.kind, inference_type)] * net
 
-    def _while_cost(self, G: nx.MultiDiGraph, node: str, device: str, itype: str) -> float:
+    def _runs(self, G: nx.MultiDiGraph, node: str) -> bool:
+        """Whether an op (not a WHILE) costs anything per invoke: not state, not an op of
+        constants (folded at init), not a PAD XNNPACK adds to the next convolution's padding."""
+        from tacopt.cost_models.learned.measurement.singleop import absorbed_reason, folded_reason
+
+        if G.nodes[node]["op"].kind in UNMEASURABLE or folded_reason(G, node) is not None:
+            return False
+        return self.resolver != "xnnpack" or absorbed_reason(G, node) is None
+
+    def _graph_scale(self, G: nx.MultiDiGraph) -> float:
+        """The in-model scale of the ops of model ``G``: from the bytes its top-level ops read
+        and write per invoke (a loop's body ops count once: its trips reuse their data),
+        computed once per graph of a given size."""
+        if not self.spill:
+            return self.scale
+        from tacopt.cost_models.learned.measurement.singleop import op_features
+
+        size = (G.number_of_nodes(), G.number_of_edges())
+        known = self._graph_bytes.get(G)
+        if known is None or known[0] != size:
+            moved = 0.0
+            for n in G.nodes:
+                if G.nodes[n]["op"].kind != "WHILE" and self._runs(G, n):
+                    moved += float(op_features(G, n, root=G)["bytes"])
+            known = self._graph_bytes[G] = (size, moved)
+        return self.in_model_scale(known[1])
+
+    def _while_cost(self, G: nx.MultiDiGraph, node: str, itype: str, scale: float) -> float:
         op = G.nodes[node]["op"]
         trips, _ = trip_count(G, node, root=G)
         subs = G.graph.get("subgraphs", {})
@@ -456,8 +501,7 @@ class LearnedCostModel(CostModelBase):
             S = subs[op.options[part]]
             S_root = _with_subgraphs(S, subs)
             for n in S.nodes:
-                c = self.op_cost(S_root, n, device, itype)
-                total += mult * (c or 0.0)
+                total += mult * self._op_cost(S_root, n, itype, scale)
         return total
 
     def link_cost(self, src_device: str, dst_device: str) -> LinkCost:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 
 #: The least net latency (us) a fit sees or a prediction gives. An op that does next to nothing
@@ -45,46 +46,101 @@ def conversion_rate(ops: Sequence[Mapping[str, Any]]) -> float:
     return round(statistics.median(rates), 8) if rates else 0.0
 
 
+def spill_level(model_bytes: float, cache_bytes: Sequence[float] | None) -> float:
+    """How far a model's data spills out of a core's L2 cache, 0 to 1: 0 at or below the L2's
+    size (``cache_bytes = (l2, l3)``), 1 at or beyond the L3's, log-linear between; 0 when the
+    caches are unknown.
+
+    >>> spill_level(2**20, (2**20, 2**25)), spill_level(2**25, (2**20, 2**25))
+    (0.0, 1.0)
+    >>> round(spill_level(2**22, (2**20, 2**25)), 6), spill_level(2**30, None)
+    (0.4, 0.0)
+    """
+    if not cache_bytes or len(cache_bytes) != 2 or not all(cache_bytes):
+        return 0.0
+    l2, l3 = (float(b) for b in cache_bytes)
+    if l3 <= l2 or model_bytes <= l2:
+        return 0.0
+    return min(math.log(model_bytes / l2) / math.log(l3 / l2), 1.0)
+
+
 def whole_model_terms(
     records: Sequence[Mapping[str, Any]], model: Any
-) -> tuple[float, float, float]:
-    """``(in_model_scale, per_op_us, while_trip_us)`` from the training models' whole-model
-    latencies.
+) -> tuple[float, float, float, float]:
+    """``(in_model_scale, in_model_spill, per_op_us, while_trip_us)`` from the training models'
+    whole-model latencies.
 
-    Inside a model an op is slower than alone (its weights and inputs no longer stay in a
-    core's cache between runs: ``in_model_scale`` x its net latency) and each op costs the
-    interpreter and delegate a dispatch (``per_op_us``). Both are fitted together on the
-    loop-free models, (model latency - one invoke overhead) ~ scale x (sum of single-op net
-    latencies) + per_op x (ops), by least squares on relative errors with a robust loss
-    (``soft_l1``: a few models the runtime runs differently do not pull the fit), over every
-    loop-free model. ``while_trip_us`` is then the median leftover per loop trip over the
-    models with WHILE loops.
+    Inside a model an op is slower than alone: alone, its weights and inputs stay in a core's
+    cache from one run to the next; in a model, the other ops' data pass through between two of
+    its runs. Its net latency is scaled by ``in_model_scale + in_model_spill x s``, ``s`` the
+    model's :func:`spill_level` (how far the bytes its ops read and write per invoke, the
+    records' ``bytes``, overflow the L2 towards the size of the L3; the training device's
+    caches, ``cache_bytes``). Each op also costs the interpreter and delegate a dispatch
+    (``per_op_us``). The three are fitted together on the loop-free models, (model latency -
+    one invoke overhead) ~ (scale + spill x s) x (sum of single-op net latencies) + per_op x
+    (ops), by least squares on relative errors with a robust loss (``soft_l1``: a few models the
+    runtime runs differently do not pull the fit), over every loop-free model.
+    ``while_trip_us`` is then the median leftover per loop trip over the models with WHILE
+    loops.
 
-    Every loop-free model, not only those of 8 ops or more: a learn's models of 8 ops or more
-    are its network chains (blocks of MobileNet V3, sampled), whose ratio of whole to summed
-    latency varied 1.006-1.057 at the median from learn to learn on one Zen 4, while its
-    2-6-op chains held at 1.004-1.011. On their own they gave scales of 1.027-1.078 over four
-    learns; with every model 1.020-1.035. Median whole-model error on the zoo's tuning half over
-    those learns: 3.3-5.9 % before, 4.1-5.0 % after (and :data:`FLOOR_US` at 0.02 us).
+    Why the spill: a learn's models are short chains, most of whose data fit in the L2, while
+    real models' rarely do. In seven Zen 4 learns the chains whose ops move under 8 MB ran at
+    1.00-1.01x their ops' sum at the median, those over the 32 MB L3 at 1.05-1.10x, and the
+    zoo's tuning half at 1.05x; one scale for all (1.008-1.052 over the learns) priced the
+    tuning half's models at a median error of 3.0-6.4 % (mean 4.3), with the spill 2.4-5.4 %
+    (mean 3.7; docs/cost-models.md).
+
+    Every loop-free model, not only those of 8 ops or more (on their own they gave scales of
+    1.027-1.078 over four learns, a median whole-model error of 3.3-5.9 %).
     """
     by_key = records_by_key(records)
-    rows: list[tuple[float, float, float]] = []  # (measured, op sum, ops)
-    loops: list[tuple[float, float, float, float]] = []  # (measured, op sum, ops, trips)
+    caches = cache_bytes(records)
+    rows: list[tuple[float, float, float, float]] = []  # (measured, op sum, ops, spill)
+    loops: list[tuple[float, float, float, float, float]] = []  # (... , trips)
     for r in records:
         if r.get("type") != "model" or not r.get("latency_us"):
             continue
         net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
-        absorbed = dict(r.get("absorbed", []))  # fused into their consumer: not dispatched
-        n = float(sum(c - absorbed.get(k, 0.0) for k, c in r["ops"] if _counted(by_key.get(k))))
+        n, moved = model_ops(r, by_key)
         # a tiny model can be timed below the median invoke overhead: floored, not log(<= 0)
         measured = max(r["latency_us"] - model.overhead_us, FLOOR_US)
+        spill = spill_level(moved, caches)
         if r.get("loop_trips"):
-            loops.append((measured, net, n, r["loop_trips"]))
+            loops.append((measured, net, n, spill, r["loop_trips"]))
         elif net > 0:
-            rows.append((measured, net, n))
-    scale, per_op = _fit_scale(rows)
-    per_trip = [max(y - scale * net - per_op * n, 0.0) / trips for y, net, n, trips in loops]
-    return scale, per_op, round(statistics.median(per_trip), 4) if per_trip else 0.0
+            rows.append((measured, net, n, spill))
+    scale, spill_w, per_op = _fit_scale(rows)
+    per_trip = [
+        max(y - (scale + spill_w * s) * net - per_op * n, 0.0) / trips
+        for y, net, n, s, trips in loops
+    ]
+    return scale, spill_w, per_op, round(statistics.median(per_trip), 4) if per_trip else 0.0
+
+
+def model_ops(
+    model_record: Mapping[str, Any], by_key: Mapping[str, Mapping[str, Any]]
+) -> tuple[float, float]:
+    """``(ops, bytes)``: how many ops a ``model`` record runs per invoke and the bytes they read
+    and write (the op records' ``bytes``); ops fused into their consumer (``absorbed``) and
+    those a model does not run (WHILE, variables) left out."""
+    absorbed = dict(model_record.get("absorbed", []))
+    n = moved = 0.0
+    for key, count in model_record["ops"]:
+        rec = by_key.get(key)
+        count -= absorbed.get(key, 0.0)
+        if count > 0 and _counted(rec):
+            n += count
+            moved += count * float(rec.get("bytes", 0.0))  # type: ignore[union-attr]
+    return n, moved
+
+
+def cache_bytes(records: Iterable[Mapping[str, Any]]) -> list[int] | None:
+    """``[l2, l3]``: the cache sizes of the device the records were measured on (its
+    fingerprint), None when unknown."""
+    fp = records_fingerprint(records)
+    if not fp or not fp.get("l2_bytes") or not fp.get("l3_bytes"):
+        return None
+    return [int(fp["l2_bytes"]), int(fp["l3_bytes"])]
 
 
 def _counted(rec: Mapping[str, Any] | None) -> bool:
@@ -92,27 +148,28 @@ def _counted(rec: Mapping[str, Any] | None) -> bool:
     return rec is not None and rec.get("kind") not in UNMEASURABLE and "inputs" in rec
 
 
-def _fit_scale(rows: Sequence[tuple[float, float, float]]) -> tuple[float, float]:
-    """``(scale, per_op)`` minimizing the robust log ratio of scale x sum + per_op x ops to the
-    measured latency (symmetric: a relative error is bounded by -1 below and not above, so a
-    few models measured far below their ops' sum pulled the scale down: two XNNPACK threads
-    under load, models at 0.16-3.2x their sums, median 1.07, gave 0.34);
-    ``(median ratio, 0)`` with fewer than 3 models."""
+def _fit_scale(rows: Sequence[tuple[float, float, float, float]]) -> tuple[float, float, float]:
+    """``(scale, spill, per_op)`` minimizing the robust log ratio of (scale + spill x s) x sum +
+    per_op x ops to the measured latency (symmetric: a relative error is bounded by -1 below and
+    not above, so a few models measured far below their ops' sum pulled the scale down: two
+    XNNPACK threads under load, models at 0.16-3.2x their sums, median 1.07, gave 0.34);
+    ``(median ratio, 0, 0)`` with fewer than 3 models; no spill when no model spills."""
     if not rows:
-        return 1.0, 0.0
-    y, a, n = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
+        return 1.0, 0.0, 0.0
+    y, a, n, s = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
     if len(rows) < 3:
-        return round(float(np.median(y / a)), 4), 0.0
+        return round(float(np.median(y / a)), 4), 0.0, 0.0
     from scipy.optimize import least_squares
 
+    top = 4.0 if s.any() else 1e-12  # nothing to fit it on: held at 0
     fit = least_squares(
-        lambda p: np.log((p[0] * a + p[1] * n) / y),
-        x0=[float(np.clip(np.median(y / a), 0.25, 4.0)), 0.0],
-        bounds=([0.25, 0.0], [4.0, 100.0]),
+        lambda p: np.log(((p[0] + p[2] * s) * a + p[1] * n) / y),
+        x0=[float(np.clip(np.median(y / a), 0.25, 4.0)), 0.0, 0.0],
+        bounds=([0.25, 0.0, 0.0], [4.0, 100.0, top]),
         loss="soft_l1",
         f_scale=0.05,
     )
-    return round(float(fit.x[0]), 4), round(float(fit.x[1]), 4)
+    return round(float(fit.x[0]), 4), round(float(fit.x[2]), 4), round(float(fit.x[1]), 4)
 
 
 def records_by_key(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:

@@ -377,12 +377,23 @@ SAMPLERS.update(
 )
 
 
+#: How many times a network chain repeats its blocks (fresh weights each time, same shapes, so
+#: no op configuration to time more), drawn with equal odds: real networks repeat a stage's
+#: block, and the bytes a model moves per invoke set how much slower its ops run than alone
+#: (``whole_model.spill_level``). Two or three blocks moved under 8 MB in most chains of seven
+#: Zen 4 learns, ran at 1.00x their ops' sum, and left the spill past a 32 MB L3 to a few.
+CHAIN_REPEATS = (1, 2, 4, 8)
+#: The most multiply-accumulates a repeated chain runs per invoke (its blocks x repeats; a
+#: chain of 1e9 runs ~20-40 ms here, float).
+CHAIN_MACS = 1e9
+
+
 def sample_net_chain(seed: int, i: int) -> nx.MultiDiGraph:
-    """A small float network of one stage (2-3 blocks): inverted residuals (1x1 expand,
+    """A small float network of one stage: 2-3 blocks, inverted residuals (1x1 expand,
     depthwise 3x3, squeeze-and-excitation, 1x1 project, residual ADD) or bottlenecks (1x1,
-    3x3, 1x1 with up to megabytes of weights), then maybe a global MEAN. Its whole latency
-    against its ops' sum fits how ops slow down inside a model when their weights no longer stay
-    in cache between runs.
+    3x3, 1x1 with up to megabytes of weights), repeated 1-8 times (:data:`CHAIN_REPEATS`), then
+    maybe a global MEAN. Its whole latency against its ops' sum fits how ops slow down inside a
+    model when their weights and inputs no longer stay in cache between runs.
 
     >>> G = sample_net_chain(3, 0)
     >>> len(G) >= 4
@@ -400,19 +411,24 @@ def sample_net_chain(seed: int, i: int) -> nx.MultiDiGraph:
         w = rng.normal(0, 0.1, (cout, k, k, cin))
         return str(b.op("CONV_2D", x, w, np.zeros(cout), fused_activation_function=act))
 
-    for _ in range(int(rng.integers(2, 4))):
-        e = int(rng.choice([4, 6]))
-        if rng.random() < 0.5:  # inverted residual with squeeze-and-excitation
+    q = max(8, c // 4)
+    plan = [(int(rng.choice([4, 6])), bool(rng.random() < 0.5)) for _ in range(rng.integers(2, 4))]
+    macs = sum(h * h * (2 * c * c * e + 9 * c * e) if inverted else h * h * (2 * c * q + 9 * q * q)
+               for e, inverted in plan)  # fmt: skip
+    repeats = int(rng.choice(CHAIN_REPEATS))
+    while repeats > 1 and macs * repeats > CHAIN_MACS:
+        repeats //= 2
+    for e, inverted in plan * repeats:
+        if inverted:  # inverted residual with squeeze-and-excitation
             y = conv(x, c, c * e)
             y = str(b.op("DEPTHWISE_CONV_2D", y, rng.normal(0, 0.1, (1, 3, 3, c * e)),
                          np.zeros(c * e), fused_activation_function="RELU6"))  # fmt: skip
             s = str(b.op("MEAN", y, np.array([1, 2], np.int32), keep_dims=True))
-            s = conv(conv(s, c * e, max(8, c // 4), act="RELU"), max(8, c // 4), c * e, act="NONE")
+            s = conv(conv(s, c * e, q, act="RELU"), q, c * e, act="NONE")
             y = str(b.op("MUL", y, str(b.op("LOGISTIC", s))))
             y = conv(y, c * e, c, act="NONE")
         else:  # bottleneck
-            y = conv(conv(conv(x, c, max(8, c // 4)), max(8, c // 4), max(8, c // 4), k=3),
-                     max(8, c // 4), c, act="NONE")  # fmt: skip
+            y = conv(conv(conv(x, c, q), q, q, k=3), q, c, act="NONE")
         x = str(b.op("ADD", x, y))
     if rng.random() < 0.5:
         x = str(b.op("MEAN", x, np.array([1, 2], np.int32), keep_dims=False))
