@@ -68,11 +68,24 @@ def register_inspect_model(subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print it as JSON")
 
 
+#: The fields of a learned model file that add its ops up to a whole model
+#: (:func:`tacopt.cost_models.learned.fitting.whole_model.whole_model_terms`).
+WHOLE_MODEL_TERMS = (
+    "in_model_scale",
+    "in_model_spill",
+    "cache_bytes",
+    "per_op_us",
+    "while_trip_us",
+)
+
+
 def run_inspect_model(args: argparse.Namespace) -> int:
     """What a learned model file is: its device fingerprint, training data, calibration.
 
     Print a learned model file's device fingerprint (CPU, ISA extensions, cores, LiteRT version,
-    op resolver / delegate, threads), what it was trained on, its calibration, what it was
+    op resolver / delegate, threads), what it was trained on, its calibration, how it adds its
+    ops up to a whole model (the in-model scale and spill, the training device's L2 and L3
+    sizes, the cost per op and per loop trip), what it was
     adapted from (``tacopt learn --from``), and whether this machine is the device it was fitted
     on.
     """
@@ -95,6 +108,7 @@ def run_inspect_model(args: argparse.Namespace) -> int:
         "fingerprint": fp,
         "trained_on": doc.get("trained_on"),
         "calibrated": doc.get("calibrated"),
+        "whole_model": {k: doc.get(k) for k in WHOLE_MODEL_TERMS},
         "this_machine": host,
         "differences": diff,
     }
@@ -118,6 +132,8 @@ def run_inspect_model(args: argparse.Namespace) -> int:
         print(f"trained on: {json.dumps(doc['trained_on'], sort_keys=True)}")
     if doc.get("calibrated"):
         print(f"calibrated: {json.dumps(doc['calibrated'], sort_keys=True)}")
+    terms = ", ".join(f"{k} {json.dumps(v)}" for k, v in info["whole_model"].items())
+    print(f"whole models: {terms}")
     if adapted:
         a = info["adapted"]
         own = ", ".join(f"{f} (weight {w:g})" for f, w in sorted(a["own_weights"].items()))

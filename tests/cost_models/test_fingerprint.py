@@ -121,9 +121,12 @@ def test_fit_stores_the_fingerprint_and_inspect_evaluate_print_it(
     assert main(["inspect-model", str(path), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert info["fingerprint"] == doc["fingerprint"] and info["differences"] == []
+    assert info["whole_model"]["in_model_scale"] == doc["in_model_scale"] > 0
+    assert info["whole_model"]["cache_bytes"] == doc["cache_bytes"]
     assert main(["inspect-model", str(path)]) == 0
     text = capsys.readouterr().out
     assert f"fitted on: {describe(doc['fingerprint'])}" in text and "same device: yes" in text
+    assert f"whole models: in_model_scale {doc['in_model_scale']}, in_model_spill" in text
     assert main(["evaluate", str(path), str(recs_path), "--json"]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["fingerprints"]["model"] == res["fingerprints"]["records"] == doc["fingerprint"]
