@@ -18,6 +18,7 @@ from tacopt.cost_models.protocol import (
     LinkCost,
     check_cost,
     check_costs,
+    for_model,
     view_cost,
 )
 
@@ -72,6 +73,11 @@ class CheckedCostModel:
         self, G: nx.MultiDiGraph, nodes: Sequence[str], device: str, inference_type: str
     ) -> float | None:
         return view_cost(self.inner, G, list(nodes), device, inference_type)
+
+    def for_model(self, G: nx.MultiDiGraph) -> CheckedCostModel:
+        """The inner model bound to model graph ``G`` (:func:`for_model`), still checked."""
+        bound = for_model(self.inner, G)
+        return self if bound is self.inner else CheckedCostModel(bound)
 
     def link_cost(self, src_device: str, dst_device: str) -> LinkCost:
         link = self.inner.link_cost(src_device, dst_device)
@@ -133,6 +139,10 @@ class FallbackCostModel(CostModelBase):
             f"cost model '{self.name}': no model in the chain knows device '{device}' "
             f"(known: {', '.join(self.devices)})"
         )
+
+    def for_model(self, G: nx.MultiDiGraph) -> FallbackCostModel:
+        """The chain with each of its models bound to model graph ``G`` (:func:`for_model`)."""
+        return FallbackCostModel([for_model(m, G) for m in self.models])
 
     def op_cost(
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str

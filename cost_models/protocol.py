@@ -15,6 +15,10 @@ A cost model answers four questions for the partitioner:
 
 A model may also answer ``view_cost(G, nodes, device, inference_type)`` (TAC's ``GetFuncCost``:
 the cost of running ops together); :func:`view_cost` uses it when present, else sums the op costs.
+And ``for_model(G)``: the model to price the parts of model ``G`` with, when what an op costs
+depends on the whole model and not only on the part it is priced in (the learned model: how far
+the model's data spill from the caches); :func:`for_model` uses it when present, else the model
+itself. The partitioner binds its cost model to the model it partitions before pricing views.
 
 A cost model only prices: which device runs which op is the device's own record
 (:mod:`tacopt.partitioner.targets`). It says "cannot price" only for what a device allows but the
@@ -60,6 +64,7 @@ __all__ = [
     "check_cost",
     "check_costs",
     "check_inference_type",
+    "for_model",
     "needs_conversion",
     "priced",
     "view_cost",
@@ -263,6 +268,22 @@ def _sum(costs: np.ndarray) -> float | None:
     if np.ma.getmaskarray(costs).any():
         return None
     return float(np.ma.getdata(costs).sum())
+
+
+def for_model(model: CostModel, G: nx.MultiDiGraph) -> CostModel:
+    """``model`` bound to model graph ``G`` (its ``for_model``), to price the parts cut from
+    ``G``; the model itself when its class has no ``for_model`` (one a wrapper forwards to an
+    inner model by ``__getattr__`` does not count: binding the inner model would drop the
+    wrapper).
+
+    >>> from tacopt.cost_models.base import get_cost_model
+    >>> from tacopt.fusion.ir import make_graph
+    >>> tac = get_cost_model("tac", checked=False)
+    >>> for_model(tac, make_graph("g", [], [], [], [])) is tac
+    True
+    """
+    bind = getattr(type(model), "for_model", None)
+    return model if bind is None else bind(model, G)
 
 
 def view_cost(

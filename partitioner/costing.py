@@ -36,7 +36,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from tacopt.cost_models.base import CostModelError, check_costs
+from tacopt.cost_models.base import CostModelError, check_costs, for_model
 from tacopt.cost_models.base import view_cost as model_view_cost
 from tacopt.fusion.ir.vocabulary import PRICED_DTYPE_NBYTES
 from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
@@ -104,6 +104,7 @@ def build_problem(
         When the cost model has no number for an op of a CPU view.
     """
     by_name = {t.name: t for t in targets}
+    cost_model = for_model(cost_model, G)  # a unit's ops priced as parts of the whole model
     problem_units = []
     kept: dict[str, tuple[View, ...]] = {}
     for uv in units:

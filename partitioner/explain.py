@@ -110,6 +110,7 @@ def op_costs(
     Views are enumerated as for a unit of this one op in inference type ``itype`` (a quantized
     op in float too) and priced as :func:`tacopt.partitioner.costing.view_cost` prices them.
     """
+    from tacopt.cost_models.base import for_model
     from tacopt.partitioner.costing import view_cost
     from tacopt.partitioner.subgraphs import Partition, Subgraph
     from tacopt.partitioner.views import enumerate_views
@@ -117,6 +118,7 @@ def op_costs(
     unit = Subgraph(node, "CPU", itype, (node,))
     (views,) = enumerate_views(G, Partition((unit,)), targets)
     by_name = {t.name: t for t in targets}
+    cost_model = for_model(cost_model, G)  # the op as a part of the whole model
     out: dict[str, float] = {}
     for v in views.views:
         cost = view_cost(v, by_name[v.device], cost_model)

@@ -187,3 +187,28 @@ def test_view_cost_sums_the_view_ops():
     assert sub_gpu.graph.number_of_nodes() == 2  # ADD + MUL(-1)
     expected = sum(TAC.op_cost(sub_gpu.graph, n, "GPU", "FLOAT") for n in sub_gpu.graph)
     assert view_cost(sub_gpu, targets[0], TAC) == pytest.approx(expected)
+
+
+def test_a_learned_model_prices_each_unit_at_the_whole_models_in_model_scale():
+    # the learned model's in-model scale grows with the bytes a model moves (its spill); a unit
+    # is a part of the model it runs in, so each unit's ops are priced at the whole model's
+    # scale, not at that of the few bytes the unit moves alone
+    from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL, LearnedCostModel
+    from tacopt.cost_models.model_file import read_model_doc
+
+    doc = read_model_doc(DEFAULT_MODEL)
+    spills = LearnedCostModel({**doc, "in_model_spill": 0.5, "cache_bytes": [2**8, 2**13]})
+    G = float_net()
+    whole = spills.for_model(G)
+    assert whole._bound_scale == pytest.approx(doc["in_model_scale"] + 0.5)  # G moves 14 KB
+    part, units, problem, views = costed(G, "CPU", "op", model=get_cost_model(spills))
+    assert len(part.subgraphs) == 5
+    for unit in problem.units:
+        (cpu,) = [c for c in unit.choices if c.device == "CPU"]
+        assert cpu.cost == pytest.approx(whole.op_cost(G, unit.name, "CPU", "FLOAT"))
+    # alone, the SUB moves 4 KB, less than the model: a lower scale
+    (sub,) = [u for u in units if u.subgraph.name == "sub_3"]
+    alone = spills.op_cost(sub.views[0].graph, "sub_3", "CPU", "FLOAT")
+    assert alone < whole.op_cost(G, "sub_3", "CPU", "FLOAT")
+    # a model file without a spill is bound to itself
+    assert LearnedCostModel(doc).for_model(G)._bound_scale is None

@@ -275,6 +275,8 @@ class LearnedCostModel(CostModelBase):
         #: per model graph priced (weakly held): its (nodes, edges) and its ops' bytes
         self._graph_bytes: weakref.WeakKeyDictionary[nx.MultiDiGraph, tuple[tuple[int, int], float]]
         self._graph_bytes = weakref.WeakKeyDictionary()
+        #: the in-model scale of the model graph it is bound to (for_model); None: each graph's
+        self._bound_scale: float | None = None
 
     def predict(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
@@ -440,16 +442,28 @@ class LearnedCostModel(CostModelBase):
         invoke than alone: ``in_model_scale`` + ``in_model_spill`` x its spill level."""
         return self.scale + self.spill * spill_level(model_bytes, self.cache_bytes)
 
+    def for_model(self, G: nx.MultiDiGraph) -> LearnedCostModel:
+        """This model pricing every op at the in-model scale of model graph ``G`` (the bytes
+        its ops move), whatever part of ``G`` it is given: a partitioner's unit is a part of the
+        model it runs in (:func:`tacopt.cost_models.protocol.for_model`)."""
+        if not self.spill:
+            return self
+        bound = copy.copy(self)
+        bound._bound_scale = self._graph_scale(G)
+        return bound
+
     def op_cost(
         self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
     ) -> float | None:
         """Predicted latency (us) of op ``node`` inside a model on this model's device (the
-        model: ``G``, whose ops' bytes set the in-model scale, :meth:`in_model_scale`)."""
+        model: ``G``, whose ops' bytes set the in-model scale, :meth:`in_model_scale`, or the
+        model this one is bound to, :meth:`for_model`)."""
         self.check_device(device)
         check_inference_type(inference_type, model=self.name)
         if node not in G:
             raise CostModelError(f"cost model 'learned': op '{node}' is not in the graph")
-        return self._op_cost(G, node, inference_type, self._graph_scale(G))
+        scale = self._graph_scale(G) if self._bound_scale is None else self._bound_scale
+        return self._op_cost(G, node, inference_type, scale)
 
     def _op_cost(self, G: nx.MultiDiGraph, node: str, inference_type: str, scale: float) -> float:
         from tacopt.cost_models.learned.measurement.singleop import op_features, op_key
@@ -524,12 +538,13 @@ def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> 
 
 
 #: The learned model shipped with the package (``--cost-model learned``): ``tacopt learn`` (15
-#: minutes) on an AMD EPYC Zen 4 (AVX-512 with VNNI, 2 cores), XNNPACK, 1 thread, refitted at
-#: version 12, its fingerprint in the file (``learn_s8a``, ``benchmarks/results/learn_v20/`` and
-#: ``learn_v21/``). Until 2026-11-27 a learn on a Zen 3 (AVX2; kept as
-#: ``benchmarks/results/learn_v21/learned_cpu_zen3.json.gz``), until 2026-11-26 the fit of an
-#: AVX-512 machine's sweep (``benchmarks/results/learned_v5/sweep.jsonl``); docs/cost-models.md
-#: has each one's figures.
+#: minutes) on an AMD EPYC Zen 4 (AVX-512 with VNNI, 2 cores), XNNPACK, 1 thread, at version 13,
+#: its fingerprint in the file (``learn_v22a``, ``benchmarks/results/learn_v22/``). Until
+#: 2026-11-27 17:00 the session before's Zen 4 learn refitted at version 12 (``learn_s8a``,
+#: ``learn_v20/``, ``learn_v21/``); before, a learn on a Zen 3 (AVX2; kept as
+#: ``benchmarks/results/learn_v21/learned_cpu_zen3.json.gz``), and until 2026-11-26 the fit of
+#: an AVX-512 machine's sweep (``benchmarks/results/learned_v5/sweep.jsonl``);
+#: docs/cost-models.md has each one's figures.
 DEFAULT_MODEL = Path(__file__).parents[2] / "data" / "learned_cpu.json.gz"
 
 

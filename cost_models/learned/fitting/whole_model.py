@@ -83,12 +83,14 @@ def whole_model_terms(
     ``while_trip_us`` is then the median leftover per loop trip over the models with WHILE
     loops.
 
-    Why the spill: a learn's models are short chains, most of whose data fit in the L2, while
-    real models' rarely do. In seven Zen 4 learns the chains whose ops move under 8 MB ran at
-    1.00-1.01x their ops' sum at the median, those over the 32 MB L3 at 1.05-1.10x, and the
-    zoo's tuning half at 1.05x; one scale for all (1.008-1.052 over the learns) priced the
-    tuning half's models at a median error of 3.0-6.4 % (mean 4.3), with the spill 2.4-5.4 %
-    (mean 3.7; docs/cost-models.md).
+    Why the spill: a learn's chains were short, most of their data in the L2, while real models'
+    rarely are. In seven Zen 4 learns the chains whose ops moved under 8 MB ran at 1.00-1.01x
+    their ops' sum at the median, those over the 32 MB L3 at 1.05-1.10x, and the zoo's tuning
+    half at 1.05x. Refitted on those learns' own records, one scale for all (1.008-1.052) priced
+    the tuning half's models at a median error of 3.3-5.8 % (mean 4.3), the spill at 2.4-5.8 %
+    (mean 3.9; ``benchmarks/results/learn_v22/spill_variants.py``). The network chains now
+    repeat their blocks (``samplers_net.CHAIN_REPEATS``) so the spill is fitted on chains of
+    real size.
 
     Every loop-free model, not only those of 8 ops or more (on their own they gave scales of
     1.027-1.078 over four learns, a median whole-model error of 3.3-5.9 %).
