@@ -58,6 +58,12 @@ def test_adapt_corrects_a_kind_and_looks_up_what_it_measured() -> None:
         new[0]["latency_us"]
     )
     assert correction_of(c, "SUB", "FLOAT") == c["family:elementwise"]
+    # no fingerprint with caches: the base's stay; a device's own caches replace them
+    assert doc["cache_bytes"] == base["cache_bytes"] is None
+    fp = {"cpu": "other", "l2_bytes": 2**21, "l3_bytes": 2**26}
+    dev = [{"type": "device", "device": "o", "fingerprint": fp}]
+    dev += [{**r, "device": "o"} for r in new]
+    assert adapt(base, dev, trees=False)["cache_bytes"] == [2**21, 2**26]
 
 
 def test_the_gemm_kinds_are_corrected_as_one_family() -> None:
