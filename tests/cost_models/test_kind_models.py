@@ -13,7 +13,7 @@ from tacopt.cost_models.base import CostModelError, load_model_file
 from tacopt.cost_models.learned.fitting.features import design_row, op_vector
 from tacopt.cost_models.learned.fitting.fit import fit
 from tacopt.cost_models.learned.fitting.kind_models import KindModels, fit_kind_models
-from tacopt.cost_models.learned.fitting.model import LearnedCostModel
+from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL, LearnedCostModel
 from tacopt.cost_models.learned.fitting.trees import predict_stacked
 from tacopt.cost_models.learned.fitting.whole_model import (
     model_ops,
@@ -239,7 +239,6 @@ def test_the_shipped_model_prices_a_many_row_fully_connected_as_its_pointwise_co
     """The shipped model (version 11 on) prices ViT's 197 x 768 x 3,072 FULLY_CONNECTED as the 1x1
     CONV_2D XNNPACK runs it as."""
     from tacopt.cost_models.learned.fitting.features import fc_as_pointwise_conv
-    from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL
 
     model = LearnedCostModel(read_model_doc(DEFAULT_MODEL))
     assert model.gemm_rows
@@ -454,7 +453,7 @@ ZEN3_MODEL = (
 
 def test_a_model_file_of_version_12_sees_reductions_and_one_of_11_does_not() -> None:
     from tacopt.cost_models.learned.fitting.features import FEATURES, FEATURES_BEFORE_12
-    from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL, VERSION
+    from tacopt.cost_models.learned.fitting.model import VERSION
 
     rng = np.random.default_rng(1)
     doc = fit([mean_record(rng, i) for i in range(80)])
@@ -490,3 +489,20 @@ def test_a_shared_base_memo_prices_as_without_it_once_a_record() -> None:
     assert set(memo.base_memo) == {r["key"] for r in recs}
     memo.base_memo = {k: type(p)(p.latency_us * 2, p.source) for k, p in memo.base_memo.items()}
     assert [memo.predict(r).latency_us for r in recs] == [2 * p for p in first]  # read, not made
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("in_model_scale", float("nan"), "in_model_scale is nan, not a positive finite number"),
+        ("in_model_scale", 0.0, "in_model_scale is 0.0, not a positive"),
+        ("in_model_spill", float("inf"), "in_model_spill is inf, not a non-negative"),
+        ("per_op_us", -1.0, "per_op_us is -1.0, not a non-negative"),
+        ("cache_bytes", [2**20, 2**25, 1], r"cache_bytes is \[.*\], not \[L2 bytes, L3 bytes\]"),
+        ("cache_bytes", [2**20, 0], r"cache_bytes is \[.*\], not \[L2 bytes, L3 bytes\]"),
+    ],
+)
+def test_a_bad_whole_model_term_is_refused_in_one_line(field, value, message) -> None:
+    doc = {**read_model_doc(DEFAULT_MODEL), field: value}
+    with pytest.raises(CostModelError, match=rf"learned model 'm.json': {message}"):
+        LearnedCostModel(doc, source="m.json")

@@ -242,6 +242,7 @@ class LearnedCostModel(CostModelBase):
             gross = int(doc.get("version", 1)) >= 2
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CostModelError(f"learned model '{source}': bad or missing field {exc}") from None
+        self._check_whole_model_terms(source)
         names = FEATURES if self.reductions else FEATURES_BEFORE_12
         expected = [*names, *(f"kind={k}" for k in self.tree_kinds)]
         has_trees = self.trees is not None or bool(self.family_trees)
@@ -436,6 +437,30 @@ class LearnedCostModel(CostModelBase):
         if with_loops:
             total += self.while_trip_us * model_record.get("loop_trips", 0.0)
         return total
+
+    def _check_whole_model_terms(self, source: str) -> None:
+        """One line naming the file and the field for a whole-model term that is not a finite
+        number in range (the scale positive, the others non-negative), or caches that are not
+        two sizes."""
+        terms = {
+            "in_model_scale": self.scale,
+            "in_model_spill": self.spill,
+            "per_op_us": self.per_op_us,
+            "while_trip_us": self.while_trip_us,
+        }
+        for name, v in terms.items():
+            least = "positive" if name == "in_model_scale" else "non-negative"
+            if not math.isfinite(v) or v < 0 or (name == "in_model_scale" and v == 0):
+                raise CostModelError(
+                    f"learned model '{source}': {name} is {v}, not a {least} finite number"
+                )
+        caches = self.cache_bytes
+        if caches is not None and (
+            len(caches) != 2 or not all(math.isfinite(b) and b > 0 for b in caches)
+        ):
+            raise CostModelError(
+                f"learned model '{source}': cache_bytes is {caches}, not [L2 bytes, L3 bytes]"
+            )
 
     def in_model_scale(self, model_bytes: float) -> float:
         """How much slower an op runs inside a model whose ops read and write ``model_bytes`` per
