@@ -416,9 +416,9 @@ class LearnedCostModel(CostModelBase):
     ) -> float:
         """Predicted whole-model latency (us) for a ``model`` record: one invoke overhead +
         the in-model scale of the bytes its ops move (:meth:`in_model_scale`) x the net op
-        latencies + ``per_op_us`` per op + the per-trip loop
-        overhead (``raw``: the overhead and the plain sum of net op latencies). Ops the record
-        lists as ``absorbed`` (a PAD XNNPACK adds to the next convolution) count for nothing."""
+        latencies + ``per_op_us`` per op + the per-trip loop overhead (``raw``: the overhead
+        and the plain sum of net op latencies). Ops the record lists as ``absorbed`` (a PAD
+        XNNPACK adds to the next convolution) count for nothing."""
         total = 0.0
         absorbed = dict(model_record.get("absorbed", []))  # (measure: absorbed_reason)
         for key, count in model_record["ops"]:
@@ -515,7 +515,7 @@ class LearnedCostModel(CostModelBase):
 
     def _graph_scale(self, G: nx.MultiDiGraph) -> float:
         """The in-model scale of the ops of model ``G``: from the bytes its top-level ops read
-        and write per invoke (a loop's body ops count once: its trips reuse their data),
+        and write per invoke (a WHILE's body and condition, subgraphs of their own, left out),
         computed once per graph of a given size."""
         if not self.spill:
             return self.scale
