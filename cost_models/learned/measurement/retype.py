@@ -22,9 +22,9 @@ NOT_RETYPED = {
 }
 
 
-#: int8 needs ops TFLite only runs with calibrated int16 intermediates (not synthesised here).
+#: Ops with no int8 form synthesised here (a UNIDIRECTIONAL_SEQUENCE_LSTM without peepholes,
+#: projection or layer norm has one: :func:`_integer_lstm`).
 NO_INT8 = {
-    "UNIDIRECTIONAL_SEQUENCE_LSTM": "int8 LSTM needs calibrated int16 gate intermediates",
     "BIDIRECTIONAL_SEQUENCE_LSTM": "int8 LSTM needs calibrated int16 gate intermediates",
     "LSTM": "int8 LSTM needs calibrated int16 gate intermediates",
     "DIV": "int8 DIV fails on a divisor at its zero point, which random int8 operands draw",
@@ -85,7 +85,8 @@ def retype_op(S: nx.MultiDiGraph, inference: str, *, seed: int = 0) -> nx.MultiD
     Raises
     ------
     RetypeError
-        For ops without a counterpart (type conversions; int8 LSTMs), or when nothing changes.
+        For ops without a counterpart (type conversions; int8 bidirectional LSTMs, or LSTMs
+        with peepholes, projection or layer norm), or when nothing changes.
 
     Examples
     --------
@@ -103,6 +104,8 @@ def retype_op(S: nx.MultiDiGraph, inference: str, *, seed: int = 0) -> nx.MultiD
         raise MeasureError(f"retype_op: graph '{S.graph['name']}' holds more than one op")
     if op.kind in NOT_RETYPED:
         raise RetypeError(NOT_RETYPED[op.kind])
+    if inference == "QUANTIZED_INT8" and op.kind == "UNIDIRECTIONAL_SEQUENCE_LSTM":
+        return _integer_lstm(S, op, seed=seed)
     if inference == "QUANTIZED_INT8":
         if op.kind in NO_INT8:
             raise RetypeError(NO_INT8[op.kind])
@@ -184,6 +187,63 @@ def _quantized_tensors(S: nx.MultiDiGraph, op: Op, *, seed: int) -> dict[str, Te
             qp = Quantization(tuple(b_scale.tolist()), (0,) * b_scale.size)
             out[bias] = _with_data(t, q, "int32", qp)
     return {n: out.get(n, t) for n, t in tensors.items()}
+
+
+#: Input slots of a UNIDIRECTIONAL_SEQUENCE_LSTM: the input-to-gate and recurrent weights
+#: (i, f, c, o each), the gate biases, the output and cell states; the rest (peepholes,
+#: projection, layer norm) must be absent for :func:`_integer_lstm`.
+_LSTM_WEIGHTS, _LSTM_BIASES, _LSTM_STATES = range(1, 9), range(12, 16), (18, 19)
+_LSTM_OPTIONAL = (9, 10, 11, 16, 17, 20, 21, 22, 23)
+
+
+def _integer_lstm(S: nx.MultiDiGraph, op: Op, *, seed: int) -> nx.MultiDiGraph:
+    """A float UNIDIRECTIONAL_SEQUENCE_LSTM as TFLite's converter quantizes one fully to
+    integers (the kernel's 8x8->16 path): int8 input, output and output state (symmetric), int8
+    weights per tensor (symmetric), int32 gate biases of scale input x input-weight scale, an
+    int16 cell state of a power-of-two scale, and the five intermediates the kernel reads: the
+    four gates' (float, empty: without layer norm it assumes 2^-12) and the hidden state's
+    (int8, its scale). The scales are drawn as :func:`_quantized_tensors` draws activations'."""
+    tensors: dict[str, Tensor] = dict(S.graph["tensors"])
+    slots = list(op.inputs) + [None] * (24 - len(op.inputs))
+    if any(slots[i] is not None for i in _LSTM_OPTIONAL) or any(
+        slots[i] is None or not tensors[str(slots[i])].is_constant for i in _LSTM_WEIGHTS
+    ):
+        raise RetypeError("int8 LSTM: only without peepholes, projection or layer norm")
+    if tensors[str(slots[0])].dtype != "float32":
+        raise RetypeError("int8 LSTM: the op is not float")
+    rng = np.random.default_rng(seed)
+    s_in, s_out = (float(2.0 ** rng.uniform(-9, -5)) for _ in range(2))
+    x, y = str(slots[0]), op.outputs[0]
+    tensors[x] = replace(tensors[x], dtype="int8", quantization=Quantization((s_in,), (0,)))
+    out_q = Quantization((s_out,), (0,))
+    tensors[y] = replace(tensors[y], dtype="int8", quantization=out_q)
+    w_scales = []
+    for i in _LSTM_WEIGHTS:
+        t = tensors[str(slots[i])]
+        w = _finite(np.asarray(t.data(), dtype=np.float64))
+        scale = max(float(np.abs(w).max(initial=0.0)), 1e-8) / 127
+        q = np.clip(np.round(w / scale), -127, 127).astype(np.int8)
+        tensors[t.name] = _with_data(t, q, "int8", Quantization((scale,), (0,)))
+        w_scales.append(scale)
+    for gate, i in enumerate(_LSTM_BIASES):
+        if slots[i] is None:
+            continue
+        t = tensors[str(slots[i])]
+        b_scale = s_in * w_scales[gate]
+        q = np.round(np.asarray(t.data(), np.float64) / b_scale).astype(np.int32)
+        tensors[t.name] = _with_data(t, q, "int32", Quantization((b_scale,), (0,)))
+    h, c = (str(slots[i]) for i in _LSTM_STATES)
+    tensors[h] = replace(tensors[h], dtype="int8", quantization=out_q)
+    tensors[c] = replace(tensors[c], dtype="int16", quantization=Quantization((2.0**-11,), (0,)))
+    gates = [f"{op.name}_input_to_{g}_intermediate" for g in ("input", "forget", "cell", "output")]
+    hidden = f"{op.name}_effective_hidden_scale_intermediate"
+    inter = [Tensor(n, (0,), "float32") for n in gates] + [Tensor(hidden, (0,), "int8",
+                                                                  quantization=out_q)]  # fmt: skip
+    new_op = replace(op, intermediates=tuple(t.name for t in inter))
+    return make_graph(
+        S.graph["name"], [*tensors.values(), *inter], [new_op], S.graph["inputs"],
+        S.graph["outputs"],
+    )  # fmt: skip
 
 
 def _finite(x: np.ndarray) -> np.ndarray:
