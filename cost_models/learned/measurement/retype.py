@@ -78,7 +78,8 @@ def retype_op(S: nx.MultiDiGraph, inference: str, *, seed: int = 0) -> nx.MultiD
     quantization for data-movement / pooling ops; the fixed output quantization of LOGISTIC,
     SOFTMAX, TANH, LOG_SOFTMAX), weights of CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED /
     TRANSPOSE_CONV symmetric int8 per output channel, their bias int32 with scale input scale x
-    weight scale, other float constants int8 per tensor. ``"FLOAT"``: every quantized tensor is
+    weight scale, other float constants int8 per tensor; a UNIDIRECTIONAL_SEQUENCE_LSTM in the
+    kernel's integer form (:func:`_integer_lstm`). ``"FLOAT"``: every quantized tensor is
     dequantized to float32 (constants keep their real values). Integer tensors (shapes, indices)
     are left alone.
 
