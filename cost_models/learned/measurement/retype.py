@@ -203,7 +203,8 @@ def _integer_lstm(S: nx.MultiDiGraph, op: Op, *, seed: int) -> nx.MultiDiGraph:
     weights per tensor (symmetric), int32 gate biases of scale input x input-weight scale, an
     int16 cell state of a power-of-two scale, and the five intermediates the kernel reads: the
     four gates' (float and empty, as the converter writes them for an LSTM without layer norm)
-    and the hidden state's (int8, its scale). The scales are drawn as :func:`_quantized_tensors` draws activations'."""
+    and the hidden state's (int8, its scale). The scales are drawn as
+    :func:`_quantized_tensors` draws activations'."""
     tensors: dict[str, Tensor] = dict(S.graph["tensors"])
     slots = list(op.inputs) + [None] * (24 - len(op.inputs))
     if any(slots[i] is not None for i in _LSTM_OPTIONAL) or any(
