@@ -16,7 +16,7 @@ from tacopt.cost_models.learned.fitting.kind_models import KindModels, fit_kind_
 from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL, LearnedCostModel
 from tacopt.cost_models.learned.fitting.trees import predict_stacked
 from tacopt.cost_models.learned.fitting.whole_model import (
-    model_ops,
+    ops_and_bytes,
     records_by_key,
     spill_level,
     whole_model_terms,
@@ -315,7 +315,7 @@ def test_whole_model_terms_fit_how_far_a_model_spills_from_the_l2() -> None:
     # models whose ops move more bytes than the L2 holds run slower per op than short chains
     # that stay in it (a learn's chains against real models, whole_model.whole_model_terms)
     records = spill_records(np.random.default_rng(7), 0.2)
-    levels = [spill_level(model_ops(r, records_by_key(records))[1], (2**16, 2**22))
+    levels = [spill_level(ops_and_bytes(r, records_by_key(records))[1], (2**16, 2**22))
               for r in records if r["type"] == "model"]  # fmt: skip
     assert min(levels) < 0.5 < max(levels)  # the chains span the range
     doc = fit(records)
@@ -332,7 +332,7 @@ def test_whole_model_terms_fit_how_far_a_model_spills_from_the_l2() -> None:
     old = LearnedCostModel({k: v for k, v in doc.items() if k not in ("in_model_spill",)})
     raw = old.predict_model(records[-1], by_key, raw=True) - old.overhead_us
     assert old.predict_model(records[-1], by_key) == pytest.approx(
-        old.overhead_us + doc["in_model_scale"] * raw + doc["per_op_us"] * model_ops(
+        old.overhead_us + doc["in_model_scale"] * raw + doc["per_op_us"] * ops_and_bytes(
             records[-1], by_key)[0])  # fmt: skip
 
 

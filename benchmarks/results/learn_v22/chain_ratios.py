@@ -11,7 +11,11 @@ import statistics
 import sys
 from collections.abc import Sequence
 
-from tacopt.cost_models.learned.fitting.whole_model import net_latency, records_by_key
+from tacopt.cost_models.learned.fitting.whole_model import (
+    counted_ops,
+    net_latency,
+    records_by_key,
+)
 from tacopt.cost_models.learned.measurement.records import read_records
 
 
@@ -24,13 +28,8 @@ def chain_timings(path: str) -> dict[str, tuple[float, float]]:
     for r in records:
         if r.get("type") != "model" or r.get("loop_trips") or not r.get("latency_us"):
             continue
-        absorbed = dict(r.get("absorbed", []))
-        ops = 0.0
-        for key, count in r["ops"]:
-            op = by_key.get(key)
-            count -= absorbed.get(key, 0.0)
-            if count > 0 and op is not None and op.get("type") == "op" and "inputs" in op:
-                ops += count * net_latency(op)
+        ops = sum(count * net_latency(op) for _, op, count in counted_ops(r, by_key)
+                  if op.get("type") == "op")  # fmt: skip
         if ops > 0:
             out[r["model"]] = (r["latency_us"] - overhead, ops)
     return out

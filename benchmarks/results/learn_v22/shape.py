@@ -13,7 +13,12 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 
-from tacopt.cost_models.learned.fitting.whole_model import model_ops, net_latency, records_by_key
+from tacopt.cost_models.learned.fitting.whole_model import (
+    counted_ops,
+    net_latency,
+    ops_and_bytes,
+    records_by_key,
+)
 from tacopt.cost_models.learned.measurement.records import read_records
 
 
@@ -28,14 +33,9 @@ def main(paths: Sequence[str]) -> None:
         for r in records:
             if r.get("type") != "model" or r.get("loop_trips") or not r.get("latency_us"):
                 continue
-            _, moved = model_ops(r, by_key)
-            absorbed = dict(r.get("absorbed", []))
-            ops_sum = 0.0
-            for key, count in r["ops"]:
-                op = by_key.get(key)
-                count -= absorbed.get(key, 0.0)
-                if count > 0 and op is not None and op.get("type") == "op" and "inputs" in op:
-                    ops_sum += count * net_latency(op)
+            _, moved = ops_and_bytes(r, by_key)
+            ops_sum = sum(count * net_latency(op) for _, op, count in counted_ops(r, by_key)
+                          if op.get("type") == "op")  # fmt: skip
             if ops_sum > 0 and moved > 0:
                 bins[math.floor(math.log2(moved / 2**20))].append(
                     (r["latency_us"] - overhead) / ops_sum

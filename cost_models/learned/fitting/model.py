@@ -93,7 +93,7 @@ from tacopt.cost_models.learned.fitting.kind_models import KindModels, group_of
 from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_trees
 from tacopt.cost_models.learned.fitting.whole_model import (
     LEGACY_FLOOR_US,
-    model_ops,
+    counted_ops,
     spill_level,
 )
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
@@ -419,20 +419,14 @@ class LearnedCostModel(CostModelBase):
         latencies + ``per_op_us`` per op + the per-trip loop overhead (``raw``: the overhead
         and the plain sum of net op latencies). Ops the record lists as ``absorbed`` (a PAD
         XNNPACK adds to the next convolution) count for nothing."""
-        total = 0.0
-        absorbed = dict(model_record.get("absorbed", []))  # (measure: absorbed_reason)
-        for key, count in model_record["ops"]:
-            rec = by_key.get(key)
-            if rec is None or rec.get("kind") in UNMEASURABLE or "inputs" not in rec:
-                continue  # WHILE (its body ops are counted), variables, records without features
-            count -= absorbed.get(key, 0.0)  # fused into their consumer: nothing of their own
-            if count <= 0:
-                continue
+        total = ops = moved = 0.0
+        for key, rec, count in counted_ops(model_record, by_key):
             # an op that could not run alone (skip record) is predicted from its features
             total += count * self.predict_net(rec, key=key if rec.get("type") == "op" else None)
+            ops += count
+            moved += count * float(rec.get("bytes", 0.0))
         if raw:
             return self.overhead_us + total
-        ops, moved = model_ops(model_record, by_key)
         total = self.overhead_us + self.in_model_scale(moved) * total + self.per_op_us * ops
         if with_loops:
             total += self.while_trip_us * model_record.get("loop_trips", 0.0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -103,7 +103,7 @@ def whole_model_terms(
         if r.get("type") != "model" or not r.get("latency_us"):
             continue
         net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
-        n, moved = model_ops(r, by_key)
+        n, moved = ops_and_bytes(r, by_key)
         # a tiny model can be timed below the median invoke overhead: floored, not log(<= 0)
         measured = max(r["latency_us"] - model.overhead_us, FLOOR_US)
         spill = spill_level(moved, caches)
@@ -119,20 +119,30 @@ def whole_model_terms(
     return scale, spill_w, per_op, round(statistics.median(per_trip), 4) if per_trip else 0.0
 
 
-def model_ops(
+def counted_ops(
     model_record: Mapping[str, Any], by_key: Mapping[str, Mapping[str, Any]]
-) -> tuple[float, float]:
-    """``(ops, bytes)``: how many ops a ``model`` record runs per invoke and the bytes they read
-    and write (the op records' ``bytes``); ops fused into their consumer (``absorbed``) and
-    those a model does not run (WHILE, variables) left out."""
+) -> Iterator[tuple[str, Mapping[str, Any], float]]:
+    """``(key, op record, count)`` of each op a ``model`` record runs per invoke: its count less
+    the ops fused into their consumer (``absorbed``: a PAD XNNPACK adds to the next
+    convolution); those a model does not run (WHILE: its body ops are counted; variables) and
+    records without features left out."""
     absorbed = dict(model_record.get("absorbed", []))
-    n = moved = 0.0
     for key, count in model_record["ops"]:
         rec = by_key.get(key)
         count -= absorbed.get(key, 0.0)
-        if count > 0 and _counted(rec):
-            n += count
-            moved += count * float(rec.get("bytes", 0.0))  # type: ignore[union-attr]
+        if count > 0 and rec is not None and _counted(rec):
+            yield key, rec, count
+
+
+def ops_and_bytes(
+    model_record: Mapping[str, Any], by_key: Mapping[str, Mapping[str, Any]]
+) -> tuple[float, float]:
+    """``(ops, bytes)``: how many ops a ``model`` record runs per invoke (:func:`counted_ops`)
+    and the bytes they read and write (the op records' ``bytes``)."""
+    n = moved = 0.0
+    for _, rec, count in counted_ops(model_record, by_key):
+        n += count
+        moved += count * float(rec.get("bytes", 0.0))
     return n, moved
 
 
