@@ -1,6 +1,6 @@
 """The in-model spill alone, on learns that came before it: each learn's whole-model terms
-refitted on its own records (its ops' predictions as they were), with one scale (the device's
-caches dropped, so no spill can be fitted) and with the spill, then the median whole-model error
+refitted on its own records (its ops' predictions as they were), with one scale (no device
+caches, so no spill can be fitted) and with the spill, then the median whole-model error
 on the tuning half (``model_accuracy``, as ``bench_learn`` reports it).
 
     python spill_variants.py TUNE_E.jsonl,TUNE_F.jsonl MODEL:RECORDS [MODEL:RECORDS ...]
@@ -15,26 +15,19 @@ from typing import Any
 
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-from tacopt.cost_models.learned.fitting.whole_model import cache_bytes, whole_model_terms
+from tacopt.cost_models.learned.fitting.whole_model import fingerprint_caches, whole_model_terms
+from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.model_file import read_model_doc
 
 
-def without_caches(records: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The records with their device's L2 and L3 sizes dropped from its fingerprint."""
-    out: list[Mapping[str, Any]] = []
-    for r in records:
-        if r.get("type") == "device":
-            fp = {k: v for k, v in r["fingerprint"].items() if k not in ("l2_bytes", "l3_bytes")}
-            r = {**r, "fingerprint": fp}
-        out.append(r)
-    return out
-
-
-def refitted(doc: Mapping[str, Any], records: Sequence[Mapping[str, Any]]) -> LearnedCostModel:
-    """The model of ``doc`` with its whole-model terms fitted again on ``records``."""
-    terms = whole_model_terms(records, LearnedCostModel(doc))
-    new = {**doc, "cache_bytes": cache_bytes(records)}
+def refitted(
+    doc: Mapping[str, Any], records: Sequence[Mapping[str, Any]], caches: list[int] | None
+) -> LearnedCostModel:
+    """The model of ``doc`` with the device caches ``caches`` (None: no spill can be fitted)
+    and its whole-model terms fitted again on ``records``."""
+    new = {**doc, "cache_bytes": caches}
+    terms = whole_model_terms(records, LearnedCostModel(new))
     new["in_model_scale"], new["in_model_spill"], new["per_op_us"], new["while_trip_us"] = terms
     return LearnedCostModel(new)
 
@@ -47,8 +40,9 @@ def main(argv: Sequence[str]) -> None:
         doc = read_model_doc(model_path)
         records = read_records(records_path)
         line = [model_path.rsplit("/", 1)[-1]]
-        for name, recs in (("one scale", without_caches(records)), ("spill", records)):
-            m = refitted(doc, recs)
+        caches = fingerprint_caches(records_fingerprint(records))
+        for name, with_caches in (("one scale", None), ("spill", caches)):
+            m = refitted(doc, records, with_caches)
             errs = [model_accuracy(m, t)["model_error_median"] for t in tunes]
             errors[name] += errs
             line.append(f"{name}: scale {m.scale:.4f} spill {m.spill:.4f} "

@@ -32,8 +32,8 @@ from tacopt.cost_models.learned.fitting.sources import choose_sources
 from tacopt.cost_models.learned.fitting.trees import LIGHTGBM_PARAMS, fit_lightgbm
 from tacopt.cost_models.learned.fitting.whole_model import (
     FLOOR_US,
-    cache_bytes,
     conversion_rate,
+    fingerprint_caches,
     gemm_rate,
     net_latency,
     whole_model_terms,
@@ -123,7 +123,6 @@ def fit(
         sources = _sources(records, device, learner) if kinds else (None, [], [], [])
     model = _fit(records, device, learner, *sources)
     model["anchor_speed"] = model["speed"] = anchor
-    model["fingerprint"] = records_fingerprint(records)  # the device they were measured on
     return model
 
 
@@ -257,7 +256,8 @@ def _fit(
             *(family_group(g) for g in family_groups),
         }
         model["kind_models"] = fit_kind_models(ops, learner, groups=needed)
-    model["cache_bytes"] = cache_bytes(records)
+    model["fingerprint"] = records_fingerprint(records)  # the device they were measured on
+    model["cache_bytes"] = fingerprint_caches(model["fingerprint"])
     terms = whole_model_terms(records, LearnedCostModel(model))
     model["in_model_scale"], model["in_model_spill"], model["per_op_us"] = terms[:3]
     model["while_trip_us"] = terms[3]

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 
 #: The least net latency (us) a fit sees or a prediction gives. An op that does next to nothing
@@ -74,12 +73,12 @@ def whole_model_terms(
     cache from one run to the next; in a model, the other ops' data pass through between two of
     its runs. Its net latency is scaled by ``in_model_scale + in_model_spill x s``, ``s`` the
     model's :func:`spill_level` (how far the bytes its ops read and write per invoke, the
-    records' ``bytes``, overflow the L2 towards the size of the L3; the training device's
-    caches, ``cache_bytes``). Each op also costs the interpreter and delegate a dispatch
-    (``per_op_us``). The three are fitted together on the loop-free models, (model latency -
-    one invoke overhead) ~ (scale + spill x s) x (sum of single-op net latencies) + per_op x
-    (ops), by least squares on relative errors with a robust loss (``soft_l1``: a few models the
-    runtime runs differently do not pull the fit), over every loop-free model.
+    records' ``bytes``, overflow the L2 towards the size of the L3; the caches are ``model``'s,
+    ``cache_bytes``, its training device's). Each op also costs the interpreter and delegate a
+    dispatch (``per_op_us``). The three are fitted together on the loop-free models, (model
+    latency - one invoke overhead) ~ (scale + spill x s) x (sum of single-op net latencies) +
+    per_op x (ops), by least squares on relative errors with a robust loss (``soft_l1``: a few
+    models the runtime runs differently do not pull the fit), over every loop-free model.
     ``while_trip_us`` is then the median leftover per loop trip over the models with WHILE
     loops.
 
@@ -96,7 +95,6 @@ def whole_model_terms(
     1.027-1.078 over four learns, a median whole-model error of 3.3-5.9 %).
     """
     by_key = records_by_key(records)
-    caches = cache_bytes(records)
     rows: list[tuple[float, float, float, float]] = []  # (measured, op sum, ops, spill)
     loops: list[tuple[float, float, float, float, float]] = []  # (... , trips)
     for r in records:
@@ -106,7 +104,7 @@ def whole_model_terms(
         n, moved = ops_and_bytes(r, by_key)
         # a tiny model can be timed below the median invoke overhead: floored, not log(<= 0)
         measured = max(r["latency_us"] - model.overhead_us, FLOOR_US)
-        spill = spill_level(moved, caches)
+        spill = spill_level(moved, model.cache_bytes)
         if r.get("loop_trips"):
             loops.append((measured, net, n, spill, r["loop_trips"]))
         elif net > 0:
@@ -146,10 +144,8 @@ def ops_and_bytes(
     return n, moved
 
 
-def cache_bytes(records: Iterable[Mapping[str, Any]]) -> list[int] | None:
-    """``[l2, l3]``: the cache sizes of the device the records were measured on (its
-    fingerprint), None when unknown."""
-    fp = records_fingerprint(records)
+def fingerprint_caches(fp: Mapping[str, Any] | None) -> list[int] | None:
+    """``[l2, l3]``: the cache sizes of a device fingerprint, None when unknown."""
     if not fp or not fp.get("l2_bytes") or not fp.get("l3_bytes"):
         return None
     return [int(fp["l2_bytes"]), int(fp["l3_bytes"])]

@@ -205,14 +205,14 @@ def adapt(
     for r in norm:
         table[r["key"]].append(r["latency_us"])
     corr = corrections(base, norm)
-    from tacopt.cost_models.learned.fitting.whole_model import cache_bytes
+    from tacopt.cost_models.learned.fitting.whole_model import fingerprint_caches
     from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
 
     doc = dict(base_doc)
     doc["speed"] = speed
     doc["fingerprint"] = records_fingerprint(records)  # the device adapted to
     # the in-model spill (the base's) ramps over the caches of the device adapted to, if known
-    doc["cache_bytes"] = cache_bytes(records) or base_doc.get("cache_bytes")
+    doc["cache_bytes"] = fingerprint_caches(doc["fingerprint"]) or base_doc.get("cache_bytes")
     if device is not None:
         doc["device"] = device
     doc["adapted"] = {
