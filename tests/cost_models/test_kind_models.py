@@ -336,6 +336,33 @@ def test_whole_model_terms_fit_how_far_a_model_spills_from_the_l2() -> None:
             records[-1], by_key)[0])  # fmt: skip
 
 
+def test_evaluate_lists_each_whole_models_price_error_and_in_model_scale() -> None:
+    # which models a learned model misprices, and at what scale (tacopt evaluate)
+    from tacopt.cost_models.learned.fitting.accuracy import model_accuracy, report_lines
+
+    records = spill_records(np.random.default_rng(7), 0.2)
+    doc = fit(records)
+    m = LearnedCostModel(doc)
+    slow = next(r for r in records if r["type"] == "model")
+    records = [*records, {**slow, "model": "slow", "latency_us": 2 * slow["latency_us"]}]
+    res = model_accuracy(m, records)
+    by_key = records_by_key(records)
+    rows = {row["model"]: row for row in res["per_model"]}
+    assert len(rows) == res["models"] == 41
+    assert [row["model"] for row in res["per_model"]] == sorted(rows)
+    row = rows["slow"]
+    assert row["predicted_us"] == pytest.approx(m.predict_model(slow, by_key))
+    assert row["error"] == pytest.approx(row["predicted_us"] / row["measured_us"] - 1)
+    assert row["error"] < -0.4  # measured at twice its price
+    assert row["in_model_scale"] == m.in_model_scale(ops_and_bytes(slow, by_key)[1])
+    assert res["model_bias_median"] == pytest.approx(
+        100 * float(np.median([r["error"] for r in res["per_model"]])))  # fmt: skip
+    text = report_lines(res)
+    assert f"(signed median {res['model_bias_median']:+.1f} %)" in text[2]
+    assert any(line.startswith("  slow ") and f"{row['error'] * 100:+7.1f} %" in line
+               for line in text)  # fmt: skip
+
+
 def test_no_spill_without_caches_or_models_that_spill() -> None:
     assert spill_level(2**40, None) == spill_level(2**40, (2**20, 0)) == 0.0
     assert spill_level(2**40, (2**22, 2**20)) == 0.0  # an L3 smaller than the L2: no range

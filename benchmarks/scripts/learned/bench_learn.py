@@ -6,8 +6,9 @@ models no choice was tuned on.
 
 Every model file is evaluated, as it is (no refit), on every records file (one independent
 measurement of the zoo's ``--half`` each: ``tacopt measure`` of the models listed in
-``benchmarks/zoo_split.json``; records of other models are refused, so the tuning half cannot
-leak into a test figure). Each records file is put in the model's units by its own reference
+``benchmarks/zoo_split.json``, or of their float16 / sparse variants (``zoo_variants``: a
+variant belongs to its model's half); records of other models are refused, so the tuning half
+cannot leak into a test figure). Each records file is put in the model's units by its own reference
 timings, per kernel family (cost_models/learned/measurement/speed.py). Printed per (model,
 records): ops within ±10 %, MAPE, Spearman, median whole-model error, skipped op records, the
 models' and records' device fingerprints (when they carry one) and their speed against the
@@ -25,6 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tacopt.benchmarks.scripts.zoo.zoo_variants import VARIANT_SUFFIXES
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.records import read_records
@@ -57,6 +59,16 @@ def half_models(recs: list[dict[str, Any]]) -> set[str]:
     return {r["model"] for r in recs if r.get("type") == "model"}
 
 
+def variant_of(name: str) -> str:
+    """The zoo model a float16 / sparse variant was made from (``zoo_variants``), else ``name``.
+
+    >>> variant_of("keras__xception_float32_fp16"), variant_of("keras__xception_int8")
+    ('keras__xception_float32', 'keras__xception_int8')
+    """
+    stem, _, suffix = name.rpartition("_")
+    return stem if stem and suffix in VARIANT_SUFFIXES else name
+
+
 def foreign_ops(recs: list[dict[str, Any]]) -> bool:
     """Whether some op record is no op of the file's models (an op shared by two models is
     recorded once, under the first that measured it, so its ``model`` may be another one)."""
@@ -69,7 +81,8 @@ def line(res: dict[str, Any]) -> str:
     return (
         f"within ±10 % {res['within_10pct'] * 100:5.1f} %  MAPE {res['mape']:6.1f} %  "
         f"Spearman {res['spearman']:.3f}  whole-model error {res['model_error_median']:5.1f} % "
-        f"({res['models']} models)  skips {res['skip_share'] * 100:.1f} % ({res['ops']} ops)"
+        f"(signed {res['model_bias_median']:+5.1f} %, {res['models']} models)  "
+        f"skips {res['skip_share'] * 100:.1f} % ({res['ops']} ops)"
     )
 
 
@@ -86,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.test:
         recs = read_records(path)
         names = half_models(recs)
-        outside = sorted(names - half)
+        outside = sorted(n for n in names if variant_of(n) not in half)
         if not outside and foreign_ops(recs):
             outside = ["(op records of no model in the file)"]
         if outside:

@@ -41,6 +41,9 @@ import numpy as np
 
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, ops_of
 
+#: The name suffixes of the variants (``<stem>_fp16``, ``<stem>_sparse``): a variant of a model
+#: belongs to that model's half of the zoo (``bench_learn``).
+VARIANT_SUFFIXES = ("fp16", "sparse")
 #: Op kinds whose weight input (slot 1) :func:`sparse_weights` stores sparse.
 SPARSE_KINDS = ("FULLY_CONNECTED", "CONV_2D")
 
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for path in args.models:
         G = read_tflite(path)
-        for suffix in ("fp16", "sparse"):
+        for suffix in VARIANT_SUFFIXES:
             H = float16_weights(G) if suffix == "fp16" else sparse_weights(G, density=args.density)
             if H is G:
                 print(f"{path.stem}: no weights for a {suffix} variant", file=sys.stderr)

@@ -13,7 +13,11 @@ from tacopt.cost_models.base import (
     CostModelError,
 )
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-from tacopt.cost_models.learned.fitting.whole_model import net_latency, records_by_key
+from tacopt.cost_models.learned.fitting.whole_model import (
+    net_latency,
+    ops_and_bytes,
+    records_by_key,
+)
 from tacopt.cost_models.learned.measurement.speed import normalize_records
 
 
@@ -37,7 +41,9 @@ def model_accuracy(
     ``within_10pct_unseen`` (only configurations not in ``train_keys``, i.e. not answered by the
     lookup table), ``mape`` (%), ``spearman`` (rank correlation of predicted vs measured),
     ``model_error_median`` (median over models of |predicted - measured| / measured, %, see
-    :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), counts
+    :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), ``per_model``
+    (each whole model, by name: measured and predicted latency in the model's units, the signed
+    relative error and the in-model scale its ops were priced at), counts
     (``unseen_share``, ``skips`` and ``skip_share`` of op records that could not run alone,
     ``skip_reasons``: kind and reason -> count, ``folded``: ops folded at init, priced 0 and
     counted as neither),
@@ -66,10 +72,20 @@ def model_accuracy(
     P, M = np.array(pred), np.array(meas)
     Pn, Mn = np.array(pred_net), np.array(meas_net)
     U = np.array(unseen)
-    errors = []
+    errors, per_model = [], []
     for r in records:
         if r.get("type") == "model" and r.get("latency_us"):
-            errors.append((model.predict_model(r, by_key) - r["latency_us"]) / r["latency_us"])
+            predicted = model.predict_model(r, by_key)
+            errors.append((predicted - r["latency_us"]) / r["latency_us"])
+            per_model.append(
+                {
+                    "model": str(r.get("model")),
+                    "measured_us": float(r["latency_us"]),
+                    "predicted_us": predicted,
+                    "error": errors[-1],
+                    "in_model_scale": model.in_model_scale(ops_and_bytes(r, by_key)[1]),
+                }
+            )
     close = np.abs(P - M) <= 0.1 * M
     per_kind: dict[str, dict[str, float]] = {}
     groups = np.array([f"{r['kind']}|{r['inference_type']}" for r in ops])
@@ -107,6 +123,7 @@ def model_accuracy(
         if errors
         else float("nan"),
         "model_bias_median": float(statistics.median(errors) * 100) if errors else float("nan"),
+        "per_model": sorted(per_model, key=lambda m: m["model"]),
         "sources": {k: v / len(ops) for k, v in sorted(sources.items())},
         "per_kind": per_kind,
     }
@@ -124,7 +141,8 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         f"{r['within_10pct_net'] * 100:.1f} %; configurations not in training: "
         f"{r['within_10pct_unseen'] * 100:.1f} %)",
         f"MAPE {r['mape']:.1f} %, Spearman {r['spearman']:.3f}, "
-        f"median whole-model error {r['model_error_median']:.1f} %",
+        f"median whole-model error {r['model_error_median']:.1f} % "
+        f"(signed median {r.get('model_bias_median', float('nan')):+.1f} %)",
         f"unseen configurations {r['unseen_share'] * 100:.1f} %, skips {r['skips']} "
         f"({r['skip_share'] * 100:.1f} % of op records), folded at init {r.get('folded', 0)}",
     ]
@@ -138,4 +156,11 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
             f"  {kind:36s} {v['n']:5d} {v['within_10pct'] * 100:6.1f} % {v['unseen']:5d} "
             f"{v['mape']:7.1f} %"
         )
+    if r.get("per_model"):
+        lines.append("per model: measured us, predicted us, error, in-model scale")
+        for m in r["per_model"]:
+            lines.append(
+                f"  {m['model']:36s} {m['measured_us']:11.1f} {m['predicted_us']:11.1f} "
+                f"{m['error'] * 100:+7.1f} % {m['in_model_scale']:7.4f}"
+            )
     return lines
