@@ -158,9 +158,10 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         )
     if r.get("per_model"):
         lines.append("per model: measured us, predicted us, error, in-model scale")
+        width = max(len(m["model"]) for m in r["per_model"])
         for m in r["per_model"]:
             lines.append(
-                f"  {m['model']:36s} {m['measured_us']:11.1f} {m['predicted_us']:11.1f} "
+                f"  {m['model']:{width}s} {m['measured_us']:11.1f} {m['predicted_us']:11.1f} "
                 f"{m['error'] * 100:+7.1f} % {m['in_model_scale']:7.4f}"
             )
     return lines
