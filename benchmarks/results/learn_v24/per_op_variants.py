@@ -21,14 +21,9 @@ from typing import Any
 import numpy as np
 from scipy.optimize import least_squares
 
+from tacopt.cost_models.learned.fitting import whole_model
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-from tacopt.cost_models.learned.fitting.whole_model import (
-    FLOOR_US,
-    ops_and_bytes,
-    records_by_key,
-    spill_level,
-)
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.model_file import read_model_doc
 
@@ -49,18 +44,9 @@ def model_rows(
     records: Sequence[Mapping[str, Any]], model: LearnedCostModel
 ) -> tuple[np.ndarray, ...]:
     """(measured, op sum, ops, spill level) of the loop-free models, as `whole_model_terms`
-    builds them."""
-    by_key = records_by_key(records)
-    out = []
-    for r in records:
-        if r.get("type") != "model" or not r.get("latency_us") or r.get("loop_trips"):
-            continue
-        net = model.predict_model(r, by_key, with_loops=False, raw=True) - model.overhead_us
-        n, moved = ops_and_bytes(r, by_key)
-        y = max(r["latency_us"] - model.overhead_us, FLOOR_US)
-        if net > 0:
-            out.append((y, net, n, spill_level(moved, model.cache_bytes)))
-    return tuple(np.array(c, dtype=float) for c in zip(*out))
+    fits them (`whole_model.model_rows`), as arrays."""
+    rows, _ = whole_model.model_rows(records, model)
+    return tuple(np.array(c, dtype=float) for c in zip(*rows))
 
 
 def terms(

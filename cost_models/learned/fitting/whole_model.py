@@ -94,9 +94,25 @@ def whole_model_terms(
     Every loop-free model, not only those of 8 ops or more (on their own they gave scales of
     1.027-1.078 over four learns, a median whole-model error of 3.3-5.9 %).
     """
+    rows, loops = model_rows(records, model)
+    scale, spill_w, per_op = _fit_scale(rows)
+    per_trip = [
+        max(y - (scale + spill_w * s) * net - per_op * n, 0.0) / trips
+        for y, net, n, s, trips in loops
+    ]
+    return scale, spill_w, per_op, round(statistics.median(per_trip), 4) if per_trip else 0.0
+
+
+def model_rows(
+    records: Sequence[Mapping[str, Any]], model: Any
+) -> tuple[list[tuple[float, float, float, float]], list[tuple[float, float, float, float, float]]]:
+    """What :func:`whole_model_terms` fits on: ``(measured, op sum, ops, spill level)`` of each
+    timed loop-free model whose ops sum to more than nothing, and the same with the loop trips
+    appended for the models with WHILE loops. Times are net of ``model``'s invoke overhead; the
+    op sum is ``model``'s plain sum of predicted net op latencies."""
     by_key = records_by_key(records)
-    rows: list[tuple[float, float, float, float]] = []  # (measured, op sum, ops, spill)
-    loops: list[tuple[float, float, float, float, float]] = []  # (... , trips)
+    rows: list[tuple[float, float, float, float]] = []
+    loops: list[tuple[float, float, float, float, float]] = []
     for r in records:
         if r.get("type") != "model" or not r.get("latency_us"):
             continue
@@ -109,12 +125,7 @@ def whole_model_terms(
             loops.append((measured, net, n, spill, r["loop_trips"]))
         elif net > 0:
             rows.append((measured, net, n, spill))
-    scale, spill_w, per_op = _fit_scale(rows)
-    per_trip = [
-        max(y - (scale + spill_w * s) * net - per_op * n, 0.0) / trips
-        for y, net, n, s, trips in loops
-    ]
-    return scale, spill_w, per_op, round(statistics.median(per_trip), 4) if per_trip else 0.0
+    return rows, loops
 
 
 def counted_ops(
