@@ -331,3 +331,32 @@ def test_a_model_record_is_normalized_by_its_ops_families() -> None:
     conv, add, model = normalize_records(recs, anchor)
     assert (conv["latency_us"], add["latency_us"]) == (10.0, 10.0)
     assert model["latency_us"] == pytest.approx(20.0) and model["speed_index"] == 1.5
+    assert model["memory_index"] == 1.0  # no memory reference read: as before
+
+
+def test_a_model_past_the_caches_is_normalized_by_the_memory_read_beside_it() -> None:
+    """The same model timed while the machine's memory ran 2x slower than at the anchor's read:
+    past the L3 it is put back by 2 ** MEMORY_SLOPE; inside the L2 not at all; its ops are
+    not touched; a records file without the anchor's read leaves it as it was."""
+    from tacopt.cost_models.learned.measurement.speed import MEMORY_SLOPE, normalize_records
+
+    sp, anchor = {"conv": 1.0}, {"conv": 1.0, "dram": 1000.0}
+    fp = {"l2_bytes": 2**20, "l3_bytes": 2**25}
+
+    def records(op_bytes: float) -> list[dict]:
+        return [
+            {"type": "device", "device": "d", "fingerprint": fp},
+            {"type": "op", "key": "a", "kind": "CONV_2D", "inference_type": "FLOAT",
+             "latency_us": 500.0, "bytes": op_bytes, "inputs": [], "speed": sp, "device": "d"},
+            {"type": "model", "model": "m", "ops": [["a", 4]], "latency_us": 2100.0,
+             "dram_us": 2000.0, "speed": sp, "device": "d"},
+        ]  # fmt: skip
+
+    _, op, big = normalize_records(records(2**24), anchor)  # 4 x 16 MB: past the L3
+    assert op["latency_us"] == 500.0
+    assert big["memory_index"] == pytest.approx(2**MEMORY_SLOPE)
+    assert big["latency_us"] == pytest.approx(2100.0 / 2**MEMORY_SLOPE)
+    _, _, small = normalize_records(records(2**17), anchor)  # 512 kB: inside the L2
+    assert small["memory_index"] == 1.0 and small["latency_us"] == 2100.0
+    _, _, old = normalize_records(records(2**24), {"conv": 1.0})
+    assert old["latency_us"] == 2100.0

@@ -78,6 +78,8 @@ def test_net_prior_draws_its_samplers_and_network_chains(tmp_path: Path, capsys)
     assert drawn <= set(NET_RNN_PRIOR)
     (chain,) = [r for r in recs if r["type"] == "model"]
     assert chain["model"] == "netchain_3_0" and chain["latency_us"] > 0
+    assert chain["dram_us"] > 100  # the 48 MB memory reference, read beside the whole chain
+    assert run_speed(recs)["dram"] == chain["dram_us"]
     G = sample_net_chain(3, 0)
     validate_graph(G)
     assert {"CONV_2D", "ADD"} <= {G.nodes[n]["op"].kind for n in G}

@@ -13,11 +13,8 @@ from tacopt.cost_models.base import (
     CostModelError,
 )
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-from tacopt.cost_models.learned.fitting.whole_model import (
-    net_latency,
-    ops_and_bytes,
-    records_by_key,
-)
+from tacopt.cost_models.learned.fitting.whole_model import net_latency
+from tacopt.cost_models.learned.measurement.records import ops_and_bytes, records_by_key
 from tacopt.cost_models.learned.measurement.speed import normalize_records
 
 

@@ -33,13 +33,12 @@ from tacopt.cost_models.learned.fitting.trees import LIGHTGBM_PARAMS, fit_lightg
 from tacopt.cost_models.learned.fitting.whole_model import (
     FLOOR_US,
     conversion_rate,
-    fingerprint_caches,
     gemm_rate,
     net_latency,
     whole_model_terms,
 )
 from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
-from tacopt.cost_models.learned.measurement.records import quiet_records
+from tacopt.cost_models.learned.measurement.records import fingerprint_caches, quiet_records
 from tacopt.cost_models.learned.measurement.speed import family, normalize_records, run_speed
 from tacopt.cost_models.movement import movement_fits
 

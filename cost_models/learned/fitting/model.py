@@ -91,11 +91,8 @@ from tacopt.cost_models.learned.fitting.features import (
 )
 from tacopt.cost_models.learned.fitting.kind_models import KindModels, group_of
 from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_trees
-from tacopt.cost_models.learned.fitting.whole_model import (
-    LEGACY_FLOOR_US,
-    counted_ops,
-    spill_level,
-)
+from tacopt.cost_models.learned.fitting.whole_model import LEGACY_FLOOR_US
+from tacopt.cost_models.learned.measurement.records import counted_ops, spill_level
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 from tacopt.cost_models.learned.measurement.speed import (
     family,

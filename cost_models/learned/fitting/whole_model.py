@@ -6,12 +6,24 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
+# what a model record adds up to moved to the records module (the speed normalization of model
+# records needs it); re-exported for the scripts under benchmarks/results that import it from here
+from tacopt.cost_models.learned.measurement.records import (
+    counted_ops as counted_ops,
+)
+from tacopt.cost_models.learned.measurement.records import (
+    fingerprint_caches as fingerprint_caches,
+)
+from tacopt.cost_models.learned.measurement.records import (
+    ops_and_bytes,
+    records_by_key,
+    spill_level,
+)
 
 #: The least net latency (us) a fit sees or a prediction gives. An op that does next to nothing
 #: (a RESHAPE of 128 floats) costs the invoke overhead: in a Zen 4 learn's records the net
@@ -43,24 +55,6 @@ def conversion_rate(ops: Sequence[Mapping[str, Any]]) -> float:
             n = math.prod(max(d, 1) for d in r["outputs"][0][0])
             rates.append(net_latency(r) / max(n, 1))
     return round(statistics.median(rates), 8) if rates else 0.0
-
-
-def spill_level(model_bytes: float, cache_bytes: Sequence[float] | None) -> float:
-    """How far a model's data spills out of a core's L2 cache, 0 to 1: 0 at or below the L2's
-    size (``cache_bytes = (l2, l3)``), 1 at or beyond the L3's, log-linear between; 0 when the
-    caches are unknown.
-
-    >>> spill_level(2**20, (2**20, 2**25)), spill_level(2**25, (2**20, 2**25))
-    (0.0, 1.0)
-    >>> round(spill_level(2**22, (2**20, 2**25)), 6), spill_level(2**30, None)
-    (0.4, 0.0)
-    """
-    if not cache_bytes or len(cache_bytes) != 2 or not all(cache_bytes):
-        return 0.0
-    l2, l3 = (float(b) for b in cache_bytes)
-    if l3 <= l2 or model_bytes <= l2:
-        return 0.0
-    return min(math.log(model_bytes / l2) / math.log(l3 / l2), 1.0)
 
 
 def whole_model_terms(
@@ -128,45 +122,6 @@ def model_rows(
     return rows, loops
 
 
-def counted_ops(
-    model_record: Mapping[str, Any], by_key: Mapping[str, Mapping[str, Any]]
-) -> Iterator[tuple[str, Mapping[str, Any], float]]:
-    """``(key, op record, count)`` of each op a ``model`` record runs per invoke: its count less
-    the ops fused into their consumer (``absorbed``: a PAD XNNPACK adds to the next
-    convolution); those a model does not run (WHILE: its body ops are counted; variables) and
-    records without features left out."""
-    absorbed = dict(model_record.get("absorbed", []))
-    for key, count in model_record["ops"]:
-        rec = by_key.get(key)
-        count -= absorbed.get(key, 0.0)
-        if count > 0 and rec is not None and _counted(rec):
-            yield key, rec, count
-
-
-def ops_and_bytes(
-    model_record: Mapping[str, Any], by_key: Mapping[str, Mapping[str, Any]]
-) -> tuple[float, float]:
-    """``(ops, bytes)``: how many ops a ``model`` record runs per invoke (:func:`counted_ops`)
-    and the bytes they read and write (the op records' ``bytes``)."""
-    n = moved = 0.0
-    for _, rec, count in counted_ops(model_record, by_key):
-        n += count
-        moved += count * float(rec.get("bytes", 0.0))
-    return n, moved
-
-
-def fingerprint_caches(fp: Mapping[str, Any] | None) -> list[int] | None:
-    """``[l2, l3]``: the cache sizes of a device fingerprint, None when unknown."""
-    if not fp or not fp.get("l2_bytes") or not fp.get("l3_bytes"):
-        return None
-    return [int(fp["l2_bytes"]), int(fp["l3_bytes"])]
-
-
-def _counted(rec: Mapping[str, Any] | None) -> bool:
-    """Whether a model's op counts as one the model runs (WHILE and variables do not)."""
-    return rec is not None and rec.get("kind") not in UNMEASURABLE and "inputs" in rec
-
-
 def _fit_scale(rows: Sequence[tuple[float, float, float, float]]) -> tuple[float, float, float]:
     """``(scale, spill, per_op)`` minimizing the robust log ratio of (scale + spill x s) x sum +
     per_op x ops to the measured latency (symmetric: a relative error is bounded by -1 below and
@@ -190,7 +145,3 @@ def _fit_scale(rows: Sequence[tuple[float, float, float, float]]) -> tuple[float
     )
     return round(float(fit.x[0]), 4), round(float(fit.x[2]), 4), round(float(fit.x[1]), 4)
 
-
-def records_by_key(records: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
-    """``op`` and ``skip`` records by configuration key."""
-    return {r["key"]: r for r in records if r.get("type") in ("op", "skip")}

@@ -47,7 +47,9 @@ Records (JSON lines, appended and flushed one by one, so a run can resume; docs/
   VALID convolution), measured alone all the same; ``latency_us`` is None when the runtime
   cannot run the model whole (custom ops), ``untimed`` then says why; ``priced`` notes a model
   measured as stored because fusion refused it; ``timed`` is ``"priced"`` (the graph the op
-  records come from) or ``"stored (why)"``; records without it were timed as stored
+  records come from) or ``"stored (why)"``; records without it were timed as stored;
+  ``dram_us`` is the memory reference read beside the model
+  (:func:`~tacopt.cost_models.learned.measurement.speed.memory_index`)
 
 With ``types`` (``tacopt measure --types float32,int8``) every op is also rebuilt in the other
 inference types (:func:`retype_op`) and measured; those records carry ``retyped_from`` (the op's
@@ -87,7 +89,7 @@ from tacopt.cost_models.learned.measurement.singleop import (
     priced_graph,
     unmeasurable,
 )
-from tacopt.cost_models.learned.measurement.speed import SpeedTracker
+from tacopt.cost_models.learned.measurement.speed import SpeedTracker, memory_reference
 from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, time_model
 from tacopt.cost_models.ops import trip_count
 
@@ -277,10 +279,13 @@ def _time_whole(
 ) -> dict[str, Any]:
     """The timing fields of a whole model: the graph the partitioner prices (its ops of
     constants folded, its fused ops fused: what the op records add up to), else, when the
-    runtime cannot run that, the model as stored (``timed`` says which, and why)."""
+    runtime cannot run that, the model as stored (``timed`` says which, and why); and
+    ``dram_us``, the memory reference read just before and just after it
+    (:func:`_memory_read`)."""
     from tacopt.fusion.tflite.writer import serialize_tflite
 
     why = ""
+    before = _memory_read(cfg, gate)
     for label, graph in (("priced", priced), ("stored", stored)):
         try:
             t = time_model(
@@ -295,8 +300,20 @@ def _time_whole(
             first = (str(exc).splitlines() or [""])[0][:200]
             why = why or f"{type(exc).__name__}: {first}"
             continue
-        return {**timing_fields(t), "timed": label if label == "priced" else f"stored ({why})"}
+        dram_us = round((before + _memory_read(cfg, gate)) / 2, 4)
+        timed = label if label == "priced" else f"stored ({why})"
+        return {**timing_fields(t), "timed": timed, "dram_us": dram_us}
     return {"latency_us": None, "untimed": why}
+
+
+def _memory_read(cfg: MeasureConfig, gate: Any) -> float:
+    """The memory reference's latency now, in us (its fastest of 4 samples on 2 instances):
+    how fast the machine's memory is beside a whole model
+    (:func:`~tacopt.cost_models.learned.measurement.speed.memory_index`). Timed apart from the
+    model, so the model's own warm-up refills the caches it empties."""
+    mcfg = replace(cfg, rounds=2, passes=1, retry_rounds=0)
+    t = time_model(memory_reference(), None, mcfg, seed=cfg.seed, samples=4, gate=gate)
+    return t.latency_us
 
 
 def _recorded(

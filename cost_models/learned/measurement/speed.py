@@ -72,8 +72,8 @@ def _dwconv() -> nx.MultiDiGraph:
     return b.build(outputs=[y])
 
 
-def _add(shape: tuple[int, ...] = (1, 64, 64, 32)) -> nx.MultiDiGraph:
-    b = GraphBuilder("ref_add" if shape == (1, 64, 64, 32) else "ref_add_l2")
+def _add(shape: tuple[int, ...] = (1, 64, 64, 32), name: str = "") -> nx.MultiDiGraph:
+    b = GraphBuilder(name or ("ref_add" if shape == (1, 64, 64, 32) else "ref_add_l2"))
     x, z = b.input("x", shape), b.input("z", shape)
     return b.build(outputs=[b.op("ADD", x, z)])
 
@@ -214,14 +214,58 @@ def reference_models() -> dict[str, bytes]:
     return {name: serialize_tflite(build()) for name, build in sorted(REFERENCES.items())}
 
 
+#: The memory reference, timed beside every whole model (not with the ops: it would empty the
+#: caches the single ops are timed in): a float ADD of two inputs of this shape, 3 x 16 MB read
+#: and written per invoke, past the 32 MB L3 of the CPUs sessions get. Records carry it as
+#: ``dram_us`` on each model record; the model file's ``anchor_speed`` as :data:`MEMORY_KEY`.
+MEMORY_SHAPE = (1, 256, 256, 64)
+MEMORY_KEY = "dram"
+#: How much a model's latency moves with the memory reference's at full spill (log-log slope;
+#: a model's spill, 0 to 1, scales it: ``records.spill_level``). Big models and the learn's big
+#: chains run slower when the machine's memory is: on the Zen 4 VM of the 2026-11-27 sessions,
+#: eight chains past 16 MB timed in 299 interleaved rounds over 9 minutes moved with the 48 MB
+#: ADD at r 0.65 and a slope of 0.093, and hardly with the L3-streaming ``add`` reference (r
+#: 0.04-0.26; ``benchmarks/results/learn_v24/corr_report.txt``). Six fresh learns there fitted
+#: their in-model scale at full spill between 1.018 and 1.050 from such chains.
+MEMORY_SLOPE = 0.09
+
+
+@cache
+def memory_reference() -> bytes:
+    """The memory reference model (:data:`MEMORY_SHAPE`) as .tflite bytes."""
+    from tacopt.fusion.tflite.writer import serialize_tflite
+
+    return serialize_tflite(_add(MEMORY_SHAPE, name="ref_dram"))
+
+
+def memory_index(dram_us: float | None, anchor_us: float | None, spill: float) -> float:
+    """How much slower a model of ``spill`` (0 to 1) runs because of the machine's memory than it
+    would at the anchor's: the memory reference's ratio to the power of :data:`MEMORY_SLOPE` x
+    ``spill``; 1.0 when either read is missing.
+
+    >>> round(memory_index(2000.0, 1000.0, 1.0), 4), memory_index(2000.0, None, 1.0)
+    (1.0644, 1.0)
+    >>> memory_index(2000.0, 1000.0, 0.0)
+    1.0
+    """
+    if not dram_us or not anchor_us or dram_us <= 0 or anchor_us <= 0:
+        return 1.0
+    return float((dram_us / anchor_us) ** (MEMORY_SLOPE * spill))
+
+
 def speed_index(speed: Mapping[str, float], anchor: Mapping[str, float]) -> float:
     """How much slower the machine of ``speed`` is than that of ``anchor``: the geometric mean
-    of the references' latency ratios (1.0 when either is empty).
+    of the references' latency ratios (1.0 when either is empty); the memory reference
+    (:data:`MEMORY_KEY`) left out: it weighs on whole models only (:func:`memory_index`).
 
     >>> round(speed_index({"conv": 20.0, "add": 10.0}, {"conv": 10.0, "add": 10.0}), 4)
     1.4142
     """
-    names = [n for n in sorted(anchor) if n in speed and speed[n] > 0 and anchor[n] > 0]
+    names = [
+        n
+        for n in sorted(anchor)
+        if n != MEMORY_KEY and n in speed and speed[n] > 0 and anchor[n] > 0
+    ]
     if not names:
         return 1.0
     return math.exp(statistics.fmean(math.log(speed[n] / anchor[n]) for n in names))
@@ -273,17 +317,20 @@ def measure_speed(rounds: int = 5, cfg: object | None = None) -> dict[str, float
 
 
 def run_speed(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """The median speed (reference -> us) over the op records that carry one ({} if none).
+    """The median speed (reference -> us) over the op records that carry one, and the median
+    memory reference (:data:`MEMORY_KEY`) over the model records that carry one ({} if none).
 
     >>> recs = [{"type": "op", "speed": {"conv": 10.0}}, {"type": "op", "speed": {"conv": 12.0}}]
-    >>> run_speed(recs)
-    {'conv': 11.0}
+    >>> run_speed(recs + [{"type": "model", "dram_us": 2000.0}])
+    {'conv': 11.0, 'dram': 2000.0}
     """
     reads: dict[str, list[float]] = {}
     for r in records:
         if r.get("type") == "op":
             for name, v in (r.get("speed") or {}).items():
                 reads.setdefault(name, []).append(float(v))
+        elif r.get("type") == "model" and r.get("dram_us"):
+            reads.setdefault(MEMORY_KEY, []).append(float(r["dram_us"]))
     return {n: round(float(statistics.median(v)), 4) for n, v in sorted(reads.items())}
 
 
@@ -340,14 +387,28 @@ def normalize_records(
     kernel family's index (:func:`family_index`) of its block's pooled speed
     (:func:`block_speeds`), and the overhead by :data:`OVERHEAD_FAMILY`'s; each model record (a
     model runs every family) by its ops' indices weighted by their measured time (the blended
-    :func:`speed_index` when none of its ops is in ``records``); ``speed_index`` and
-    ``overhead_index`` fields added. Others are copied as they are.
+    :func:`speed_index` when none of its ops is in ``records``), times its :func:`memory_index`
+    (its own ``dram_us``, read beside it, against the anchor's; its spill from the bytes its
+    ops move and the caches of its device record); ``speed_index``, ``overhead_index`` and, on
+    model records, ``memory_index`` fields added. Others are copied as they are.
 
     >>> r = {"type": "op", "kind": "ADD", "latency_us": 20.0, "speed": {"conv": 4.0, "add": 2.0}}
     >>> normalize_records([r], {"conv": 1.0, "add": 1.0})[0]["latency_us"]
     10.0
     """
+    from tacopt.cost_models.learned.measurement.records import (
+        fingerprint_caches,
+        ops_and_bytes,
+        records_by_key,
+        spill_level,
+    )
+
     records = list(records)
+    caches = {
+        r.get("device"): fingerprint_caches(r.get("fingerprint"))
+        for r in records
+        if r.get("type") == "device"
+    }
     out: list[dict[str, Any]] = []
     index: dict[str, float] = {}  # op key -> its index
     raw: dict[str, float] = {}  # op key -> its measured latency
@@ -367,11 +428,16 @@ def normalize_records(
         if r.get("type") == "op" and isinstance(r.get("latency_us"), (int, float)):
             index[str(r.get("key"))], raw[str(r.get("key"))] = s, float(r["latency_us"])
         _scale(r, s, family_index(speed, anchor, OVERHEAD_FAMILY))
+    by_key = records_by_key(records) if models else {}
     for r, blended, overhead in models:
         # a model runs every family: its index is that of its ops, weighted by their time
         ops = [(raw[k], index[k], c) for k, c in r.get("ops", []) if k in index]
         total = sum(c * t for t, _, c in ops)
-        _scale(r, total / sum(c * t / s for t, s, c in ops) if total > 0 else blended, overhead)
+        s = total / sum(c * t / s for t, s, c in ops) if total > 0 else blended
+        spill = spill_level(ops_and_bytes(r, by_key)[1], caches.get(r.get("device")))
+        memory = memory_index(r.get("dram_us"), anchor.get(MEMORY_KEY), spill)
+        _scale(r, s * memory, overhead)
+        r["memory_index"] = memory
     return out
 
 

@@ -205,8 +205,8 @@ def adapt(
     for r in norm:
         table[r["key"]].append(r["latency_us"])
     corr = corrections(base, norm)
-    from tacopt.cost_models.learned.fitting.whole_model import fingerprint_caches
     from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
+    from tacopt.cost_models.learned.measurement.records import fingerprint_caches
 
     doc = dict(base_doc)
     doc["speed"] = speed
