@@ -355,6 +355,7 @@ def test_evaluate_lists_each_whole_models_price_error_and_in_model_scale() -> No
     assert row["error"] == pytest.approx(row["predicted_us"] / row["measured_us"] - 1)
     assert row["error"] < -0.4  # measured at twice its price
     assert row["in_model_scale"] == m.in_model_scale(ops_and_bytes(slow, by_key)[1])
+    assert row["memory_index"] == 1.0  # no memory read beside it
     assert res["model_bias_median"] == pytest.approx(
         100 * float(np.median([r["error"] for r in res["per_model"]])))  # fmt: skip
     text = report_lines(res)

@@ -40,7 +40,9 @@ def model_accuracy(
     ``model_error_median`` (median over models of |predicted - measured| / measured, %, see
     :meth:`LearnedCostModel.predict_model`), ``model_bias_median`` (signed, %), ``per_model``
     (each whole model, by name: measured and predicted latency in the model's units, the signed
-    relative error and the in-model scale its ops were priced at), counts
+    relative error, the in-model scale its ops were priced at and the memory index its measured
+    latency was divided by: :func:`~tacopt.cost_models.learned.measurement.speed.memory_index`),
+    counts
     (``unseen_share``, ``skips`` and ``skip_share`` of op records that could not run alone,
     ``skip_reasons``: kind and reason -> count, ``folded``: ops folded at init, priced 0 and
     counted as neither),
@@ -81,6 +83,7 @@ def model_accuracy(
                     "predicted_us": predicted,
                     "error": errors[-1],
                     "in_model_scale": model.in_model_scale(ops_and_bytes(r, by_key)[1]),
+                    "memory_index": float(r.get("memory_index", 1.0)),
                 }
             )
     close = np.abs(P - M) <= 0.1 * M
@@ -154,11 +157,12 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
             f"{v['mape']:7.1f} %"
         )
     if r.get("per_model"):
-        lines.append("per model: measured us, predicted us, error, in-model scale")
+        lines.append("per model: measured us, predicted us, error, in-model scale, memory index")
         width = max(len(m["model"]) for m in r["per_model"])
         for m in r["per_model"]:
             lines.append(
                 f"  {m['model']:{width}s} {m['measured_us']:11.1f} {m['predicted_us']:11.1f} "
-                f"{m['error'] * 100:+7.1f} % {m['in_model_scale']:7.4f}"
+                f"{m['error'] * 100:+7.1f} % {m['in_model_scale']:7.4f} "
+                f"{m.get('memory_index', 1.0):7.4f}"
             )
     return lines
