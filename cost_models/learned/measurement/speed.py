@@ -21,6 +21,12 @@ Zen 3 to a Zen 4 with AVX-512 VNNI, the int8 conv reference ran 5.0x faster, the
 LSTMs 1.25x. Records without a family's reference (measured before it existed) fall back to
 the geometric mean of the references they have (`speed_index`).
 
+Whole models are also slowed by the machine's memory, which no op reference follows: a model whose
+data spill past the caches runs slower while the memory is busy (on a VM, with its neighbours).
+So every whole model is timed with a memory reference beside it (:func:`memory_reference`, an
+ADD moving 48 MB per invoke, read just before and just after the model: ``dram_us`` on model
+records), and :func:`normalize_records` divides a model's latency by its :func:`memory_index`.
+
 >>> sorted(REFERENCES)
 ['add', 'add_l2', 'conv', 'conv_int8', 'dwconv', 'lstm', 'move']
 """
