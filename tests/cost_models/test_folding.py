@@ -239,7 +239,7 @@ def test_an_absorbed_pad_costs_nothing_in_a_model_under_xnnpack_only(tmp_path: P
     G = padded_net()
     assert xnn.op_cost(G, "pad_0", "CPU", "FLOAT") == 0.0
     assert builtin.op_cost(G, "pad_0", "CPU", "FLOAT") > 0.0  # type: ignore[operator]
-    from tacopt.cost_models.learned.fitting.whole_model import records_by_key
+    from tacopt.cost_models.learned.measurement.records import records_by_key
 
     by_key = records_by_key(recs)
     without = xnn.predict_model(model_rec, by_key, raw=True)

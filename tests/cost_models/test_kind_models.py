@@ -15,11 +15,11 @@ from tacopt.cost_models.learned.fitting.fit import fit
 from tacopt.cost_models.learned.fitting.kind_models import KindModels, fit_kind_models
 from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL, LearnedCostModel
 from tacopt.cost_models.learned.fitting.trees import predict_stacked
-from tacopt.cost_models.learned.fitting.whole_model import (
+from tacopt.cost_models.learned.fitting.whole_model import whole_model_terms
+from tacopt.cost_models.learned.measurement.records import (
     ops_and_bytes,
     records_by_key,
     spill_level,
-    whole_model_terms,
 )
 from tacopt.cost_models.model_file import model_bytes, read_model_doc
 

@@ -624,7 +624,7 @@ def test_op_cost_scales_by_how_far_the_models_data_spill() -> None:
     # inside a model whose ops move more bytes than the L2 holds, an op costs more than in one
     # that stays in it (whole_model.spill_level); a model file without a spill prices as before
     from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL
-    from tacopt.cost_models.learned.fitting.whole_model import spill_level
+    from tacopt.cost_models.learned.measurement.records import spill_level
     from tacopt.cost_models.learned.measurement.singleop import op_features
     from tacopt.cost_models.model_file import read_model_doc
 

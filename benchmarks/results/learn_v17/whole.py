@@ -9,7 +9,7 @@ import statistics
 import sys
 
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-from tacopt.cost_models.learned.fitting.whole_model import records_by_key
+from tacopt.cost_models.learned.measurement.records import records_by_key
 from tacopt.cost_models.learned.measurement.speed import normalize_records
 from tacopt.cost_models.model_file import read_model_doc
 

@@ -11,12 +11,12 @@ import statistics
 import sys
 from collections.abc import Sequence
 
-from tacopt.cost_models.learned.fitting.whole_model import (
+from tacopt.cost_models.learned.fitting.whole_model import net_latency
+from tacopt.cost_models.learned.measurement.records import (
     counted_ops,
-    net_latency,
+    read_records,
     records_by_key,
 )
-from tacopt.cost_models.learned.measurement.records import read_records
 
 
 def chain_timings(path: str) -> dict[str, tuple[float, float]]:

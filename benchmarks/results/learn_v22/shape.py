@@ -13,13 +13,13 @@ import sys
 from collections import defaultdict
 from collections.abc import Sequence
 
-from tacopt.cost_models.learned.fitting.whole_model import (
+from tacopt.cost_models.learned.fitting.whole_model import net_latency
+from tacopt.cost_models.learned.measurement.records import (
     counted_ops,
-    net_latency,
     ops_and_bytes,
+    read_records,
     records_by_key,
 )
-from tacopt.cost_models.learned.measurement.records import read_records
 
 
 def main(paths: Sequence[str]) -> None:

@@ -15,9 +15,9 @@ from typing import Any
 
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-from tacopt.cost_models.learned.fitting.whole_model import fingerprint_caches, whole_model_terms
+from tacopt.cost_models.learned.fitting.whole_model import whole_model_terms
 from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
-from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.records import fingerprint_caches, read_records
 from tacopt.cost_models.model_file import read_model_doc
 
 

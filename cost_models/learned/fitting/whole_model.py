@@ -11,14 +11,6 @@ from typing import Any
 
 import numpy as np
 
-# what a model record adds up to moved to the records module (the speed normalization of model
-# records needs it); re-exported for the scripts under benchmarks/results that import it from here
-from tacopt.cost_models.learned.measurement.records import (
-    counted_ops as counted_ops,
-)
-from tacopt.cost_models.learned.measurement.records import (
-    fingerprint_caches as fingerprint_caches,
-)
 from tacopt.cost_models.learned.measurement.records import (
     ops_and_bytes,
     records_by_key,
