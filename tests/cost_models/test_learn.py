@@ -360,3 +360,7 @@ def test_a_model_past_the_caches_is_normalized_by_the_memory_read_beside_it() ->
     assert small["memory_index"] == 1.0 and small["latency_us"] == 2100.0
     _, _, old = normalize_records(records(2**24), {"conv": 1.0})
     assert old["latency_us"] == 2100.0
+    for bad in (float("nan"), -5.0, "fast", None):  # a broken read is ignored, as if absent
+        recs = records(2**24)
+        recs[2]["dram_us"] = bad
+        assert normalize_records(recs, anchor)[2]["latency_us"] == 2100.0

@@ -251,12 +251,18 @@ def memory_index(dram_us: float | None, anchor_us: float | None, spill: float) -
 
     >>> round(memory_index(2000.0, 1000.0, 1.0), 4), memory_index(2000.0, None, 1.0)
     (1.0644, 1.0)
-    >>> memory_index(2000.0, 1000.0, 0.0)
-    1.0
+    >>> memory_index(2000.0, 1000.0, 0.0), memory_index(float("nan"), 1000.0, 1.0)
+    (1.0, 1.0)
     """
-    if not dram_us or not anchor_us or dram_us <= 0 or anchor_us <= 0:
+    if dram_us is None or anchor_us is None or not (_a_read(dram_us) and _a_read(anchor_us)):
         return 1.0
     return float((dram_us / anchor_us) ** (MEMORY_SLOPE * spill))
+
+
+def _a_read(v: object) -> bool:
+    """Whether ``v`` is a usable reference read: a finite positive number (a hand-edited or
+    broken record's ``dram_us`` is then ignored, as if absent)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
 
 
 def speed_index(speed: Mapping[str, float], anchor: Mapping[str, float]) -> float:
@@ -327,7 +333,7 @@ def run_speed(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
     memory reference (:data:`MEMORY_KEY`) over the model records that carry one ({} if none).
 
     >>> recs = [{"type": "op", "speed": {"conv": 10.0}}, {"type": "op", "speed": {"conv": 12.0}}]
-    >>> run_speed(recs + [{"type": "model", "dram_us": 2000.0}])
+    >>> run_speed(recs + [{"type": "model", "dram_us": 2000.0}, {"type": "model", "dram_us": "x"}])
     {'conv': 11.0, 'dram': 2000.0}
     """
     reads: dict[str, list[float]] = {}
@@ -335,7 +341,7 @@ def run_speed(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
         if r.get("type") == "op":
             for name, v in (r.get("speed") or {}).items():
                 reads.setdefault(name, []).append(float(v))
-        elif r.get("type") == "model" and r.get("dram_us"):
+        elif r.get("type") == "model" and _a_read(r.get("dram_us")):
             reads.setdefault(MEMORY_KEY, []).append(float(r["dram_us"]))
     return {n: round(float(statistics.median(v)), 4) for n, v in sorted(reads.items())}
 
