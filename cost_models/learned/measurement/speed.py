@@ -42,6 +42,12 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.cost_models.learned.measurement.records import (
+    fingerprint_caches,
+    ops_and_bytes,
+    records_by_key,
+    spill_level,
+)
 from tacopt.cost_models.ops import MOVEMENT, RECURRENT
 from tacopt.fusion.ir import Quantization
 from tacopt.fusion.ir.builder import GraphBuilder
@@ -408,13 +414,6 @@ def normalize_records(
     >>> normalize_records([r], {"conv": 1.0, "add": 1.0})[0]["latency_us"]
     10.0
     """
-    from tacopt.cost_models.learned.measurement.records import (
-        fingerprint_caches,
-        ops_and_bytes,
-        records_by_key,
-        spill_level,
-    )
-
     records = list(records)
     caches = {
         r.get("device"): fingerprint_caches(r.get("fingerprint"))
