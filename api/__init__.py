@@ -29,7 +29,7 @@ _API: dict[str, str] = {
     "fuse": "tacopt.fusion.fuse",
     "rehydrate": "tacopt.fusion.tflite.rehydrate",
     "register_fusion": "tacopt.fusion.rules.composites",
-    "TacoptError": "tacopt.fusion.ir.errors",
+    "TacoptError": "tacopt.errors",
     # cost models
     "CostModel": "tacopt.cost_models.base",
     "CostModelBase": "tacopt.cost_models.base",

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tacopt.benchmarks import scripts
-from tacopt.fusion.ir.errors import TacoptError, print_error, run_as_program
+from tacopt.errors import TacoptError, print_error, run_as_program
 
 #: Runnable modules of the study that are not under ``scripts/``.
 STUDY = {

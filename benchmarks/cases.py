@@ -21,7 +21,7 @@ import numpy as np
 
 from tacopt.benchmarks.study import Case
 from tacopt.benchmarks.zoos import BenchmarkError, load_item
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +115,7 @@ def run_case(case: Case, done: Mapping[str, Mapping[str, Any]] | None = None) ->
     """Run every picker of ``case`` not already in ``done`` (records by picker) on one problem.
 
     Returns the new records in picker order. Never raises for a failing model or picker: the
-    failure becomes a record with status ERROR (a :class:`~tacopt.fusion.ir.errors.TacoptError`) or
+    failure becomes a record with status ERROR (a :class:`~tacopt.errors.TacoptError`) or
     CRASH.
     """
     done = done or {}

@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.errors import EXIT_INTERRUPTED
-from tacopt.fusion.ir.options import add_command, at_least, seconds
+from tacopt.cli_options import add_command, at_least, seconds
+from tacopt.errors import EXIT_INTERRUPTED
 
 DEFAULT_OUT = Path("tacopt-bench") / "results.jsonl"
 EXIT_ALL_FAILED = 1
@@ -267,7 +267,7 @@ def _run_contest(args: argparse.Namespace, zoos: list[str], report_dir: Path | N
 
     from tacopt.benchmarks.scripts.picking.bench_iopddl import report, run_iopddl_bench
     from tacopt.benchmarks.zoos import BenchmarkError
-    from tacopt.fusion.ir.io import atomic_write
+    from tacopt.io import atomic_write
 
     if len(zoos) != len(args.zoo):
         raise BenchmarkError("iopddl:DIR zoos run on their own, not with model zoos")
@@ -289,7 +289,7 @@ def _run_contest(args: argparse.Namespace, zoos: list[str], report_dir: Path | N
 
 def _check_outputs(out: Path, report_dir: Path | None) -> None:
     """Refuse an output that cannot be written, before any work (missing folders are made)."""
-    from tacopt.fusion.ir.io import check_output_folder, check_output_path
+    from tacopt.io import check_output_folder, check_output_path
 
     if check_output_folder(out.parent, what="--out").exists():
         check_output_path(out, what="--out")

@@ -28,7 +28,7 @@ A record (one JSON object per line)::
 (OPTIMAL, FEASIBLE, HEURISTIC, ...), INFEASIBLE or UNKNOWN when the picker found no plan
 within the capacities (:class:`~tacopt.partitioner.plan.NoPlanError`), or ERROR when the picker
 or the problem build raised a
-:class:`~tacopt.fusion.ir.errors.TacoptError` (the message is in ``error``), or CRASH for any other
+:class:`~tacopt.errors.TacoptError` (the message is in ``error``), or CRASH for any other
 exception (a bug, recorded so that one model cannot stop a long study).
 
 Examples
@@ -72,7 +72,7 @@ from tacopt.benchmarks.study import (  # noqa: F401  (re-exported)
     expand_cases,
 )
 from tacopt.benchmarks.zoos import BenchmarkError
-from tacopt.fusion.ir.io import atomic_write, read_json_lines
+from tacopt.io import atomic_write, read_json_lines
 
 if TYPE_CHECKING:  # workers imports this module
     from tacopt.benchmarks.workers import WorkerSetup

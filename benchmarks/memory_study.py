@@ -39,8 +39,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tacopt.fusion.ir.errors import TacoptError
-from tacopt.fusion.ir.io import atomic_write
+from tacopt.errors import TacoptError
+from tacopt.io import atomic_write
 
 FRACTIONS: tuple[float | None, ...] = (None, 0.75, 0.5, 0.25)
 PICKERS = ("exact", "greedy", "tac", "first-fit")

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 
 
 @dataclass(frozen=True, slots=True)

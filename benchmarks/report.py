@@ -39,7 +39,7 @@ from tacopt.benchmarks.tables import (  # noqa: F401  (re-exported: the report's
     summary_table,
 )
 from tacopt.benchmarks.zoos import BenchmarkError
-from tacopt.fusion.ir.io import all_or_nothing, check_output_folder
+from tacopt.io import all_or_nothing, check_output_folder
 
 #: The folder of a report's plan pages, beside report.md.
 PAGES = "pages"

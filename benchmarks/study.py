@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tacopt.benchmarks.zoos import BenchmarkError, ZooItem, resolve_zoo
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 
 #: Device sets of the default study (TAC's examples).
 DEFAULT_DEVICE_SETS: tuple[tuple[str, ...], ...] = (

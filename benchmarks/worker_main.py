@@ -12,7 +12,7 @@ from multiprocessing.connection import Connection
 
 from tacopt.benchmarks.harness import run_case, warm_up
 from tacopt.benchmarks.workers import known_names, prepare
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 
 
 def _die_with_parent() -> None:

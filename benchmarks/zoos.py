@@ -42,9 +42,9 @@ from typing import Any, Protocol
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import TacoptError
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
-from tacopt.fusion.ir.errors import TacoptError
-from tacopt.fusion.ir.registry import Registry, resolve_spec
+from tacopt.registry import Registry, resolve_spec
 
 #: Folder of the models bundled with the project.
 BUNDLED_DIR = Path(__file__).resolve().parent / "models"

@@ -42,7 +42,7 @@ from tacopt.cost_models.protocol import (
     priced,
     view_cost,
 )
-from tacopt.fusion.ir.registry import Registry, resolve_spec
+from tacopt.registry import Registry, resolve_spec
 
 __all__ = [
     "INFERENCE_TYPES",

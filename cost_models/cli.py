@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.io import check_output_path
-from tacopt.fusion.ir.options import add_command, at_least, names_of, one_of, positive
+from tacopt.cli_options import add_command, at_least, names_of, one_of, positive
+from tacopt.io import check_output_path
 
 #: Timing rounds of `tacopt calibrate`.
 CALIBRATE_ROUNDS = 20
@@ -425,7 +425,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from tacopt.cost_models.learned.fitting.model import LearnedCostModel
     from tacopt.cost_models.learned.measurement.records import read_records
     from tacopt.cost_models.model_file import model_bytes
-    from tacopt.fusion.ir.io import all_or_nothing
+    from tacopt.io import all_or_nothing
 
     with all_or_nothing([("-o", args.out)]) as out:
         check_records_file(args.records, what="records file")
@@ -483,7 +483,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
     speed today. A timing run: run it alone (under the timing lock).
     """
     from tacopt.cost_models.model_file import model_bytes
-    from tacopt.fusion.ir.io import all_or_nothing
+    from tacopt.io import all_or_nothing
 
     out = args.out or args.model
     doc = read_learned_doc(args.model, anchored=True)

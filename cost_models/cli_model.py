@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from tacopt.cli_options import add_command
 from tacopt.cost_models.cli import check_records_file, read_learned_doc
-from tacopt.fusion.ir.options import add_command
 
 
 def register_evaluate(subparsers: Any) -> None:

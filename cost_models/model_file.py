@@ -16,7 +16,7 @@ import os
 from typing import Any
 
 from tacopt.cost_models.protocol import CostModelError
-from tacopt.fusion.ir.io import read_json
+from tacopt.io import read_json
 
 #: The most bytes a gzipped model file may inflate to (the shipped model: ~10 MB).
 MAX_MODEL_BYTES = 256 << 20

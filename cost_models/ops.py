@@ -35,8 +35,8 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import GraphError
 from tacopt.fusion.ir import Op, Tensor
-from tacopt.fusion.ir.errors import GraphError
 
 # --------------------------------------------------------------------------------------------
 # inference type

@@ -50,7 +50,7 @@ from typing import Protocol, runtime_checkable
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 from tacopt.fusion.ir.vocabulary import ACTIVATION_FORMAT, INFERENCE_TYPES, QUANTIZED_TYPES
 
 __all__ = [

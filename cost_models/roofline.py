@@ -50,7 +50,7 @@ from tacopt.cost_models.base import (
 )
 from tacopt.cost_models.ops import inference_type as op_inference_type
 from tacopt.cost_models.ops import op_counts
-from tacopt.fusion.ir.io import read_json
+from tacopt.io import read_json
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 #: The most bytes a gzipped profile may inflate to (a profile is a few kB of JSON).

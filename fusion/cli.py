@@ -19,8 +19,8 @@ from typing import Any
 
 import networkx as nx
 
-from tacopt.fusion.ir.errors import OutputError
-from tacopt.fusion.ir.options import add_command
+from tacopt.cli_options import add_command
+from tacopt.errors import OutputError
 from tacopt.fusion.ir.vocabulary import MAX_WEIGHT_BYTES
 
 
@@ -152,8 +152,8 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
     Summarise a .tflite model (all subgraphs).
     """
+    from tacopt.errors import GraphError
     from tacopt.fusion.ir import validate_graph
-    from tacopt.fusion.ir.errors import GraphError
     from tacopt.fusion.tflite.reader import read_tflite
 
     opts = InspectOptions(model=args.model, json=args.json)
@@ -180,10 +180,10 @@ def _run_rehydrate(args: argparse.Namespace) -> int:
     Write a runnable copy of a structure-only .tflite model: every dropped constant gets seeded
     random values of its dtype.
     """
-    from tacopt.fusion.ir.io import check_output_path
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.fusion.tflite.rehydrate import check_rehydrate_size, rehydrate
     from tacopt.fusion.tflite.writer import write_tflite
+    from tacopt.io import check_output_path
 
     opts = RehydrateOptions(
         source=args.source,

@@ -11,7 +11,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from tacopt.fusion.ir.options import add_command
+from tacopt.cli_options import add_command
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,9 +46,9 @@ def run(args: argparse.Namespace) -> int:
     fused model (-o, written all or nothing).
     """
     from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse, op_histogram
-    from tacopt.fusion.ir.io import all_or_nothing
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.fusion.tflite.writer import write_tflite
+    from tacopt.io import all_or_nothing
 
     opts = FuseOptions(args.model, args.json, args.output, args.strict, args.builtins_only)
     with all_or_nothing([("-o", opts.output)]) as out:

@@ -58,7 +58,7 @@ def fuse(
     rules : sequence of Rule, optional
         The pattern rules to apply (default :data:`DEFAULT_RULES`; ``[]`` fuses composites only).
     strict : bool
-        Raise :class:`~tacopt.fusion.ir.errors.FusionError` for a composite that cannot be fused
+        Raise :class:`~tacopt.errors.FusionError` for a composite that cannot be fused
         instead of returning a warning.
 
     Returns

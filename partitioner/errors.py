@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 
 
 class ProblemError(TacoptError):

@@ -261,7 +261,7 @@ def compare_plans(
     >>> [r.plan.picker for r in results], failed
     (['tac', 'exact'], {})
     """
-    from tacopt.fusion.ir.errors import TacoptError, one_line
+    from tacopt.errors import TacoptError, one_line
     from tacopt.partitioner.apply import apply_plan
     from tacopt.partitioner.pickers import pick, picker_options
 

@@ -371,7 +371,7 @@ def partition(
         on the fused DAG, and a fused op a device lacks is lowered back to its primitive ops in
         that device's views. ``False`` partitions ``G`` as it is.
     capacity : mapping, optional
-        Device -> bytes it can hold (:func:`tacopt.fusion.ir.options.capacities` reads
+        Device -> bytes it can hold (:func:`tacopt.cli_options.capacities` reads
         ``--memory``); every choice holds its view's weights, and tensors their bytes while
         live. A picker that finds no plan within them raises
         :class:`~tacopt.partitioner.plan.NoPlanError`.

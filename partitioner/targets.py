@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tacopt.cost_models.tac import GPU_OPS
+from tacopt.errors import TacoptError
 from tacopt.fusion.ir import FLOAT_DTYPES, Op
-from tacopt.fusion.ir.errors import TacoptError
-from tacopt.fusion.ir.registry import Registry
 from tacopt.fusion.ir.vocabulary import FUSION_ONLY_KINDS, INFERENCE_TYPES
+from tacopt.registry import Registry
 
 if TYPE_CHECKING:
     import networkx as nx

@@ -35,8 +35,8 @@ from dataclasses import dataclass, replace
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import TacoptError
 from tacopt.fusion.ir import Buffer, Tensor, make_graph, ops_of
-from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.lowerings import LOWERINGS, lower_graph
 from tacopt.partitioner.subgraphs import Partition, Subgraph, extract_subgraph
 from tacopt.partitioner.targets import Target

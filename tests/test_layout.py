@@ -1,4 +1,10 @@
-"""The packages import one way only: fusion -> cost_models -> partitioner -> benchmarks.
+"""The floors import one way only: ground -> fusion -> cost_models -> partitioner -> benchmarks.
+
+The ground floor is the shared base every stage stands on: the top-level modules of the
+installed package (``tacopt.errors``, ``tacopt.io``, ``tacopt.cli_options``, ``tacopt.registry``;
+folder ``api/``). It imports none of the four packages. ``tacopt/__init__.py`` is the public API
+facade: it names the four packages' functions by string and loads them on first access, so it
+sits on no floor.
 
 Imports are read from the code and from the docstrings' examples (a doctest that imports
 upward ties the packages together as much as the code does).
@@ -13,7 +19,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER = ["fusion", "cost_models", "partitioner", "benchmarks"]
+ORDER = ["ground", "fusion", "cost_models", "partitioner", "benchmarks"]
+FOLDER = {"ground": "api", "fusion": "fusion", "cost_models": "cost_models",
+          "partitioner": "partitioner", "benchmarks": "benchmarks"}
+GROUND = {p.stem for p in (ROOT / "api").glob("*.py") if p.stem != "__init__"}
 
 
 def _imports(tree: ast.AST) -> set[str]:
@@ -50,9 +59,11 @@ def _imported_packages(path: Path) -> set[str]:
 
 
 def _package_of(module: str) -> str:
-    """``tacopt.fusion.ir`` -> ``fusion``; a bare top-level name is returned as it is."""
+    """``tacopt.fusion.ir`` -> ``fusion``, ``tacopt.errors`` -> ``ground``; others as they are."""
     parts = module.split(".")
-    return parts[1] if parts[0] == "tacopt" and len(parts) > 1 else parts[0]
+    if parts[0] != "tacopt" or len(parts) == 1:
+        return parts[0]
+    return "ground" if parts[1] in GROUND else parts[1]
 
 
 @pytest.mark.parametrize("package", ORDER)
@@ -60,8 +71,8 @@ def test_imports_flow_one_way(package: str) -> None:
     allowed = set(ORDER[: ORDER.index(package) + 1])
     bad = {
         f"{p.relative_to(ROOT)} imports {sorted(_imported_packages(p) - allowed)}"
-        for p in sorted((ROOT / package).rglob("*.py"))
-        if _imported_packages(p) - allowed
+        for p in sorted((ROOT / FOLDER[package]).rglob("*.py"))
+        if p != ROOT / "api" / "__init__.py" and _imported_packages(p) - allowed
     }
     assert not bad, f"{package} may only import {sorted(allowed)}: {sorted(bad)}"
 
@@ -70,6 +81,14 @@ def test_direction_checker_catches_a_violation(tmp_path: Path) -> None:
     f = tmp_path / "m.py"
     f.write_text("from tacopt.benchmarks.zoos import x\nimport tacopt.partitioner.cli\n")
     assert _imported_packages(f) == {"benchmarks", "partitioner"}
+
+
+def test_the_ground_floor_holds_the_shared_base() -> None:
+    assert {"errors", "io", "cli_options", "registry"} <= GROUND
+    assert _package_of("tacopt.errors") == "ground"
+    assert not {"errors.py", "io.py", "options.py", "registry.py"} & {
+        p.name for p in (ROOT / "fusion" / "ir").glob("*.py")
+    }, "fusion/ir/ holds the graph IR only"
 
 
 def test_direction_checker_reads_doctests(tmp_path: Path) -> None:

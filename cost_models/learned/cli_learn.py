@@ -29,8 +29,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tacopt.cli_options import add_command, at_least, positive
 from tacopt.cost_models.cli import add_resolver_option, read_learned_doc
-from tacopt.fusion.ir.options import add_command, at_least, positive
 
 if TYPE_CHECKING:
     from tacopt.cost_models.learned.measurement.measure import Meter
@@ -386,7 +386,7 @@ def _fit_and_write(
 ) -> int:
     from tacopt.cost_models.learned.measurement.records import quiet_records, read_records
     from tacopt.cost_models.model_file import model_bytes
-    from tacopt.fusion.ir.io import all_or_nothing
+    from tacopt.io import all_or_nothing
 
     t0 = time.monotonic()
     measured = read_records(records)

@@ -16,8 +16,10 @@ these invariants; every pass calls it on its output in the tests.
 This module gathers the IR under one import path: the records (:mod:`tacopt.fusion.ir.records`),
 graph building and queries (:mod:`tacopt.fusion.ir.graph`) and the checker
 (:mod:`tacopt.fusion.ir.validate`). The names load on first access, as ``import tacopt``'s do:
-importing a light sub-module such as :mod:`tacopt.fusion.ir.errors` (every command does, to
-report errors) then imports neither numpy nor networkx.
+importing a light sub-module such as :mod:`tacopt.fusion.ir.vocabulary` then imports neither
+numpy nor networkx. Errors, file I/O, option types and registries are not IR: they are the
+ground floor every stage shares (:mod:`tacopt.errors`, :mod:`tacopt.io`,
+:mod:`tacopt.cli_options`, :mod:`tacopt.registry`).
 
 Examples
 --------

@@ -60,8 +60,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import GraphError
 from tacopt.fusion.ir import Buffer, Composite, ModelInfo, Op, Quantization, Tensor, make_graph
-from tacopt.fusion.ir.errors import GraphError
 
 #: Options every op of a kind gets unless given (TFLite's schema defaults, enums as names).
 DEFAULT_OPTIONS: dict[str, dict[str, Any]] = {

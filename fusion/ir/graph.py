@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import networkx as nx
 
-from tacopt.fusion.ir.errors import GraphError
+from tacopt.errors import GraphError
 from tacopt.fusion.ir.records import ModelInfo, Op, Tensor
 
 

@@ -18,8 +18,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import ExecutionError
 from tacopt.fusion.ir import Tensor, numpy_dtype, ops_of
-from tacopt.fusion.ir.errors import ExecutionError
 
 _INDEX_USERS: dict[str, Callable[[Any, dict[str, Tensor], int], int | None]] = {
     # (op, tensors, slot of the index input) -> exclusive upper bound of valid indices

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.fusion.ir.errors import GraphError
+from tacopt.errors import GraphError
 from tacopt.fusion.ir.vocabulary import DTYPE_NBYTES, PRICED_DTYPE_NBYTES
 
 #: TFLite ``TensorType`` enum value -> tacopt dtype name (numpy spelling where numpy has one).
@@ -244,7 +244,7 @@ class Op:
         >>> op.input(2)
         Traceback (most recent call last):
         ...
-        tacopt.fusion.ir.errors.GraphError: op 'fc_0' (FULLY_CONNECTED): input 2 is omitted
+        tacopt.errors.GraphError: op 'fc_0' (FULLY_CONNECTED): input 2 is omitted
         """
         name = self.inputs[i] if -len(self.inputs) <= i < len(self.inputs) else None
         if name is None:

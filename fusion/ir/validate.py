@@ -10,7 +10,7 @@ Examples
 >>> validate_graph(G)
 Traceback (most recent call last):
 ...
-tacopt.fusion.ir.errors.GraphError: graph 'g': op 'relu_0' (RELU): output shape (3,), ...
+tacopt.errors.GraphError: graph 'g': op 'relu_0' (RELU): output shape (3,), ...
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from tacopt.fusion.ir.errors import GraphError
+from tacopt.errors import GraphError
 from tacopt.fusion.ir.graph import ops_of
 from tacopt.fusion.ir.records import DTYPE_NBYTES, Op, Quantization, Tensor
 
@@ -150,7 +150,7 @@ def validate_graph(G: nx.MultiDiGraph, *, _root: nx.MultiDiGraph | None = None) 
     >>> validate_graph(G)
     Traceback (most recent call last):
     ...
-    tacopt.fusion.ir.errors.GraphError: graph 'g': output tensor 'nope' does not exist
+    tacopt.errors.GraphError: graph 'g': output tensor 'nope' does not exist
     """
     gname = G.graph.get("name", "?")
     root = G if _root is None else _root

@@ -23,8 +23,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import GraphError
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, numpy_dtype, ops_of
-from tacopt.fusion.ir.errors import GraphError
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 from flatbuffers import flexbuffers
 
+from tacopt.errors import FusionError
 from tacopt.fusion.ir import Composite, Op
-from tacopt.fusion.ir.errors import FusionError
-from tacopt.fusion.ir.registry import Registry
 from tacopt.fusion.rules.base import Editor, Rewrite, op_name
+from tacopt.registry import Registry
 
 # --------------------------------------------------------------------------------------------
 # the fusion registry

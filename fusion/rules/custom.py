@@ -26,9 +26,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from flatbuffers import flexbuffers
 
+from tacopt.errors import ExecutionError
 from tacopt.fusion.ir import Op
-from tacopt.fusion.ir.errors import ExecutionError
-from tacopt.fusion.ir.registry import Registry
+from tacopt.registry import Registry
 
 #: ``fn(op, inputs) -> ndarray``.
 Kernel = Callable[[Op, Sequence["np.ndarray | None"]], np.ndarray]

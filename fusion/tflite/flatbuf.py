@@ -5,7 +5,7 @@ every number on each call, which costs ~2 us per field; :mod:`tacopt.fusion.tfli
 tensors and operators with these plain ``struct`` unpackers instead, one vtable read per table. Cold
 tables (opcodes, signatures, options) still use the accessors. Every reader checks that what it
 reads lies inside the buffer and raises :class:`IndexError` otherwise (the reader turns that into
-a :class:`~tacopt.fusion.ir.errors.ModelFormatError` naming the file).
+a :class:`~tacopt.errors.ModelFormatError` naming the file).
 
 Examples
 --------

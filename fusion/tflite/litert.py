@@ -30,8 +30,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import ExecutionError, TacoptError
 from tacopt.fusion.ir import Op, Tensor, make_graph, numpy_dtype, ops_of
-from tacopt.fusion.ir.errors import ExecutionError, TacoptError
 from tacopt.fusion.ir.inputs import random_inputs
 from tacopt.fusion.rules.custom import kernel_for, kernel_kinds
 from tacopt.fusion.tflite.writer import serialize_tflite

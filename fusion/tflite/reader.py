@@ -6,7 +6,7 @@ each :class:`~tacopt.fusion.ir.Buffer` is a lazy view into the bytes (or memory 
 read from, and a buffer shared by several tensors is one shared ``Buffer`` object.
 
 Every structural problem (a missing or empty file, a wrong file identifier, truncation, an index
-out of range, a corrupt table) raises :class:`~tacopt.fusion.ir.errors.ModelFormatError` naming the
+out of range, a corrupt table) raises :class:`~tacopt.errors.ModelFormatError` naming the
 file.
 """
 
@@ -23,6 +23,7 @@ from typing import Any
 import ai_edge_litert.schema_py_generated as fb
 import networkx as nx
 
+from tacopt.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import (
     TFLITE_DTYPES,
     Buffer,
@@ -34,7 +35,6 @@ from tacopt.fusion.ir import (
     make_graph,
     validate_graph,
 )
-from tacopt.fusion.ir.errors import GraphError, ModelFormatError
 from tacopt.fusion.tflite import flatbuf, schema
 
 FILE_IDENTIFIER = b"TFL3"

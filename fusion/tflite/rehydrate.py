@@ -23,6 +23,7 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import GraphError, ResourceLimitError
 from tacopt.fusion.ir import (
     FLOAT_DTYPES,
     Buffer,
@@ -33,7 +34,6 @@ from tacopt.fusion.ir import (
     ops_of,
     tensor_problem,
 )
-from tacopt.fusion.ir.errors import GraphError, ResourceLimitError
 from tacopt.fusion.ir.vocabulary import MAX_WEIGHT_BYTES
 
 _INT_RANGES: dict[str, tuple[int, int]] = {
@@ -114,7 +114,7 @@ def check_rehydrate_size(G: nx.MultiDiGraph, max_bytes: int = MAX_WEIGHT_BYTES) 
     >>> check_rehydrate_size(G, max_bytes=100)
     Traceback (most recent call last):
     ...
-    tacopt.fusion.ir.errors.ResourceLimitError: rehydrate: ... (buffer 2): ... over the cap ...
+    tacopt.errors.ResourceLimitError: rehydrate: ... (buffer 2): ... over the cap ...
     """
     total = 0
     seen: set[int] = set()

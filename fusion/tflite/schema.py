@@ -23,7 +23,7 @@ from typing import Any
 import ai_edge_litert.schema_py_generated as fb
 import numpy as np
 
-from tacopt.fusion.ir.errors import GraphError
+from tacopt.errors import GraphError
 
 
 def _enum_names(enum_cls: type) -> dict[int, str]:
@@ -154,7 +154,7 @@ def plain_value(camel: str, value: Any, subgraph_names: list[str]) -> Any:
     """Decode one object-API field value to its plain IR form (see the module docstring).
 
     Raises ``IndexError`` for an out-of-range subgraph index and ``KeyError`` for an unknown enum
-    value; the reader turns both into :class:`tacopt.fusion.ir.errors.ModelFormatError`.
+    value; the reader turns both into :class:`tacopt.errors.ModelFormatError`.
     """
     if value is None:
         return None

@@ -19,10 +19,10 @@ import flatbuffers
 import networkx as nx
 import numpy as np
 
+from tacopt.errors import GraphError
 from tacopt.fusion.ir import DTYPE_TO_TFLITE, Buffer, Tensor, all_graphs, ops_of, validate_graph
-from tacopt.fusion.ir.errors import GraphError
-from tacopt.fusion.ir.io import atomic_write
 from tacopt.fusion.tflite import schema
+from tacopt.io import atomic_write
 
 #: Constant data above this many bytes goes after the flatbuffer (flatbuffers cannot pass 2 GiB).
 EXTERNAL_BUFFER_THRESHOLD = (1 << 31) - (64 << 20)

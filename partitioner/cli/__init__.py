@@ -6,16 +6,16 @@ An entry point names a ``register(subparsers)`` function that adds one argparse 
 sets ``run=<callable(args) -> int>`` as its default. Commands import their heavy dependencies
 inside ``run`` so that ``tacopt --help`` stays fast.
 
-Errors the user caused are :class:`tacopt.fusion.ir.errors.TacoptError`: printed as one line on
+Errors the user caused are :class:`tacopt.errors.TacoptError`: printed as one line on
 stderr, exit code 2, no traceback.
 
 Ctrl-C prints one line and exits 130; commands stage their outputs
-(:func:`tacopt.fusion.ir.io.all_or_nothing`), so an interrupted command leaves no output file.
+(:func:`tacopt.io.all_or_nothing`), so an interrupted command leaves no output file.
 
 The helpers below are shared by the commands: :func:`load_module` (``--load``) and
 :class:`TacoptParser`, whose ``--help`` ends with the registered devices, pickers and cost
 models. Option values (counts, time limits, lists of names such as ``--compare``, capacities) are
-checked as they are parsed by the ``type=`` functions of :mod:`tacopt.fusion.ir.options`.
+checked as they are parsed by the ``type=`` functions of :mod:`tacopt.cli_options`.
 
 The command runs BLAS single-threaded unless the environment says otherwise: tacopt's numeric work
 is many small matrix products, which extra BLAS threads only slow down and make less repeatable.
@@ -34,7 +34,7 @@ from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, e
 from pathlib import Path
 from typing import Any, NoReturn
 
-from tacopt.fusion.ir.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, TacoptError, print_error
+from tacopt.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, TacoptError, print_error
 
 #: What ``--help`` can list, in this order (see :class:`TacoptParser`).
 REGISTRIES = ("devices", "pickers", "cost models")

@@ -1,6 +1,6 @@
 """``python -m tacopt.partitioner.cli``: the ``tacopt`` command."""
 
-from tacopt.fusion.ir.errors import run_as_program
+from tacopt.errors import run_as_program
 from tacopt.partitioner.cli import main
 
 if __name__ == "__main__":

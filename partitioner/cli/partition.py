@@ -4,7 +4,7 @@ Options are parsed into :class:`PartitionOptions` and checked before any work: o
 ``--time-limit``, user modules (``--load``, a module or ``path/to/file.py``, imported first so
 that the devices, pickers or cost models it registers can be named), devices, picker and cost
 model. Then :func:`tacopt.partitioner.pipeline.partition` runs, and every output is written all
-or nothing (:func:`tacopt.fusion.ir.io.all_or_nothing`): a failure or Ctrl-C leaves none of them.
+or nothing (:func:`tacopt.io.all_or_nothing`): a failure or Ctrl-C leaves none of them.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.errors import OutputError
-from tacopt.fusion.ir.options import add_command, capacities, names, options_of, seconds
+from tacopt.cli_options import add_command, capacities, names, options_of, seconds
+from tacopt.errors import OutputError
 from tacopt.partitioner.cli import add_load_option, load_module
 
 __all__ = [
@@ -149,7 +149,7 @@ def add_pin_option(p: argparse.ArgumentParser, where: str) -> None:
 
 
 def _pin(text: str) -> tuple[str, str]:
-    from tacopt.fusion.ir.errors import TacoptError, one_line
+    from tacopt.errors import TacoptError, one_line
     from tacopt.partitioner.annotate import parse_pin
 
     try:
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     Fuse, annotate targets, raise subgraphs, cost alternative views, pick, apply. Every output
     (--problem, --plan, --export, --dot, --svg, --html) is written all or nothing.
     """
-    from tacopt.fusion.ir.io import all_or_nothing
+    from tacopt.io import all_or_nothing
 
     opts = options_from(args)
     with all_or_nothing(outputs_of(opts)) as out:

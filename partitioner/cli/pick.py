@@ -39,8 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.errors import TacoptError, one_line
-from tacopt.fusion.ir.options import add_command, names, options_of, seconds
+from tacopt.cli_options import add_command, names, options_of, seconds
+from tacopt.errors import TacoptError, one_line
 from tacopt.partitioner.cli import OptionError, add_load_option, align_columns
 
 
@@ -117,7 +117,7 @@ _OPTION_FLAGS = {
 
 def run_pick(options: PickOptions) -> int:
     """Check the options, load the problem, run the pickers, print (and maybe write) the plans."""
-    from tacopt.fusion.ir.io import all_or_nothing
+    from tacopt.io import all_or_nothing
     from tacopt.partitioner.cli import load_module
     from tacopt.partitioner.errors import PickerError
     from tacopt.partitioner.pickers import get_picker, pick, picker_options

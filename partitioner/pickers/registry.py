@@ -12,10 +12,10 @@ from __future__ import annotations
 import inspect
 from typing import Any, Protocol
 
-from tacopt.fusion.ir.registry import Registry, resolve_spec
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.plan import Plan
 from tacopt.partitioner.problem import PickProblem
+from tacopt.registry import Registry, resolve_spec
 
 
 class Picker(Protocol):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.io import atomic_write
+from tacopt.io import atomic_write
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem.checks import validate_problem
 from tacopt.partitioner.problem.index import ProblemIndex, index_problem

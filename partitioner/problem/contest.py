@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.fusion.ir.errors import TacoptError
-from tacopt.fusion.ir.io import atomic_write, decode_json
+from tacopt.errors import TacoptError
+from tacopt.io import atomic_write, decode_json
 from tacopt.partitioner.problem import (
     Choice,
     Link,

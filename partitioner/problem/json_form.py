@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NoReturn
 
-from tacopt.fusion.ir.io import decode_json
+from tacopt.io import decode_json
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem.records import (
     BAD_TEXT,
@@ -46,7 +46,7 @@ MAX_INFLATED_BYTES = 1 << 30
 
 
 def decode_problem(raw: bytes, source: str) -> Any:
-    """The JSON value of a pick problem file's bytes (:func:`~tacopt.fusion.ir.io.decode_json`,
+    """The JSON value of a pick problem file's bytes (:func:`~tacopt.io.decode_json`,
     as :class:`ProblemError`): long integer literals are read as floats, and a ``.tflite`` model
     given by mistake is named as one.
 

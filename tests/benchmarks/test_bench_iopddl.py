@@ -54,7 +54,7 @@ def test_bad_contest_runs_are_one_line_and_write_nothing(
 
 def test_bench_primal_times_the_tacopt_command_of_its_environment(monkeypatch) -> None:
     from tacopt.benchmarks.scripts.picking import bench_primal
-    from tacopt.fusion.ir.errors import TacoptError
+    from tacopt.errors import TacoptError
 
     command = Path(bench_primal.tacopt_command())
     assert command.name == "tacopt" and command.is_file()

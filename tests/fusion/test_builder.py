@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tacopt.errors import GraphError
 from tacopt.fusion.ir import ops_of, validate_graph
 from tacopt.fusion.ir.builder import GraphBuilder
-from tacopt.fusion.ir.errors import GraphError
 
 
 def test_mobilenet_block_shapes_and_options():

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 
+from tacopt.errors import FusionError
 from tacopt.fusion.fuse import fuse
 from tacopt.fusion.ir import Op, ops_of, validate_graph
 from tacopt.fusion.ir.builder import GraphBuilder
-from tacopt.fusion.ir.errors import FusionError
 from tacopt.fusion.rules.base import Rewrite
 from tacopt.fusion.rules.composites import get_fusion, register_fusion, unregister_fusion
 from tacopt.fusion.tflite.litert import assert_same_outputs

@@ -32,8 +32,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tacopt.benchmarks.fuzz import models as fuzz_models
+from tacopt.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import validate_graph
-from tacopt.fusion.ir.errors import GraphError, ModelFormatError
 from tacopt.fusion.tflite.reader import read_tflite
 from tests.conftest import BUNDLED_DIR, ZOO_DIR
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
+from tacopt.errors import GraphError
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph, validate_graph
-from tacopt.fusion.ir.errors import GraphError
 
 
 def test_validate_graph_rejects_a_conv_without_its_filter() -> None:

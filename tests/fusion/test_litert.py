@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 
+from tacopt.errors import ExecutionError
 from tacopt.fusion.fuse import fuse
 from tacopt.fusion.ir import Quantization, Tensor, make_graph, ops_of
 from tacopt.fusion.ir.builder import GraphBuilder
-from tacopt.fusion.ir.errors import ExecutionError
 from tacopt.fusion.tflite.litert import (
     assert_same_outputs,
     check_fused_regions,

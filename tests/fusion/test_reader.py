@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tacopt.errors import GraphError, ModelFormatError
 from tacopt.fusion.ir import all_graphs, ops_of, validate_graph
-from tacopt.fusion.ir.errors import GraphError, ModelFormatError
 from tacopt.fusion.tflite.reader import read_tflite
 from tests.conftest import bundled_files, zoo_files
 

@@ -9,8 +9,8 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from tacopt.errors import GraphError, ResourceLimitError
 from tacopt.fusion.ir import Buffer, Op, Tensor, all_graphs, ir_diff, make_graph, validate_graph
-from tacopt.fusion.ir.errors import GraphError, ResourceLimitError
 from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.fusion.tflite.rehydrate import rehydrate, strip_weights
 from tacopt.fusion.tflite.writer import write_tflite

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from flatbuffers import flexbuffers
 
+from tacopt.errors import FusionError
 from tacopt.fusion.fuse import fuse, op_histogram
 from tacopt.fusion.ir import ops_of
 from tacopt.fusion.ir.builder import GraphBuilder
-from tacopt.fusion.ir.errors import FusionError
 from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.fusion.tflite.writer import write_tflite
 from tests.fusion.test_lstm import fuse_and_compare

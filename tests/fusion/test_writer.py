@@ -10,6 +10,7 @@ import ai_edge_litert.schema_py_generated as fb
 import numpy as np
 import pytest
 
+from tacopt.errors import GraphError
 from tacopt.fusion.ir import (
     Buffer,
     Op,
@@ -20,7 +21,6 @@ from tacopt.fusion.ir import (
     ops_of,
     validate_graph,
 )
-from tacopt.fusion.ir.errors import GraphError
 from tacopt.fusion.tflite import schema
 from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.fusion.tflite.rehydrate import rehydrate

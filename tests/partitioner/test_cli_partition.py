@@ -287,7 +287,7 @@ def test_a_read_only_folder_is_refused(bundled_models, tmp_path, capsys):
 
 def test_a_failure_after_staging_leaves_nothing(bundled_models, tmp_path, capsys, monkeypatch):
     import tacopt.partitioner.export as export
-    from tacopt.fusion.ir.errors import ModelFormatError
+    from tacopt.errors import ModelFormatError
 
     def broken(result, path):
         raise ModelFormatError("cannot write this model")

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 from tacopt.partitioner.errors import ProblemError
 from tacopt.partitioner.problem import (
     MAX_TOTAL,

@@ -10,9 +10,9 @@ import pytest
 
 import tacopt.partitioner.targets as targets_mod
 from tacopt.cost_models.base import get_cost_model
+from tacopt.errors import TacoptError
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
 from tacopt.fusion.ir.builder import GraphBuilder
-from tacopt.fusion.ir.errors import TacoptError
 from tacopt.partitioner.cli.partition import load_module
 from tacopt.partitioner.pipeline import partition
 from tacopt.partitioner.problem import Link

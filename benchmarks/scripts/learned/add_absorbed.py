@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tacopt.cost_models.learned.measurement.records import read_records, write_record
 from tacopt.cost_models.learned.measurement.singleop import absorbed_ops, priced_graph
-from tacopt.fusion.ir.io import atomic_write
+from tacopt.io import atomic_write
 
 
 def main(argv: list[str] | None = None) -> int:

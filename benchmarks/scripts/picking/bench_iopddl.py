@@ -28,8 +28,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.errors import print_error
-from tacopt.fusion.ir.io import atomic_write, check_output_folder
+from tacopt.errors import print_error
+from tacopt.io import atomic_write, check_output_folder
 from tacopt.partitioner.cli.pick import contest_time_limit
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.pickers import get_picker, pick, picker_options

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.benchmarks.scripts.picking.bench_iopddl import BEST_KNOWN, instances
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 from tacopt.partitioner.cli.pick import contest_time_limit
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.plan import evaluate_index

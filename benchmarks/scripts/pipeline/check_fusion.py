@@ -21,9 +21,9 @@ ZOO = Path(__file__).resolve().parents[4] / "shared" / "zoo"
 
 
 def check_model(path: Path, numerics: bool) -> tuple[str, str]:
+    from tacopt.errors import TacoptError
     from tacopt.fusion.fuse import fuse, op_histogram
     from tacopt.fusion.ir import validate_graph
-    from tacopt.fusion.ir.errors import TacoptError
     from tacopt.fusion.tflite.litert import (
         check_fused_regions,
         output_mismatches,

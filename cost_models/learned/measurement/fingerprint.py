@@ -49,7 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
-from tacopt.fusion.ir.errors import TacoptError
+from tacopt.errors import TacoptError
 
 #: Op resolvers a measurement can run with: name -> (LiteRT ``OpResolverType`` name, delegate).
 RESOLVERS: dict[str, tuple[str, str | None]] = {

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
-from tacopt.fusion.ir.errors import TacoptError
-from tacopt.fusion.ir.io import read_json_lines
+from tacopt.errors import TacoptError
+from tacopt.io import read_json_lines
 
 
 class MeasureError(TacoptError):

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tacopt.fusion.ir.errors import OutputError, TacoptError
+from tacopt.errors import OutputError, TacoptError
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
@@ -77,11 +77,11 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output") -> 
     >>> check_output_path(d, what="--plan")
     Traceback (most recent call last):
     ...
-    tacopt.fusion.ir.errors.OutputError: --plan: '...' is a folder, not a file
+    tacopt.errors.OutputError: --plan: '...' is a folder, not a file
     >>> check_output_path(d / "nodir" / "p.json", what="--plan")
     Traceback (most recent call last):
     ...
-    tacopt.fusion.ir.errors.OutputError: --plan: folder '...nodir' does not exist
+    tacopt.errors.OutputError: --plan: folder '...nodir' does not exist
     """
     path = Path(path)
     if str(path) == "" or path.is_dir():
@@ -112,7 +112,7 @@ def check_output_folder(path: str | os.PathLike[str], *, what: str = "output fol
     >>> check_output_folder(d / "f", what="--out")
     Traceback (most recent call last):
     ...
-    tacopt.fusion.ir.errors.OutputError: --out: '...f' is a file, not a folder
+    tacopt.errors.OutputError: --out: '...f' is a file, not a folder
     """
     path = Path(path)
     existing = path
@@ -277,7 +277,7 @@ def gunzip(
     b'{}'
     >>> gunzip(gzip.compress(b"0" * 100), "m.json.gz", 10)
     Traceback (most recent call last):
-    tacopt.fusion.ir.errors.TacoptError: m.json.gz: gzip data inflates beyond 10 bytes; refused
+    tacopt.errors.TacoptError: m.json.gz: gzip data inflates beyond 10 bytes; refused
     """
     import zlib
 
@@ -312,10 +312,10 @@ def decode_json(
     {'a': 1}
     >>> decode_json(b'{"a": ', "m.json", 100)
     Traceback (most recent call last):
-    tacopt.fusion.ir.errors.TacoptError: m.json: not valid JSON: Expecting value: ...
+    tacopt.errors.TacoptError: m.json: not valid JSON: Expecting value: ...
     >>> decode_json('{"a": 1}'.encode("utf-16"), "m.json", 100)
     Traceback (most recent call last):
-    tacopt.fusion.ir.errors.TacoptError: m.json: not UTF-8 text (UTF-16, UTF-32 or binary)
+    tacopt.errors.TacoptError: m.json: not UTF-8 text (UTF-16, UTF-32 or binary)
     """
     if raw[:2] == b"\x1f\x8b":
         raw = gunzip(raw, source, limit, error=error)
@@ -348,7 +348,7 @@ def read_json(
 
     >>> read_json("/no/such.json", "cost model file", 100)
     Traceback (most recent call last):
-    tacopt.fusion.ir.errors.TacoptError: cost model file '/no/such.json' does not exist
+    tacopt.errors.TacoptError: cost model file '/no/such.json' does not exist
     """
     p = Path(path)
     try:
