@@ -13,7 +13,12 @@ from its production to its last use. :func:`contest_like` builds such a problem:
 - an edge's matrix is the producer's tensor size times a resharding factor between the two
   shardings (zero for matching ones): chains and trees of nodes with structured matrices;
 - the usage limit lies a fraction ``tightness`` of the way from the lowest possible peak to the
-  peak of every node at its cheapest strategy (``tightness`` near 0: tight memory).
+  peak of every node at its cheapest strategy (``tightness`` near 0: tight memory), or, with
+  ``min_peak_share``, where the lowest possible peak is that share of it.
+
+:func:`memory_tight` draws the regime where memory takes almost the whole limit (the lowest
+possible peak at 85-97 % of it, 20-180 strategies per node): :data:`TIGHT_TUNING` and
+:data:`TIGHT_HELD_OUT` name the instances tuned on and those kept out of tuning.
 
 The result is the contest's JSON (``{"problem": {...}}``), readable by
 :func:`~tacopt.partitioner.problem.contest.problem_from_dict`.
@@ -48,6 +53,9 @@ def contest_like(
     param_share: float = 0.25,
     forbidden_share: float = 0.3,
     name: str | None = None,
+    max_strategies: int = 40,
+    vocabulary: int = VOCABULARY,
+    min_peak_share: float | None = None,
 ) -> dict[str, Any]:
     """A contest-like problem of ``n_nodes`` nodes as contest JSON (see the module doc).
 
@@ -66,6 +74,11 @@ def contest_like(
         Share of nodes that are parameters (live for the whole program).
     forbidden_share
         Share of pairs of shardings that cannot be converted (cost 10^18).
+    max_strategies, vocabulary
+        At most this many strategies per node, drawn from this many shardings.
+    min_peak_share
+        If given, the limit is the lowest possible peak over this share (``tightness`` is then
+        not used): 0.91 puts the lowest peak at 91 % of the limit.
 
     Returns
     -------
@@ -80,20 +93,24 @@ def contest_like(
     """
     if n_nodes < 2:
         raise ValueError(f"contest_like: n_nodes must be at least 2, not {n_nodes}")
+    if vocabulary < max(24, max_strategies):
+        raise ValueError(f"contest_like: vocabulary {vocabulary} under max_strategies"
+                         f" {max_strategies} (or 24)")  # fmt: skip
     rng = np.random.default_rng(seed)
     n = n_nodes
     # The sharding vocabulary: degree, collective cost factor, resharding factors; some pairs
     # of shardings cannot be converted (the contest's "forbidden" cost of 10^18).
-    degree = rng.choice([1, 2, 4, 8, 16], size=VOCABULARY, p=[0.1, 0.25, 0.3, 0.25, 0.1])
+    voc = vocabulary
+    degree = rng.choice([1, 2, 4, 8, 16], size=voc, p=[0.1, 0.25, 0.3, 0.25, 0.1])
     degree[0] = 1  # sharding 0: replicated
-    collective = np.where(rng.random(VOCABULARY) < 0.5, rng.uniform(0.0, 1.5, VOCABULARY), 0.0)
+    collective = np.where(rng.random(voc) < 0.5, rng.uniform(0.0, 1.5, voc), 0.0)
     collective[0] = 0.0
-    reshard = rng.uniform(0.2, 2.0, size=(VOCABULARY, VOCABULARY))
-    reshard[rng.random((VOCABULARY, VOCABULARY)) < forbidden_share] = np.inf
-    reshard[np.arange(VOCABULARY), np.arange(VOCABULARY)] = 0.0
+    reshard = rng.uniform(0.2, 2.0, size=(voc, voc))
+    reshard[rng.random((voc, voc)) < forbidden_share] = np.inf
+    reshard[np.arange(voc), np.arange(voc)] = 0.0
     reshard[0, :] = np.minimum(reshard[0, :], 0.05)  # slicing a replicated tensor is cheap
     reshard[:, 0] = np.minimum(reshard[:, 0], 3.0)  # gathering one is always possible
-    kinds = [rng.choice(VOCABULARY, size=24, replace=False) for _ in range(8)]
+    kinds = [rng.choice(voc, size=24, replace=False) for _ in range(8)]
     # Program structure: each node reads a recent node (sometimes one far back); parameters
     # are read by later nodes; a few hubs (shared tensors) are read by many.
     is_param = rng.random(n) < param_share
@@ -136,12 +153,12 @@ def contest_like(
     scalar = (rng.random(n) < 0.08) & ~is_param
     end[scalar] = start[scalar]  # nodes that hold no memory
     # Strategies per node: replicated plus shardings of its kind (and a few others).
-    k = np.clip(np.round(rng.gamma(1.5, mean_strategies / 1.5, n)), 1, 40).astype(int)
+    k = np.clip(np.round(rng.gamma(1.5, mean_strategies / 1.5, n)), 1, max_strategies).astype(int)
     specs = []
     for i, kk in enumerate(k.tolist()):
         pool = kinds[kind[i]]
         own = rng.choice(pool, size=min(kk - 1, len(pool)), replace=False)
-        more = rng.choice(np.setdiff1d(np.arange(1, VOCABULARY), own),
+        more = rng.choice(np.setdiff1d(np.arange(1, voc), own),
                           size=max(0, kk - 1 - len(own)), replace=False)  # fmt: skip
         specs.append(np.unique(np.concatenate(([0], own[own != 0], more))))
     costs, usages = [], []
@@ -157,7 +174,7 @@ def contest_like(
         m = size[u] * reshard[specs[u][:, None], specs[v][None, :]]
         m = np.where(np.isfinite(m), np.round(m), FORBIDDEN)
         mats.append(m.astype(np.int64))
-    limit = _limit(start, end, costs, usages, tightness, n)
+    limit = _limit(start, end, costs, usages, tightness, n, min_peak_share)
     return {"problem": {
         "name": name or f"contest_like_{n}_{seed}",
         "nodes": {"intervals": np.stack([start, end], axis=1).tolist(),
@@ -168,8 +185,9 @@ def contest_like(
     }}  # fmt: skip
 
 
-def _limit(start, end, costs, usages, tightness: float, steps: int) -> int:
-    """A limit ``tightness`` of the way from the lowest peak to the peak at cheapest costs."""
+def _limit(start, end, costs, usages, tightness: float, steps: int, share=None) -> int:
+    """A limit ``tightness`` of the way from the lowest peak to the peak at cheapest costs
+    (or the lowest peak over ``share``)."""
     low = np.array([u.min() for u in usages], dtype=np.float64)
     cheap = np.array([u[np.argmin(c)] for c, u in zip(costs, usages)], dtype=np.float64)
 
@@ -181,4 +199,49 @@ def _limit(start, end, costs, usages, tightness: float, steps: int) -> int:
         return float(np.cumsum(delta).max())
 
     lo, hi = peak(low), peak(np.maximum(cheap, low))
+    if share is not None:
+        return int(np.ceil(lo / share))
     return int(np.ceil(lo + tightness * max(hi - lo, 0.0)))
+
+
+#: Memory-tight instances tuned on, as (nodes, seed, lowest peak's share of the limit, mean
+#: strategies per node): small ones like the contest's 816-node graphs, and large ones.
+TIGHT_TUNING = ((816, 1, 0.91, 29.0), (816, 2, 0.95, 20.0), (800, 3, 0.88, 40.0),
+                (8000, 4, 0.93, 25.0))  # fmt: skip
+#: Memory-tight instances kept out of tuning (read only for the figures they report).
+TIGHT_HELD_OUT = ((816, 101, 0.91, 29.0), (816, 102, 0.97, 35.0), (820, 103, 0.85, 22.0),
+                  (8000, 104, 0.90, 30.0))  # fmt: skip
+
+
+def memory_tight(
+    n_nodes: int, seed: int = 0, *, min_peak_share: float = 0.91, mean_strategies: float = 29.0
+) -> dict[str, Any]:
+    """A contest-like problem where memory takes almost the whole limit (contest JSON).
+
+    The lowest possible peak is ``min_peak_share`` of the limit (the contest's hard instances:
+    about 0.91), strategies per node average ``mean_strategies`` and reach up to 180.
+
+    Parameters
+    ----------
+    n_nodes, seed
+        As :func:`contest_like`.
+    min_peak_share
+        The lowest possible peak over the limit (0.85-0.97 in the regime studied).
+    mean_strategies
+        About the mean number of strategies per node (20-40 in the regime studied).
+
+    Returns
+    -------
+    dict
+        The contest's JSON, named ``tight_<nodes>_<seed>``.
+
+    Examples
+    --------
+    >>> d = memory_tight(100, seed=5)
+    >>> d["problem"]["name"], max(len(c) for c in d["problem"]["nodes"]["costs"]) <= 180
+    ('tight_100_5', True)
+    """
+    return contest_like(
+        n_nodes, seed, mean_strategies=mean_strategies, min_peak_share=min_peak_share,
+        max_strategies=180, vocabulary=200, name=f"tight_{n_nodes}_{seed}",
+    )  # fmt: skip

@@ -22,7 +22,7 @@ from tacopt.partitioner.pickers.reduce import Compact, reduce_problem
 from tacopt.partitioner.plan import evaluate_index
 from tacopt.partitioner.problem import index_problem
 from tacopt.partitioner.problem.contest import problem_from_dict
-from tacopt.partitioner.problem.contest_like import contest_like
+from tacopt.partitioner.problem.contest_like import contest_like, memory_tight
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "shared" / "iopddl" / "example.json"
 
@@ -62,6 +62,21 @@ def test_contest_like_is_deterministic_and_contest_shaped():
     c = reduce_problem(index)
     low = primal._Search(c, primal.prepare(c), np.random.default_rng(0), 0.0).low
     assert _score(index, c, low)[1]  # the lowest usages fit: the limit can be met
+
+
+@pytest.mark.parametrize("share", [0.85, 0.97])
+def test_memory_tight_puts_the_lowest_peak_at_its_share_of_the_limit(share):
+    d = memory_tight(400, seed=7, min_peak_share=share, mean_strategies=30.0)
+    assert json.dumps(d) == json.dumps(memory_tight(400, seed=7, min_peak_share=share,
+                                                    mean_strategies=30.0))  # fmt: skip
+    nodes = d["problem"]["nodes"]
+    k = np.array([len(c) for c in nodes["costs"]])
+    assert 20 <= k.mean() <= 40 and k.max() <= 180 and k.max() > 40
+    index = index_problem(problem_from_dict(d))
+    c = reduce_problem(index)
+    low = primal._Search(c, primal.prepare(c), np.random.default_rng(0), 0.0).low
+    peak = c.profile(low).max()
+    assert peak <= c.limit and peak / c.limit == pytest.approx(share, abs=0.005)
 
 
 def test_induced_forest_has_no_cycle():
