@@ -21,7 +21,9 @@ import numpy as np
 
 from tacopt.benchmarks.study import Case
 from tacopt.benchmarks.zoos import BenchmarkError, load_item
+from tacopt.cost_models.base import CostModel
 from tacopt.errors import TacoptError
+from tacopt.partitioner.pipeline import PickProposal
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,7 @@ def build_problem(case: Case) -> BuiltProblem:
     )
 
 
-def _proposal(G: Any, case: Case, cost_model: Any) -> Any:
+def _proposal(G: Any, case: Case, cost_model: CostModel) -> PickProposal:
     from tacopt.partitioner.pipeline import GRANULARITIES, build_pick_problem
 
     if case.granularity not in GRANULARITIES:

@@ -31,12 +31,11 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import networkx as nx
 import numpy as np
 
-from tacopt.cost_models.base import CostModelError, check_costs, for_model
+from tacopt.cost_models.base import CostModel, CostModelError, check_costs, for_model
 from tacopt.cost_models.base import view_cost as model_view_cost
 from tacopt.fusion.ir.vocabulary import PRICED_DTYPE_NBYTES
 from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
@@ -45,7 +44,7 @@ from tacopt.partitioner.targets import Target, TargetError, get_target, pricing_
 from tacopt.partitioner.views import UNFUSED, UnitViews, View
 
 
-def view_cost(view: View, target: Target, cost_model: Any) -> float | None:
+def view_cost(view: View, target: Target, cost_model: CostModel) -> float | None:
     """The cost of ``view`` on its target; None when the cost model cannot price one of its ops.
 
     Raises
@@ -78,7 +77,7 @@ def build_problem(
     G: nx.MultiDiGraph,
     units: Sequence[UnitViews],
     targets: Sequence[Target],
-    cost_model: Any,
+    cost_model: CostModel,
 ) -> tuple[PickProblem, dict[str, tuple[View, ...]]]:
     """Cost every view and assemble the pick problem.
 
@@ -166,7 +165,9 @@ def _tensor_edges(G: nx.MultiDiGraph, units: Sequence[UnitViews]) -> tuple[Tenso
     return tuple(edges)
 
 
-def _links(targets: Sequence[Target], cost_model: Any) -> tuple[Link, dict[tuple[str, str], Link]]:
+def _links(
+    targets: Sequence[Target], cost_model: CostModel
+) -> tuple[Link, dict[tuple[str, str], Link]]:
     """One link per ordered pair of devices, and the default link (host to the first accelerator;
     zero when the CPU is alone)."""
     priced_as = {t.name: _link_device(t, cost_model) for t in targets}
@@ -201,7 +202,7 @@ def _links(targets: Sequence[Target], cost_model: Any) -> tuple[Link, dict[tuple
     return default, links
 
 
-def _link_device(target: Target, cost_model: Any) -> str:
+def _link_device(target: Target, cost_model: CostModel) -> str:
     """The device whose links ``target``'s transfers are priced as: its ``link_as`` device's (a
     :class:`~tacopt.partitioner.targets.SimpleTarget`) or its own pricing device."""
     link_as = getattr(target, "link_as", None)

@@ -31,6 +31,7 @@ from typing import Any
 
 import networkx as nx
 
+from tacopt.cost_models.base import CostModel
 from tacopt.fusion.ir import ops_of
 from tacopt.partitioner.annotate import Annotation, annotated_inference_type
 from tacopt.partitioner.refusals import REASONS, Refusal, refusal, runnable_refusal
@@ -103,7 +104,7 @@ def op_nbytes(G: nx.MultiDiGraph, node: str) -> int:
 
 
 def op_costs(
-    G: nx.MultiDiGraph, node: str, targets: Sequence[Target], cost_model: Any, itype: str
+    G: nx.MultiDiGraph, node: str, targets: Sequence[Target], cost_model: CostModel, itype: str
 ) -> dict[str, float]:
     """The cost of op ``node`` alone on each device that can run it (its cheapest view there).
 

@@ -42,6 +42,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.cost_models.base import CostModel
 from tacopt.partitioner.draw import DEVICE_COLORS
 from tacopt.partitioner.targets import PartitionError, Target, get_target
 
@@ -298,7 +299,7 @@ def page_data(
     results: Sequence[Any],
     *,
     title: str | None = None,
-    cost_model: Any = None,
+    cost_model: CostModel | None = None,
     targets: Sequence[Target] | None = None,
     failed: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
@@ -371,7 +372,9 @@ def page_data(
             ann = first.annotations.get(n)
             itype = ann.inference_type if ann is not None else "FLOAT"
             refused = {d: f"{why.reason}: {why.detail}" for d, why in refusals[n].items() if why}
-            costs = op_costs(G, n, targets, cost_model, itype) if own_costs else {}
+            costs = {}
+            if own_costs and cost_model is not None:
+                costs = op_costs(G, n, targets, cost_model, itype)
             x, y = layout.centers[n]
             op_index[n] = len(ops)
             ops.append({

@@ -19,6 +19,7 @@ from typing import Any
 
 import networkx as nx
 
+from tacopt.cost_models.base import CostModel
 from tacopt.partitioner.annotate import Annotation, annotate_targets
 from tacopt.partitioner.subgraphs import Partition, op_units, raise_subgraphs, validate_partition
 from tacopt.partitioner.targets import PartitionError, Target, resolve_devices
@@ -125,7 +126,7 @@ class PickProposal:
     annotations: dict[str, Annotation]
     views: dict[str, tuple[Any, ...]]
     targets: tuple[Target, ...]
-    cost_model: Any
+    cost_model: CostModel
     seconds: dict[str, float]
     graph: nx.MultiDiGraph
     fusions: dict[str, int]

@@ -32,8 +32,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from tacopt.cost_models.base import CostModel
 from tacopt.cost_models.tac import GPU_OPS
 from tacopt.errors import TacoptError
 from tacopt.fusion.ir import FLOAT_DTYPES, Op
@@ -479,7 +480,7 @@ NNAPI = register_target(TableTarget("NNAPI", NNAPI_TABLE, cost_device="NPU"))
 NPU = register_target(TableTarget("NPU", NPU_TABLE, cost_device="NNAPI", speedup=2.0))
 
 
-def pricing_device(target: Target, cost_model: Any) -> tuple[str, float]:
+def pricing_device(target: Target, cost_model: CostModel) -> tuple[str, float]:
     """The device whose prices ``target`` uses under ``cost_model``, and the speedup to divide by.
 
     The first of ``target.pricing`` the model knows (a model that lists no ``devices`` knows
