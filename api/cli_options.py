@@ -31,8 +31,10 @@ import argparse
 import dataclasses
 import inspect
 import math
+import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -171,6 +173,24 @@ def capacities(text: str) -> dict[str, float]:
             raise argparse.ArgumentTypeError(f"device {device.strip()!r} given twice")
         out[device.strip()] = float(found.group(1)) * _SIZE_UNITS[unit.lower()]
     return out
+
+
+def output_file(text: str) -> Path:
+    """An option ``type=``: where a file will be written; ``-`` is standard output, and a path
+    ending in ``/`` names a folder, never a file (``pathlib`` would drop the slash).
+
+    >>> output_file("plan.json"), output_file("-")
+    (PosixPath('plan.json'), PosixPath('-'))
+    >>> output_file("newdir/")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: 'newdir/' names a folder (it ends with '/'), not a file
+    """
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    if text.endswith(("/", os.sep)):
+        raise argparse.ArgumentTypeError(f"{text!r} names a folder (it ends with '/'), not a file")
+    return Path(text)
 
 
 def options_of(cls: type[T], args: argparse.Namespace, **given: Any) -> T:

@@ -11,20 +11,23 @@ from __future__ import annotations
 import codecs
 import json
 import os
+import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from tacopt.errors import OutputError, TacoptError
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
+def atomic_write(path: str | os.PathLike[str], data: bytes | str, *, what: str = "output") -> Path:
     """Write ``data`` to ``path`` so that readers never see a half-written file.
 
     The bytes go to a temporary file in the same folder, which then replaces ``path``; on any
-    error the temporary file is removed and ``path`` is left as it was.
+    error the temporary file is removed and ``path`` is left as it was, and an OSError (a full
+    disk, a read-only filesystem, a name too long) is one :class:`OutputError` naming ``what``.
 
     Examples
     --------
@@ -36,28 +39,89 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
     True
     """
     path = Path(path)
-    payload = data.encode() if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent or Path("."), prefix=f".{path.name}.", suffix=".tmp")
+    payload = _encoded(data)
+    tmp: str | None = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=_folder(path), prefix=_tmp_prefix(path), suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; a normal file follows the umask
         os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+    except BaseException as exc:
+        if tmp is not None:
+            _unlink_quietly(Path(tmp))
+        if isinstance(exc, OSError):
+            raise OutputError(_write_failure(what, path, exc)) from None
         raise
     return path
 
 
-def check_output_path(path: str | os.PathLike[str], *, what: str = "output") -> Path:
+def _encoded(data: bytes | str) -> bytes:
+    # A lone surrogate (a name read from a hostile file) is written escaped, not a traceback.
+    return data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+
+
+def _folder(path: Path) -> Path:
+    return path.parent if str(path.parent) else Path(".")
+
+
+def _tmp_prefix(path: Path) -> str:
+    # Short, so a final name near the filesystem's limit still has a staging name that fits.
+    return f".{path.name[:24]}."
+
+
+def _unlink_quietly(path: Path) -> None:
+    with suppress(OSError):
+        path.unlink(missing_ok=True)
+
+
+def _write_failure(what: str, path: Path | str, exc: OSError) -> str:
+    reason = exc.strerror or type(exc).__name__
+    return f"{what}: cannot write '{path}': {reason}"
+
+
+#: The longest file name most filesystems take (bytes), when the folder cannot say.
+NAME_MAX = 255
+
+
+def same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    """Whether ``a`` and ``b`` name one existing file (the same device and inode).
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> (d / "a").write_text("x"); (d / "b").symlink_to(d / "a")
+    1
+    >>> same_file(d / "a", d / "b"), same_file(d / "a", d / "c")
+    (True, False)
+    """
+    try:
+        sa, sb = os.stat(a), os.stat(b)
+    except (OSError, ValueError):
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def check_output_path(
+    path: str | os.PathLike[str],
+    *,
+    what: str = "output",
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
+) -> Path:
     """``path`` as a :class:`~pathlib.Path` if a file can be written there, else one clear error.
+
+    ``-`` is standard output and always passes. Otherwise the folder must exist and take a new
+    file (tried by creating and removing one: permission bits say yes to root on ``/sys`` or
+    ``/proc``), the name must fit, and an existing ``path`` must be a regular file (not a
+    folder, device, FIFO or symlink) that is none of ``inputs`` (compared by device and inode).
 
     Parameters
     ----------
     path : path-like
-        Where a file will be written.
+        Where a file will be written (a string ending in ``/`` names a folder).
     what : str
         What the file is, for the message (``"--plan"``, ``"results file"``).
+    inputs : iterable of path-like or None
+        The files the command reads; writing over one of them is refused.
 
     Returns
     -------
@@ -66,7 +130,7 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output") -> 
     Raises
     ------
     OutputError
-        ``path`` is a folder, its folder does not exist or is not a folder, or it is not writable.
+        ``path`` cannot or may not be written, for the reason said.
 
     Examples
     --------
@@ -82,20 +146,85 @@ def check_output_path(path: str | os.PathLike[str], *, what: str = "output") -> 
     Traceback (most recent call last):
     ...
     tacopt.errors.OutputError: --plan: folder '...nodir' does not exist
+    >>> (d / "m.tflite").write_bytes(b"x")
+    1
+    >>> check_output_path(d / "m.tflite", what="-o", inputs=[d / "m.tflite"])
+    Traceback (most recent call last):
+    ...
+    tacopt.errors.OutputError: -o: '...m.tflite' is an input of this command; refusing ...
     """
+    if is_stdout(path):
+        return Path("-")
+    text = os.fspath(path)
     path = Path(path)
-    if str(path) == "" or path.is_dir():
-        raise OutputError(f"{what}: {str(path)!r} is a folder, not a file")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.exists():
+    if text == "" or text.endswith(("/", os.sep)) or _is_dir(path):
+        raise OutputError(f"{what}: {text!r} is a folder, not a file")
+    parent = _folder(path)
+    if not _is_dir(parent):
+        if os.path.lexists(parent):
+            raise OutputError(f"{what}: '{parent}' is not a folder")
         raise OutputError(f"{what}: folder '{parent}' does not exist")
-    if not parent.is_dir():
-        raise OutputError(f"{what}: '{parent}' is not a folder")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise OutputError(f"{what}: folder '{parent}' is not writable")
-    if path.exists() and not os.access(path, os.W_OK):
-        raise OutputError(f"{what}: '{path}' is not writable")
+    name_bytes = len(os.fsencode(path.name))
+    if name_bytes > _name_max(parent):
+        raise OutputError(f"{what}: file name too long ({name_bytes} bytes): '{path}'")
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise OutputError(_write_failure(what, path, exc)) from None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise OutputError(f"{what}: '{path}' is a symbolic link; refusing to replace it")
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(f"{what}: '{path}' exists and is not a regular file ({_kind(st)})")
+        for source in inputs:
+            if source is not None and not is_stdout(source) and same_file(source, path):
+                raise OutputError(
+                    f"{what}: '{path}' is an input of this command; refusing to overwrite it"
+                )
+    _probe_folder(parent, what)
     return path
+
+
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
+    """Whether ``path`` is ``-`` (standard output)."""
+    return path is not None and os.fspath(path) == "-"
+
+
+def _is_dir(path: Path) -> bool:
+    try:
+        return path.is_dir()
+    except OSError:  # a name too long, a loop of links: not a folder
+        return False
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return NAME_MAX
+
+
+def _kind(st: os.stat_result) -> str:
+    mode = st.st_mode
+    for test, name in ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a file"
+
+
+def _probe_folder(folder: Path, what: str) -> None:
+    """Create and remove a file in ``folder``: the one test that holds for root, read-only
+    filesystems and pseudo-filesystems alike (``os.access`` says yes to root everywhere)."""
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tacopt-probe.", suffix=".tmp")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise OutputError(f"{what}: folder '{folder}' is not writable ({reason})") from None
+    os.close(fd)
+    _unlink_quietly(Path(tmp))
 
 
 def check_output_folder(path: str | os.PathLike[str], *, what: str = "output folder") -> Path:
@@ -129,55 +258,97 @@ def check_output_folder(path: str | os.PathLike[str], *, what: str = "output fol
 
 
 class Staging:
-    """Temporary files beside each output, renamed into place together by :func:`all_or_nothing`."""
+    """Temporary files beside each output, renamed into place together by :func:`all_or_nothing`.
 
-    def __init__(self) -> None:
+    ``-`` (standard output) is staged in the system's temporary folder and copied to stdout
+    when the outputs are committed.
+    """
+
+    def __init__(self, names: dict[Path, str] | None = None) -> None:
         self._staged: dict[Path, Path] = {}
+        self._names = dict(names or {})
 
     def path(self, final: str | os.PathLike[str]) -> Path:
         """A temporary path beside ``final``: write the output there (any writer will do)."""
         final = Path(final)
         if final not in self._staged:
-            parent = final.parent if str(final.parent) else Path(".")
-            fd, tmp = tempfile.mkstemp(dir=parent, prefix=f".{final.name}.", suffix=".tmp")
+            folder = None if is_stdout(final) else _folder(final)
+            try:
+                fd, tmp = tempfile.mkstemp(dir=folder, prefix=_tmp_prefix(final), suffix=".tmp")
+            except OSError as exc:
+                raise OutputError(_write_failure(self.what(final), final, exc)) from None
             os.close(fd)
             self._staged[final] = Path(tmp)
         return self._staged[final]
 
+    def what(self, final: Path) -> str:
+        """The option that names ``final`` (for messages)."""
+        return self._names.get(final, "output")
+
     def write(self, final: str | os.PathLike[str], data: bytes | str) -> Path:
         """Stage ``data`` for ``final``."""
         tmp = self.path(final)
-        tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+        try:
+            tmp.write_bytes(_encoded(data))
+        except OSError as exc:
+            raise OutputError(_write_failure(self.what(Path(final)), final, exc)) from None
         return tmp
+
+    def failure(self, exc: OSError) -> OutputError:
+        """``exc``, raised while the outputs were written, as one line naming the output."""
+        for final, tmp in self._staged.items():
+            if exc.filename is not None and os.fspath(exc.filename) in (str(tmp), str(final)):
+                return OutputError(_write_failure(self.what(final), final, exc))
+        if len(self._staged) == 1:
+            final = next(iter(self._staged))
+            return OutputError(_write_failure(self.what(final), final, exc))
+        where = f": '{exc.filename}'" if exc.filename is not None else ""
+        return OutputError(f"cannot write the outputs: {exc.strerror or type(exc).__name__}{where}")
 
     def _commit(self) -> None:
         for final, tmp in self._staged.items():
-            os.chmod(tmp, 0o666 & ~_umask())
-            os.replace(tmp, final)
+            try:
+                if is_stdout(final):
+                    sys.stdout.flush()
+                    sys.stdout.buffer.write(tmp.read_bytes())
+                    sys.stdout.flush()
+                    tmp.unlink()
+                    continue
+                os.chmod(tmp, 0o666 & ~_umask())
+                os.replace(tmp, final)
+            except OSError as exc:
+                raise OutputError(_write_failure(self.what(final), final, exc)) from None
         self._staged.clear()
 
     def _discard(self) -> None:
         for tmp in self._staged.values():
-            tmp.unlink(missing_ok=True)
+            _unlink_quietly(tmp)
         self._staged.clear()
 
 
 @contextmanager
 def all_or_nothing(
     outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
+    *,
+    inputs: Iterable[str | os.PathLike[str] | None] = (),
 ) -> Iterator[Staging]:
     """Check every output path first, stage the files, and rename them all at the end.
 
     Parameters
     ----------
     outputs : iterable of (what, path or None)
-        Each output the command may write, with its option name for messages; ``None`` skips.
+        Each output the command may write, with its option name for messages; ``None`` skips;
+        ``-`` is standard output.
+    inputs : iterable of path-like or None
+        The files the command reads: an output that is one of them is refused
+        (:func:`check_output_path`).
 
     Yields
     ------
     Staging
         Write each output with ``staging.write(path, data)`` or to ``staging.path(path)``.
-        On any exception (Ctrl-C included) every staged file is removed and no output changes.
+        On any exception (Ctrl-C included) every staged file is removed and no output changes;
+        an OSError while writing (a full disk, a file-size limit) is one :class:`OutputError`.
 
     Raises
     ------
@@ -201,13 +372,18 @@ def all_or_nothing(
     >>> sorted(p.name for p in d.iterdir())
     ['a.txt']
     """
+    inputs = list(inputs)
+    names: dict[Path, str] = {}
     for what, path in outputs:
         if path is not None:
-            check_output_path(path, what=what)
-    staging = Staging()
+            names[check_output_path(path, what=what, inputs=inputs)] = what
+    staging = Staging(names)
     try:
         yield staging
         staging._commit()
+    except OSError as exc:
+        staging._discard()
+        raise staging.failure(exc) from None
     except BaseException:
         staging._discard()
         raise

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.cli_options import add_command, at_least, names_of, one_of, positive
+from tacopt.cli_options import add_command, at_least, names_of, one_of, output_file, positive
 from tacopt.io import check_output_path
 
 #: Timing rounds of `tacopt calibrate`.
@@ -401,7 +401,8 @@ def register_fit(subparsers: Any) -> None:
     p = add_command(subparsers, "fit", run_fit)
     p.add_argument("records", type=Path, help="records from `tacopt measure`")
     p.add_argument(
-        "-o", "--out", type=Path, required=True, help="model file (.json, or .json.gz: gzipped)"
+        "-o", "--out", type=output_file, required=True,
+        help="model file (.json, or .json.gz: gzipped)",
     )
     p.add_argument("--eval", type=Path, help="held-out records to evaluate on")
     p.add_argument("--json", action="store_true", help="print the evaluation as JSON")
@@ -427,7 +428,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from tacopt.cost_models.model_file import model_bytes
     from tacopt.io import all_or_nothing
 
-    with all_or_nothing([("-o", args.out)]) as out:
+    with all_or_nothing([("-o", args.out)], inputs=[args.records, args.eval]) as out:
         check_records_file(args.records, what="records file")
         if args.eval is not None:
             check_records_file(args.eval, what="--eval")

@@ -19,7 +19,7 @@ from typing import Any
 
 import networkx as nx
 
-from tacopt.cli_options import add_command
+from tacopt.cli_options import add_command, output_file
 from tacopt.errors import OutputError
 from tacopt.fusion.ir.vocabulary import MAX_WEIGHT_BYTES
 
@@ -49,7 +49,9 @@ def register_rehydrate(subparsers: Any) -> None:
     """Add ``tacopt rehydrate``."""
     p = add_command(subparsers, "rehydrate", _run_rehydrate)
     p.add_argument("source", type=Path, metavar="IN", help="structure-only .tflite model")
-    p.add_argument("target", type=Path, metavar="OUT", help="where to write the runnable model")
+    p.add_argument(
+        "target", type=output_file, metavar="OUT", help="where to write the runnable model"
+    )
     p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     p.add_argument(
         "--max-weight-bytes",
@@ -191,7 +193,7 @@ def _run_rehydrate(args: argparse.Namespace) -> int:
         seed=args.seed,
         max_weight_bytes=args.max_weight_bytes,
     )
-    check_output_path(opts.target, what="OUT")
+    check_output_path(opts.target, what="OUT", inputs=[opts.source])
     G = read_tflite(opts.source)
     filled = check_rehydrate_size(G, opts.max_weight_bytes)
     H = rehydrate(G, seed=opts.seed, max_bytes=opts.max_weight_bytes)

@@ -10,15 +10,16 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
-from tacopt.cli_options import add_command
+from tacopt.cli_options import add_command, output_file
 
 
 @dataclass(frozen=True, slots=True)
 class FuseOptions:
     model: str
     json: bool
-    output: str | None
+    output: Path | None
     strict: bool
     builtins_only: bool
 
@@ -28,7 +29,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p = add_command(subparsers, "fuse", run)
     p.add_argument("model", help="path of a .tflite model")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("-o", "--output", help="write the fused model to this .tflite path")
+    p.add_argument(
+        "-o", "--output", type=output_file, help="write the fused model to this .tflite path"
+    )
     p.add_argument("--strict", action="store_true", help="a composite that cannot fuse is an error")
     p.add_argument(
         "--builtins-only",
@@ -51,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from tacopt.io import all_or_nothing
 
     opts = FuseOptions(args.model, args.json, args.output, args.strict, args.builtins_only)
-    with all_or_nothing([("-o", opts.output)]) as out:
+    with all_or_nothing([("-o", opts.output)], inputs=[opts.model]) as out:
         G = read_tflite(opts.model)
         rules = BUILTIN_ONLY_RULES if opts.builtins_only else None
         result = fuse(G, rules=rules, strict=opts.strict)
@@ -66,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         "fusions": result.counts,
         "op_histogram": op_histogram(result.graph),
         "warnings": list(result.warnings),
-        "output": opts.output,
+        "output": None if opts.output is None else str(opts.output),
     }
     if opts.json:
         print(json.dumps(report))

@@ -226,11 +226,27 @@ def _main(argv: Sequence[str] | None) -> int:
     except SystemExit as exc:  # --help, or a command line argparse cannot parse
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     try:
-        return int(args.run(args) or 0)
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()  # here, not at exit: a full device or a closed pipe is one line
+        return code
     except TacoptError as exc:
         return print_error(f"tacopt {args.command}", exc)
     except KeyboardInterrupt:
         print(f"tacopt {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return 0
+    except OSError as exc:  # standard output (a full device, a closed pipe), or a named file
+        reason = exc.strerror or type(exc).__name__
+        if exc.filename is not None:
+            return print_error(f"tacopt {args.command}", f"'{exc.filename}': {reason}")
+        _drop_stdout()
+        return print_error(f"tacopt {args.command}", f"cannot write standard output: {reason}")
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so that Python's flush at exit cannot fail again."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's StringIO)
+        pass

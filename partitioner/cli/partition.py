@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.cli_options import add_command, capacities, names, options_of, seconds
+from tacopt.cli_options import add_command, capacities, names, options_of, output_file, seconds
 from tacopt.errors import OutputError
 from tacopt.partitioner.cli import add_load_option, load_module
 
@@ -93,12 +93,12 @@ def register(subparsers: Any) -> None:
         "and reason, its cost there, and the plan's cost if OP were pinned there (a re-solve)",
     )
     add_load_option(p, registers="devices, pickers or cost models")
-    p.add_argument("--problem", type=Path, help="write the pick problem JSON here")
-    p.add_argument("--plan", type=Path, help="write the plan JSON here")
-    p.add_argument("--export", type=Path, help="write the partitioned .tflite here")
+    p.add_argument("--problem", type=output_file, help="write the pick problem JSON here")
+    p.add_argument("--plan", type=output_file, help="write the plan JSON here")
+    p.add_argument("--export", type=output_file, help="write the partitioned .tflite here")
     draw = p.add_mutually_exclusive_group()
-    draw.add_argument("--svg", type=Path, help="draw the partitioned graph (needs graphviz)")
-    draw.add_argument("--dot", type=Path, help="write the partitioned graph as DOT text")
+    draw.add_argument("--svg", type=output_file, help="draw the partitioned graph (needs graphviz)")
+    draw.add_argument("--dot", type=output_file, help="write the partitioned graph as DOT text")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
     add_page_options(p)
 
@@ -107,7 +107,7 @@ def add_page_options(p: argparse.ArgumentParser) -> None:
     """``--html PAGE`` and ``--compare PICKERS`` (the plan page, :mod:`tacopt.partitioner.page`)."""
     p.add_argument(
         "--html",
-        type=Path,
+        type=output_file,
         help="write the plan page here: one self-contained HTML file (the fused DAG coloured by "
         "device; click an op for its costs per device and why a device was refused)",
     )
@@ -188,6 +188,11 @@ def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:
     return outputs
 
 
+def inputs_of(opts: PartitionOptions) -> list[Path]:
+    """The files the run reads (the model, ``--load`` files): no output may replace one."""
+    return [opts.model, *(Path(spec) for spec in opts.load if spec.endswith(".py"))]
+
+
 def run(args: argparse.Namespace) -> int:
     """Partition a .tflite model across devices.
 
@@ -197,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
     from tacopt.io import all_or_nothing
 
     opts = options_from(args)
-    with all_or_nothing(outputs_of(opts)) as out:
+    with all_or_nothing(outputs_of(opts), inputs=inputs_of(opts)) as out:
         summary, text = _partition(opts, out)
     print(json.dumps(summary, indent=1) if opts.json else text)
     return 0

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.cli_options import add_command, names, options_of, seconds
+from tacopt.cli_options import add_command, names, options_of, output_file, seconds
 from tacopt.errors import TacoptError, one_line
 from tacopt.partitioner.cli import OptionError, add_load_option, align_columns
 
@@ -80,10 +80,10 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--seed", type=int, help="random seed of the solver")
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
-    parser.add_argument("--plan", type=Path, metavar="OUT.json", help="write the plan here")
+    parser.add_argument("--plan", type=output_file, metavar="OUT.json", help="write the plan here")
     parser.add_argument(
         "--solution",
-        type=Path,
+        type=output_file,
         metavar="OUT.json",
         help="contest problems: write the solution in the contest's format (strategy indices)",
     )
@@ -129,7 +129,7 @@ def run_pick(options: PickOptions) -> int:
     entered = time.monotonic()
     contest, data = _read(options.problem)
     outputs = [("--plan", options.plan), ("--solution", options.solution)]
-    with all_or_nothing(outputs) as out:
+    with all_or_nothing(outputs, inputs=[options.problem]) as out:
         for spec in options.load:
             load_module(spec)
         for name in options.pickers:
