@@ -95,22 +95,73 @@ def _add_pairwise(model: _Blocks, index: ProblemIndex) -> None:
     start = index.choice_start
     n_a = np.diff(start)[index.pair_a]
     n_b = np.diff(start)[index.pair_b]
-    w = model.new_vars(index.pair_cost)
+    first_w = model.n_vars
+    model.new_vars(index.pair_cost)
+    polytope = local_polytope(n_a, n_b, start[index.pair_a], start[index.pair_b], first_w)
+    n_rows = polytope.n_rows
+    model.add_range(polytope.rows, polytope.cols, polytope.vals, np.zeros(n_rows),
+                    np.zeros(n_rows))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class LocalPolytope:
+    """The rows of :func:`local_polytope` (``rows``, ``cols``, ``vals``: all ``= 0``), and
+    which matrix entry each ``w`` column stands for (``entry``, in column order)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    vals: np.ndarray
+    n_rows: int
+    entry: np.ndarray
+
+
+def local_polytope(
+    n_a: np.ndarray,
+    n_b: np.ndarray,
+    first_a: np.ndarray,
+    first_b: np.ndarray,
+    first_w: int,
+    keep: np.ndarray | None = None,
+) -> LocalPolytope:
+    """The local marginal polytope of pairwise matrices: the one builder of these rows.
+
+    Matrix ``e`` is ``n_a[e] x n_b[e]`` between the choices of two units whose choice columns
+    start at ``first_a[e]`` and ``first_b[e]``; its entries are numbered row-major, matrix after
+    matrix. Each entry kept (``keep``, all if None) gets a column ``w`` from ``first_w`` on, and
+    the rows are ``sum_j w[e, i, j] - x[first_a[e] + i] = 0`` for every ``(e, i)``, then
+    ``sum_i w[e, i, j] - x[first_b[e] + j] = 0`` for every ``(e, j)`` (tight for trees).
+
+    Examples
+    --------
+    >>> p = local_polytope(np.array([2]), np.array([2]), np.array([0]), np.array([2]), 4)
+    >>> p.n_rows, p.entry.tolist()
+    (4, [0, 1, 2, 3])
+    """
     sizes = n_a * n_b
     pair_of = np.repeat(np.arange(len(sizes)), sizes)
-    local = np.arange(len(w)) - index.pair_offset[pair_of]
-    i, j = np.divmod(local, n_b[pair_of])
+    local = np.arange(len(pair_of)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    i, j = np.divmod(local, np.maximum(n_b[pair_of], 1))
+    entry = np.arange(len(pair_of)) if keep is None else np.flatnonzero(keep)
+    pair_of, i, j = pair_of[entry], i[entry], j[entry]
+    w = first_w + np.arange(len(entry))
     # Row blocks: (pair, i) for the a side, then (pair, j) for the b side.
-    a_first = np.concatenate([[0], np.cumsum(n_a)[:-1]])
-    b_first = np.concatenate([[0], np.cumsum(n_b)[:-1]]) + n_a.sum()
-    row_a, row_b = a_first[pair_of] + i, b_first[pair_of] + j
-    x_a = np.concatenate([start[p] + np.arange(n) for p, n in zip(index.pair_a, n_a)])
-    x_b = np.concatenate([start[p] + np.arange(n) for p, n in zip(index.pair_b, n_b)])
+    a_first = np.cumsum(n_a) - n_a
+    b_first = np.cumsum(n_b) - n_b + int(n_a.sum())
+    x_a = np.repeat(first_a, n_a) + _within(n_a)
+    x_b = np.repeat(first_b, n_b) + _within(n_b)
     n_rows = int(n_a.sum() + n_b.sum())
-    rows = np.concatenate([row_a, row_b, np.arange(n_rows)])
-    cols = np.concatenate([w, w, x_a, x_b])
-    vals = np.concatenate([np.ones(2 * len(w)), -np.ones(n_rows)])
-    model.add_range(rows, cols, vals, np.zeros(n_rows), np.zeros(n_rows))
+    return LocalPolytope(
+        rows=np.concatenate([a_first[pair_of] + i, b_first[pair_of] + j, np.arange(n_rows)]),
+        cols=np.concatenate([w, w, x_a, x_b]),
+        vals=np.concatenate([np.ones(2 * len(w)), -np.ones(n_rows)]),
+        n_rows=n_rows,
+        entry=entry,
+    )
+
+
+def _within(size: np.ndarray) -> np.ndarray:
+    """Concatenated ``arange(s)`` for each ``s`` in ``size``."""
+    return np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
 
 
 def _add_memory(model: _Blocks, index: ProblemIndex, dev_rows: _LinkingRows, need: Any) -> None:

@@ -1,6 +1,8 @@
-"""The LP / MIP plumbing shared by the exact picker and its region certificate: solving a
-:class:`~tacopt.partitioner.pickers.formulation.LinearModel` with an OR-Tools backend (or its LP
-relaxation), restricting it to a region, warm starts, and reading the chosen choices back."""
+"""The one route to each solver library, and the LP / MIP plumbing shared by the exact picker's
+stages: HiGHS through its own bindings (``highspy``: :func:`solve_highs`, the LP with its duals
+:func:`solve_lp`), SCIP and CP-SAT through OR-Tools' model builder (:func:`solve_model`);
+restricting a :class:`~tacopt.partitioner.pickers.formulation.LinearModel` to a region, warm
+starts, and reading the chosen choices back."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ class Solution:
     status: str
     dual_bound: float = -math.inf
     infeasible: bool = False  # proven: no solution exists
+    row_dual: np.ndarray | None = None  # an LP's row duals (solve_highs)
 
 
 def solve_model(
@@ -43,9 +46,11 @@ def solve_model(
     start: np.ndarray | None = None,
     fixed: np.ndarray | None = None,
 ) -> Solution:
-    """Solve ``model`` (costs ``cost``) with OR-Tools; ``fixed[k]`` >= 0 pins choice var k."""
-    from ortools.linear_solver.python import model_builder_helper as mbh
+    """Solve ``model`` (costs ``cost``) with ``backend``; ``fixed[k]`` >= 0 pins choice var k.
 
+    HiGHS is reached through its own bindings (:func:`solve_highs`), SCIP and CP-SAT through
+    OR-Tools' model builder: one route to each solver library.
+    """
     # Variables are binaries for choices; the auxiliaries are continuous except for CP-SAT,
     # which needs integers (they are 0 or 1 at any optimum either way).
     n_vars = len(cost)
@@ -53,6 +58,88 @@ def solve_model(
     if fixed is not None:
         pinned = np.flatnonzero(fixed >= 0)
         lower[pinned] = upper[pinned] = fixed[pinned]
+    if backend == "highs":  # HiGHS takes no hint here: the greedy plan is the fallback instead
+        integer = np.zeros(n_vars, dtype=bool)
+        integer[: model.n_choices] = True
+        return solve_highs(cost, model.matrix, model.row_lb, model.row_ub, lower, upper,
+                           integer, time_limit_s, parameters)  # fmt: skip
+    return _solve_ortools(model, cost, backend, time_limit_s, parameters, start, lower, upper)
+
+
+def solve_highs(
+    cost: np.ndarray,
+    matrix: Any,
+    row_lb: np.ndarray,
+    row_ub: np.ndarray,
+    col_lb: np.ndarray,
+    col_ub: np.ndarray,
+    integer: np.ndarray | None,
+    time_limit_s: float,
+    parameters: str,
+) -> Solution:
+    """``min cost @ v`` s.t. ``row_lb <= matrix @ v <= row_ub``, ``col_lb <= v <= col_ub``,
+    ``v[integer]`` whole, by HiGHS through ``highspy`` (its own Python bindings).
+
+    ``parameters`` are HiGHS options as ``name=value`` lines (:func:`solver_parameters`). Without
+    integer variables it is the LP, and the solution carries the row duals (``row_dual``: the
+    change of the objective per unit of a row's active bound, >= 0 on a binding lower bound).
+    """
+    # highspy (50 ms to import, measured) loads only when a solve starts: a trivial problem
+    # never starts one.
+    import highspy
+
+    a = matrix.tocsc()
+    n_rows, n_cols = a.shape
+    lp = highspy.HighsLp()
+    lp.num_col_ = lp.a_matrix_.num_col_ = n_cols
+    lp.num_row_ = lp.a_matrix_.num_row_ = n_rows
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = cost, col_lb, col_ub
+    lp.row_lower_, lp.row_upper_ = row_lb, row_ub
+    mip = integer is not None and bool(integer.any())
+    if integer is not None and mip:
+        kinds = (highspy.HighsVarType.kContinuous, highspy.HighsVarType.kInteger)
+        lp.integrality_ = [kinds[whole] for whole in integer.tolist()]
+    highs = highspy.Highs()
+    highs.setOptionValue("output_flag", False)
+    for line in parameters.splitlines():
+        option, _, text = line.partition("=")
+        if option.strip():
+            highs.setOptionValue(option.strip(), text.strip())
+    # A limit of 0 would mean none: an exhausted budget still gets a token millisecond.
+    highs.setOptionValue("time_limit", max(float(time_limit_s), 1e-3))
+    highs.passModel(lp)
+    highs.run()
+    status = highs.getModelStatus()
+    said = highs.modelStatusToString(status)
+    info = highs.getInfo()
+    if info.primal_solution_status != 2:  # no feasible solution (2: kSolutionStatusFeasible)
+        infeasible = status == highspy.HighsModelStatus.kInfeasible
+        return Solution(None, False, -math.inf, said, infeasible=infeasible)
+    optimal = status == highspy.HighsModelStatus.kOptimal
+    value = float(info.objective_function_value)
+    dual_bound = float(info.mip_dual_bound) if mip else (value if optimal else -math.inf)
+    solution = highs.getSolution()
+    row_dual = np.asarray(solution.row_dual) if not mip and optimal else None
+    return Solution(np.asarray(solution.col_value), optimal, value if optimal else dual_bound,
+                    said, min(dual_bound, value), row_dual=row_dual)  # fmt: skip
+
+
+def _solve_ortools(
+    model: LinearModel,
+    cost: np.ndarray,
+    backend: str,
+    time_limit_s: float,
+    parameters: str,
+    start: np.ndarray | None,
+    lower: np.ndarray,
+    upper: np.ndarray,
+) -> Solution:
+    """:func:`solve_model` by SCIP or CP-SAT through OR-Tools' model builder."""
+    from ortools.linear_solver.python import model_builder_helper as mbh
+
+    n_vars = len(cost)
     builder = mbh.ModelBuilderHelper()
     builder.fill_model_from_sparse_data(  # the stub spells float arrays as ndarray[float64]
         lower,  # type: ignore[arg-type]
@@ -68,7 +155,6 @@ def solve_model(
         for var, value in enumerate(start.tolist()):
             builder.add_hint(var, value)
     solver = mbh.ModelSolverHelper(BACKENDS[backend])
-    # A limit of 0 would mean none: an exhausted budget still gets a token millisecond.
     solver.set_time_limit_in_seconds(max(float(time_limit_s), 1e-3))
     solver.set_solver_specific_parameters(parameters)
     solver.solve(builder)
@@ -96,68 +182,32 @@ def solve_lp(
     HiGHS's presolve costs more than it saves on this model (10,000 units: 1.4 s with it,
     1.0 s without; 50,000: 14.2 s and 10.3 s), and without it the duals are those of our own
     rows. The rows reach HiGHS as :func:`scipy.optimize.linprog` would pass them (inequality
-    rows negated, then equality rows): the same LP, the same vertex.
+    rows negated, then equality rows): the same LP, the same vertex and duals (a test compares
+    both), without ``linprog``'s Python loop over the columns (~20 % of an LP of ~8,000
+    columns, holding the GIL).
     """
+    import scipy.sparse as sp  # loads with the first solve, as highspy does
+
+    if time_limit_s <= 0:
+        return None
     equal = model.row_lb == model.row_ub
     matrix = model.matrix.tocsr()
     n_le = int((~equal).sum())
-    try:  # scipy >= 1.15 bundles HiGHS's own Python bindings (highspy) as a private module
-        from scipy.optimize._highspy import _core as highs_core
-    except ImportError:  # pragma: no cover - older scipy
-        return _linprog_lp(model, matrix, equal, time_limit_s)
-    import scipy.sparse as sp
-
-    # scipy.optimize.linprog would spend ~20 % of an LP of ~8,000 columns in a Python loop
-    # over the columns (reading the bounds' duals, which are not used here), holding the GIL.
-    a = sp.vstack((-matrix[~equal], matrix[equal])).tocsc()
-    n_rows, n_cols = a.shape
-    lp = highs_core.HighsLp()
-    lp.num_col_ = lp.a_matrix_.num_col_ = n_cols
-    lp.num_row_ = lp.a_matrix_.num_row_ = n_rows
-    lp.a_matrix_.format_ = highs_core.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = a.indptr, a.indices, a.data
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = model.cost, np.zeros(n_cols), np.ones(n_cols)
-    lp.row_lower_ = np.concatenate((np.full(n_le, -np.inf), model.row_lb[equal]))
-    lp.row_upper_ = np.concatenate((-model.row_lb[~equal], model.row_lb[equal]))
-    highs = highs_core._Highs()
-    options = {"output_flag": False, "presolve": "off", "solver": "simplex",
-               "simplex_strategy": 1, "time_limit": max(float(time_limit_s), 0.0)}  # fmt: skip
-    for name, value in options.items():
-        highs.setOptionValue(name, value)
-    highs.passModel(lp)
-    highs.run()
-    if highs.getModelStatus() != highs_core.HighsModelStatus.kOptimal:
+    a = sp.vstack((-matrix[~equal], matrix[equal]))
+    n_vars = len(model.cost)
+    found = solve_highs(
+        model.cost, a,
+        np.concatenate((np.full(n_le, -np.inf), model.row_lb[equal])),
+        np.concatenate((-model.row_lb[~equal], model.row_lb[equal])),
+        np.zeros(n_vars), np.ones(n_vars), None, time_limit_s,
+        "presolve=off\nsolver=simplex\nsimplex_strategy=1",
+    )  # fmt: skip
+    if not found.optimal or found.x is None or found.row_dual is None:
         return None
-    solution = highs.getSolution()
     y = np.zeros(len(equal))
     # A negated row -A x <= -lb at its bound has a dual <= 0: y is its negation.
-    y[~equal] = np.maximum(-np.asarray(solution.row_dual)[:n_le], 0.0)
-    value = float(highs.getInfo().objective_function_value)
-    return np.asarray(solution.col_value), y, value
-
-
-def _linprog_lp(
-    model: LinearModel, matrix: Any, equal: np.ndarray, time_limit_s: float
-) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """:func:`solve_lp` through :func:`scipy.optimize.linprog` (the same LP, the same HiGHS)."""
-    from scipy.optimize import linprog
-
-    lp = linprog(
-        model.cost,
-        A_ub=-matrix[~equal],
-        b_ub=-model.row_lb[~equal],
-        A_eq=matrix[equal],
-        b_eq=model.row_lb[equal],
-        bounds=(0, 1),
-        method="highs-ds",
-        options={"time_limit": max(float(time_limit_s), 0.0), "presolve": False},
-    )
-    if lp.status != 0:
-        return None
-    y = np.zeros(matrix.shape[0])
-    # scipy reports d(objective)/d(b_ub) <= 0 for A_ub x <= b_ub; the rows are -A x <= -lb.
-    y[~equal] = np.maximum(-lp.ineqlin.marginals, 0.0)
-    return lp.x, y, float(lp.fun)
+    y[~equal] = np.maximum(-found.row_dual[:n_le], 0.0)
+    return found.x, y, found.bound
 
 
 def restrict(model: LinearModel, fixed: np.ndarray) -> tuple[LinearModel, np.ndarray]:

@@ -1,4 +1,5 @@
-"""The integer program of a reduced pairwise problem (or of a part of it), solved by HiGHS.
+"""The integer program of a reduced pairwise problem (or of a part of it), solved by HiGHS
+(:func:`~tacopt.partitioner.pickers.mip.solve_highs`).
 
 Variables: one binary ``x`` per strategy and one continuous ``y`` per finite entry of every edge
 matrix between two free nodes (forbidden entries get no variable). Constraints, in order:
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
+from tacopt.partitioner.pickers.formulation import local_polytope
+from tacopt.partitioner.pickers.mip import solve_highs
 from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 
@@ -52,8 +55,6 @@ def solve_mip(
     again; a solution that fits is then optimal for the full model, and every round's dual
     bound is a bound of the full model (it has fewer rows).
     """
-    from scipy.optimize import Bounds, LinearConstraint, milp
-
     deadline = time.monotonic() + time_limit_s
     free = free & (c.k > 1)  # a node with one strategy is fixed already
     if not free.any():
@@ -71,30 +72,23 @@ def solve_mip(
         if left <= 0.05:
             break
         cost, A, lb, ub, n_x, fixed_cost = build_mip(c, free, x_fixed, steps)
-        integrality = np.zeros(len(cost))
-        if not relax:
-            integrality[:n_x] = 1
+        integer = None if relax else np.arange(len(cost)) < n_x
         # a strategy forbidden next to a fixed neighbour's choice (an infinite cost) is out
         barred = ~np.isfinite(cost)
         cost = np.where(barred, 0.0, cost)
-        res = milp(
-            cost,
-            integrality=integrality,
-            bounds=Bounds(0, np.where(barred, 0.0, 1.0)),
-            constraints=LinearConstraint(A, lb, ub),
-            options={"time_limit": left, "disp": False, "mip_rel_gap": 1e-9},
-        )
+        res = solve_highs(cost, A, lb, ub, np.zeros(len(cost)), np.where(barred, 0.0, 1.0),
+                          integer, left, "mip_rel_gap=1e-9")  # fmt: skip
         base = fixed_cost + c.const
-        dual = res.fun if relax and res.status == 0 else getattr(res, "mip_dual_bound", None)
-        if dual is not None and np.isfinite(dual):
-            bound = max(bound, float(dual) + base)
+        if np.isfinite(res.dual_bound):
+            bound = max(bound, res.dual_bound + base)
         if res.x is None:
-            return MipResult(None, math.inf, bound, False, res.message)
+            return MipResult(None, math.inf, bound, False, res.status)
         x = _choice(c, free, x_fixed, res.x[:n_x])
         over = np.flatnonzero(c.profile(x) > c.limit + 1e-6) if not relax else steps[:0]
         if not len(over):
-            return MipResult(x, float(res.fun) + base, bound, res.status == 0 and not relax,
-                             res.message)  # fmt: skip
+            value = float(cost[: len(res.x)] @ res.x)
+            return MipResult(x, value + base, bound, res.optimal and not relax,
+                             res.status)  # fmt: skip
         last = MipResult(None, math.inf, bound, False, "over the usage limit")
         steps = np.union1d(steps, _worst_steps(c.profile(x) - c.limit, over))
     return MipResult(None, math.inf, last.bound, False, "time limit with rows still to add")
@@ -173,31 +167,20 @@ def build_mip(c: Compact, free: np.ndarray, x_fixed: np.ndarray, steps: np.ndarr
     ub = [np.ones(n_free)]
     next_row = n_free
 
-    # Marginals of every y block between two free nodes.
+    # Marginals of every y block between two free nodes (forbidden entries get no y).
     inner = np.flatnonzero(fu & fv)
     ku, kv = k[u[inner]], k[v[inner]]
-    size = ku * kv
-    ent = np.repeat(c.edge_offset[inner], size) + ranges(size)
-    local = ranges(size)
-    kv_rep = np.repeat(kv, size)
-    a, b = local // kv_rep, local % kv_rep
-    finite = np.isfinite(c.edge_cost[ent])
-    e_rep = np.repeat(np.arange(len(inner)), size)[finite]
-    a, b, ent = a[finite], b[finite], ent[finite]
+    ent = np.repeat(c.edge_offset[inner], ku * kv) + ranges(ku * kv)
+    polytope = local_polytope(ku, kv, xstart[u[inner]], xstart[v[inner]], n_x,
+                              np.isfinite(c.edge_cost[ent]))  # fmt: skip
+    ent = ent[polytope.entry]
     n_y = len(ent)
-    ycol = n_x + np.arange(n_y)
-    urow0 = next_row + np.concatenate(([0], np.cumsum(ku)[:-1])) if len(inner) else ku
-    next_row += int(ku.sum())
-    vrow0 = next_row + np.concatenate(([0], np.cumsum(kv)[:-1])) if len(inner) else kv
-    next_row += int(kv.sum())
-    for row0, side, node_end in ((urow0, a, u[inner]), (vrow0, b, v[inner])):
-        r = row0[e_rep] + side
-        kn = k[node_end]
-        rows += [r, np.repeat(row0, kn) + ranges(kn)]
-        cols += [ycol, np.repeat(xstart[node_end], kn) + ranges(kn)]
-        vals += [np.ones(n_y), -np.ones(int(kn.sum()))]
-    lb.append(np.zeros(int(ku.sum() + kv.sum())))
-    ub.append(np.zeros(int(ku.sum() + kv.sum())))
+    rows.append(polytope.rows + next_row)
+    cols.append(polytope.cols)
+    vals.append(polytope.vals)
+    lb.append(np.zeros(polytope.n_rows))
+    ub.append(np.zeros(polytope.n_rows))
+    next_row += polytope.n_rows
 
     # Usage at tight steps where a free node's interval starts.
     mr, mc, mv, cap = _memory_rows(c, free, x_fixed, xstart, steps)

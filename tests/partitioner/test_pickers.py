@@ -457,22 +457,28 @@ def test_exact_certificate_from_window_lps_proves_the_same_optimum() -> None:
         assert close(windowed.objective, whole.objective)
 
 
-def test_lp_through_highs_bindings_is_the_lp_linprog_solves() -> None:
-    """``solve_lp`` hands HiGHS the rows as scipy's ``linprog`` does, without its Python loop:
-    the same vertex and the same duals, to the bit (the certificate's regions depend on them);
-    and both are an optimal primal-dual pair (the Lagrangian of the duals is the LP's value)."""
+def test_lp_through_highspy_is_the_lp_linprog_solves() -> None:
+    """``solve_lp`` hands HiGHS (through highspy) the rows as scipy's ``linprog`` does, without
+    its Python loop: the same vertex and the same duals (the certificate's regions depend on
+    them); and both are an optimal primal-dual pair (complementary slackness)."""
+    from scipy.optimize import linprog
+
     from tacopt.partitioner.pickers.formulation import build_model
-    from tacopt.partitioner.pickers.mip import _linprog_lp, solve_lp
+    from tacopt.partitioner.pickers.mip import solve_lp
     from tacopt.partitioner.problem import index_problem
 
     for seed in (0, 2):
         model = build_model(index_problem(layered_dag_problem(300, seed=seed)))
         equal = model.row_lb == model.row_ub
         direct = solve_lp(model, 60.0)
-        scipy_lp = _linprog_lp(model, model.matrix.tocsr(), equal, 60.0)
-        assert direct is not None and scipy_lp is not None
-        assert np.array_equal(direct[0], scipy_lp[0]) and np.array_equal(direct[1], scipy_lp[1])
-        assert direct[2] == scipy_lp[2]
+        matrix = model.matrix.tocsr()
+        lp = linprog(model.cost, A_ub=-matrix[~equal], b_ub=-model.row_lb[~equal],
+                     A_eq=matrix[equal], b_eq=model.row_lb[equal], bounds=(0, 1),
+                     method="highs-ds", options={"presolve": False})  # fmt: skip
+        assert direct is not None and lp.status == 0
+        assert np.allclose(direct[0], lp.x, atol=1e-9)
+        assert np.allclose(direct[1][~equal], np.maximum(-lp.ineqlin.marginals, 0), atol=1e-9)
+        assert direct[2] == pytest.approx(lp.fun, rel=1e-12)
         x, y, value = direct
         assert np.all(y >= 0) and np.all(y[equal] == 0)
         assert float(model.cost @ x) == pytest.approx(value, rel=1e-9)
@@ -480,6 +486,20 @@ def test_lp_through_highs_bindings_is_the_lp_linprog_solves() -> None:
         slack = model.matrix @ x - model.row_lb
         assert np.all(slack[y > 1e-7] < 1e-6)
     assert solve_lp(model, 0.0) is None  # no time: no LP
+
+
+def test_highspy_and_ortools_load_in_one_process() -> None:
+    """highspy and OR-Tools each ship a ``libhighs.so.1`` and a process loads one: with highspy
+    loaded first, OR-Tools (SCIP) must still load and solve (it failed with highspy 1.15.1)."""
+    code = (
+        "import highspy\n"
+        "from ortools.linear_solver.python import model_builder_helper as mbh\n"
+        "print(mbh.ModelSolverHelper('scip').solver_is_supported(), highspy.Highs().version())"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split()[0] == "True"
 
 
 def test_exact_plan_does_not_depend_on_the_thread_count() -> None:
