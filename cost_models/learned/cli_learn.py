@@ -89,13 +89,17 @@ class Phase:
 
 
 #: A full learn: the generic prior, where networks put ops, more of what the fit misses, RNNs,
-#: and the kinds mobile models add (the ``tail`` prior: resizes, PReLU, transposed convolutions).
+#: the kinds mobile models add (the ``tail`` prior: resizes, PReLU, transposed convolutions),
+#: and data movement, broadcasts and small ops where real models put them (the ``move`` prior,
+#: :mod:`~tacopt.cost_models.learned.sampling.samplers_move`; issue 47: a tenth of the time,
+#: taken from every other phase in proportion).
 FULL_PLAN: tuple[Phase, ...] = (
-    Phase("generic", 0, "generic", 0.28),
-    Phase("net", 3, "net", 0.33),
-    Phase("adaptive", 1, "generic", 0.14, weights="adaptive", chains=False),
-    Phase("net-rnn", 4, "net-rnn", 0.15),
-    Phase("tail", 5, "tail", 0.10, chains=False),
+    Phase("generic", 0, "generic", 0.25),
+    Phase("net", 3, "net", 0.30),
+    Phase("adaptive", 1, "generic", 0.125, weights="adaptive", chains=False),
+    Phase("net-rnn", 4, "net-rnn", 0.135),
+    Phase("tail", 5, "tail", 0.09, chains=False),
+    Phase("move", 6, "move", 0.10, chains=False),
 )
 #: Adapting a base model: one phase where it is least sure, no chains (its whole-model terms stay).
 ADAPT_PLAN: tuple[Phase, ...] = (
@@ -138,7 +142,7 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
     :data:`FIT_SHARE` of it, :data:`ADAPT_FIT_SHARE` adapting), split by the phases' shares.
 
     >>> plan_seconds(FULL_PLAN, 15)["net"], plan_seconds(ADAPT_PLAN, 3)["adapt"]
-    (277.2, 126.0)
+    (252.0, 126.0)
     """
     total = minutes * 60.0
     fit_share = ADAPT_FIT_SHARE if plan == ADAPT_PLAN else FIT_SHARE
@@ -153,7 +157,7 @@ def run_learn(args: argparse.Namespace) -> int:
     Measure sampled ops on this machine (sweep priors, in phases sharing the time budget) and
     fit a learned cost model (JSON, loadable with --cost-model); with --from, adapt a model
     fitted on another device with few samples instead. Resumable: re-run the same command to go
-    on. A timing run: run it alone (under the timing lock).
+    on. It times the machine: run it while nothing else keeps the cores busy.
     """
     from tacopt.cost_models.cli import check_output_path, check_records_file
 

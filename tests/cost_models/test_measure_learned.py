@@ -526,7 +526,7 @@ def test_a_copy_beyond_the_cache_gets_its_own_rate_per_byte() -> None:
     """RESHAPE copies at 100 GB/s up to 512 KiB moved and 40 GB/s beyond (LiteRT's builtin
     kernels here: ~95 and ~50): the fit finds the knee and prices a copy of 3 MB within 5 %, where
     one rate per byte, pulled by the many small copies, priced it far too fast."""
-    from tacopt.cost_models.movement import movement_fits, predict_movement
+    from tacopt.cost_models.learned.fitting.movement import movement_fits, predict_movement
 
     def rec(n: int) -> dict:  # n float32 elements read and written
         moved = 8.0 * n
@@ -550,7 +550,7 @@ def test_copies_of_about_nothing_do_not_set_the_rate_per_byte() -> None:
     """Slices whose net latency is noise around zero (below the invoke overhead's spread) weighed
     relatively pulled the per-byte rate down and priced big copies at 0.6x: with the weight
     floor a 2 MB slice is priced within 10 %."""
-    from tacopt.cost_models.movement import movement_fits, predict_movement
+    from tacopt.cost_models.learned.fitting.movement import movement_fits, predict_movement
 
     def rec(rows: int, cols: int, net: float) -> dict:
         t = [[1, rows, cols + 8], "float32", False, False]
@@ -579,7 +579,7 @@ def test_a_slice_copies_its_cut_dimension_in_runs_and_older_models_count_as_befo
     """A slice cutting C from 288 to 216 copies one run of 216 per pixel (version 10); a model
     file of version 9 keeps counting what it was fitted with (one run per element)."""
     from tacopt.cost_models.learned.fitting.features import copy_runs
-    from tacopt.cost_models.movement import predict_movement
+    from tacopt.cost_models.learned.fitting.movement import predict_movement
 
     t = lambda *s: [list(s), "float32", False, False]  # noqa: E731
     cut = {"kind": "STRIDED_SLICE", "inference_type": "FLOAT", "options": {},
@@ -600,7 +600,7 @@ def test_a_channel_pad_copies_one_run_per_pixel_and_older_models_count_as_before
     a pad of H and W does (version 11); a model file of version 10 keeps counting one run per
     element, what it was fitted with."""
     from tacopt.cost_models.learned.fitting.features import copy_runs
-    from tacopt.cost_models.movement import predict_movement
+    from tacopt.cost_models.learned.fitting.movement import predict_movement
 
     t = lambda *s: [list(s), "float32", False, False]  # noqa: E731
     widen = {"kind": "PAD", "inference_type": "FLOAT", "options": {},

@@ -109,6 +109,36 @@ def test_tail_prior_measures_the_kinds_mobile_models_add(tmp_path: Path, capsys)
     assert all(r["latency_us"] > 0 for r in ops)
 
 
+def test_move_prior_draws_data_movement_and_small_ops_where_models_put_them(
+    tmp_path: Path, capsys
+) -> None:
+    from tacopt.cost_models.learned.sampling.adapt import _kind_of_sampler
+    from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
+    from tacopt.cost_models.learned.sampling.sweep import BASE_SAMPLERS
+
+    assert not set(MOVE_PRIOR) & set(BASE_SAMPLERS)
+    ranks: dict[str, set[int]] = {}
+    for name in MOVE_PRIOR:  # each sampler builds one op of the kind its name says, valid
+        for i in range(16):
+            G = SAMPLERS[name][0](np.random.default_rng([i, 6]))
+            validate_graph(G)
+            (op,) = [G.nodes[n]["op"] for n in G]
+            assert op.kind == _kind_of_sampler(name)
+            x = G.graph["tensors"][op.inputs[0]]
+            ranks.setdefault(op.kind, set()).add(len(x.shape))
+    assert {2, 4, 5} <= ranks["TRANSPOSE"] and {1, 4, 5} <= ranks["STRIDED_SLICE"]
+    out = tmp_path / "move.jsonl"
+    args = ["measure", "--sweep", "30", "--seed", "6", "--prior", "move", "--repeats", "3",
+            "--out", str(out)]  # fmt: skip
+    assert main(args) == 0
+    stats = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert stats["measured"] == 30 and stats["skipped"] == 0  # the runtime runs every draw
+    ops = [r for r in read_records(out) if r["type"] == "op"]
+    assert len({r["kind"] for r in ops}) >= 10
+    # XNNPACK takes some alone and leaves others to the builtin kernels: the record says which
+    assert {r.get("delegated") for r in ops} == {True, False}
+
+
 def test_grouped_conv_feature_and_chains() -> None:
     from tacopt.cost_models.learned.fitting.features import FEATURES, op_vector
     from tacopt.cost_models.learned.sampling.sweep import BASE_SAMPLERS, sample_chain
@@ -287,10 +317,11 @@ def test_adaptive_weights_favour_kinds_predicted_worst() -> None:
                 "latency_us": lat, "overhead_us": 0.5,
             })  # fmt: skip
     w = adaptive_weights(recs, seed=1)
+    from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
     from tacopt.cost_models.learned.sampling.samplers_net import NET_RNN_PRIOR
     from tacopt.cost_models.learned.sampling.samplers_tail import TAIL_PRIOR
 
-    own = {*NET_RNN_PRIOR, *TAIL_PRIOR}
+    own = {*NET_RNN_PRIOR, *TAIL_PRIOR, *MOVE_PRIOR}
     generic = {k: v for k, (_, v) in SAMPLERS.items() if k not in own}
     assert set(w) == set(generic)  # the network and tail priors have phases of their own
     assert w["RELU"] / SAMPLERS["RELU"][1] > w["ADD"] / SAMPLERS["ADD"][1]

@@ -28,6 +28,7 @@ from tacopt.cost_models.learned.fitting.kind_models import (
     fit_kind_models,
 )
 from tacopt.cost_models.learned.fitting.model import FORMAT, VERSION, LearnedCostModel
+from tacopt.cost_models.learned.fitting.movement import movement_fits
 from tacopt.cost_models.learned.fitting.sources import choose_sources
 from tacopt.cost_models.learned.fitting.trees import LIGHTGBM_PARAMS, fit_lightgbm
 from tacopt.cost_models.learned.fitting.whole_model import (
@@ -40,7 +41,6 @@ from tacopt.cost_models.learned.fitting.whole_model import (
 from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
 from tacopt.cost_models.learned.measurement.records import fingerprint_caches, quiet_records
 from tacopt.cost_models.learned.measurement.speed import family, normalize_records, run_speed
-from tacopt.cost_models.movement import movement_fits
 
 #: A kernel family gets trees of its own with at least this many training ops (else none).
 MIN_FAMILY_TREE_OPS = 50

@@ -37,9 +37,10 @@ and a kind model of reductions steps in its base fit for a global pool kept 4-D
    :data:`FEATURES` and one flag per frequent kind: one set of trees per kernel family
    (``family_trees``, version 7: families share no residual structure, and a kind added to the
    sweep cannot move another family's corrections; one set for every kind before).
-5. ``movement``: a data-movement kind for which :mod:`~tacopt.cost_models.movement` (fixed +
-   per byte + per copied run) beat the trees on held-out training configurations
-   (``movement_kinds``), or which has no fit of its own.
+5. ``movement``: a data-movement kind for which
+   :mod:`~tacopt.cost_models.learned.fitting.movement` (fixed + per byte + per copied run) beat
+   the trees on held-out training configurations (``movement_kinds``), or which has no fit of
+   its own.
 6. ``fallback``: a kind never measured: the global fit and the trees, at least a GEMM of its
    FLOPs (``fallback_flops_per_us``); ``strict=True`` raises :class:`CostModelError` instead.
 
@@ -90,6 +91,7 @@ from tacopt.cost_models.learned.fitting.features import (
     op_vector,
 )
 from tacopt.cost_models.learned.fitting.kind_models import KindModels, group_of
+from tacopt.cost_models.learned.fitting.movement import predict_movement
 from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_trees
 from tacopt.cost_models.learned.fitting.whole_model import LEGACY_FLOOR_US
 from tacopt.cost_models.learned.measurement.records import counted_ops, spill_level
@@ -100,7 +102,6 @@ from tacopt.cost_models.learned.measurement.speed import (
     family_indices,
     reference_family,
 )
-from tacopt.cost_models.movement import predict_movement
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"

@@ -49,9 +49,10 @@ def choose_sources(
     records: Sequence[Mapping[str, Any]], trial_fit: Callable[[Sequence[Mapping[str, Any]]], Any]
 ) -> tuple[list[str], list[str], list[str], list[str]]:
     """``(movement_kinds, kind_groups, alias_groups, family_groups)``: which data-movement kinds
-    the copy model prices (:func:`~tacopt.cost_models.movement.movement_fits`), which (kind,
-    inference type) groups their own model prices, which the model of the kind they are an alias
-    of, and which their kernel family's model, instead of the shared trees.
+    the copy model prices
+    (:func:`~tacopt.cost_models.learned.fitting.movement.movement_fits`), which (kind, inference
+    type) groups their own model prices, which the model of the kind they are an alias of, and
+    which their kernel family's model, instead of the shared trees.
 
     Chosen on held-out training configurations: ``trial_fit`` fits a model with every kind model
     on 4 in 5 (by key hash), and ops within ±10 % are counted on the rest. A movement kind

@@ -379,11 +379,12 @@ def _residual_trees(
 
 
 def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
-    """Sampler weights for adapting the model ``base_doc``: each sampler of the generic and
-    ``net-rnn`` priors at its prior weight x (how unsure the base is about its kind + 0.1).
-    Unsureness: the log residual (``rmse_log``) of the base's fits of the kind, the largest over
-    its inference types (its fit of the kind as a whole when it has none; 1.0 for a kind it never
-    measured). Read from the model file alone, so the plan is known before measuring starts.
+    """Sampler weights for adapting the model ``base_doc``: each sampler of the generic,
+    ``net-rnn`` and ``move`` priors at its prior weight x (how unsure the base is about its
+    kind + 0.1). Unsureness: the log residual (``rmse_log``) of the base's fits of the kind, the
+    largest over its inference types (its fit of the kind as a whole when it has none; 1.0 for a
+    kind it never measured). Read from the model file alone, so the plan is known before
+    measuring starts.
 
     >>> fits = {"CONV_2D|FLOAT": {"rmse_log": 0.9}, "ADD": {"rmse_log": 0.1}}
     >>> w = uncertain_weights({"fits": fits})
@@ -391,9 +392,10 @@ def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
     True
     """
     from tacopt.cost_models.learned.sampling.samplers import BASE_SAMPLERS, SAMPLERS
+    from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
     from tacopt.cost_models.learned.sampling.samplers_net import NET_RNN_PRIOR
 
-    prior = {**{k: SAMPLERS[k][1] for k in BASE_SAMPLERS}, **NET_RNN_PRIOR}
+    prior = {**{k: SAMPLERS[k][1] for k in BASE_SAMPLERS}, **NET_RNN_PRIOR, **MOVE_PRIOR}
     fits = base_doc.get("fits", {})
     resid: dict[str, float] = {}
     for name, v in fits.items():
@@ -409,8 +411,14 @@ def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
 
 
 #: The op kind of a sampler whose name is not a kind.
-SAMPLED_KIND = {"TRANSPOSE_HEADS": "TRANSPOSE", "SLICE_ROWS": "SLICE"}
+SAMPLED_KIND = {
+    "TRANSPOSE_HEADS": "TRANSPOSE",
+    "TRANSPOSE_LAYOUT": "TRANSPOSE",
+    "SLICE_ROWS": "SLICE",
+}
 
 
 def _kind_of_sampler(name: str) -> str:
-    return SAMPLED_KIND.get(name, name.removesuffix("_NET").removesuffix("_LN"))
+    for suffix in ("_NET", "_LN", "_MOVE", "_SMALL"):
+        name = name.removesuffix(suffix)
+    return SAMPLED_KIND.get(name, name)

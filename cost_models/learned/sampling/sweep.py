@@ -32,6 +32,7 @@ from tacopt.cost_models.learned.sampling.samplers import (
     SAMPLERS,
     activation,
 )
+from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
 from tacopt.cost_models.learned.sampling.samplers_net import (
     NET_PRIOR,
     NET_RNN_PRIOR,
@@ -51,6 +52,7 @@ PRIORS: dict[
     "net": (NET_PRIOR, sample_net_chain, 100),
     "net-rnn": (NET_RNN_PRIOR, sample_net_chain_or_tiny, 50),
     "tail": (TAIL_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
+    "move": (MOVE_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
 }
 
 
@@ -141,8 +143,8 @@ def adaptive_weights(
         counts[r["kind"]] = counts.get(r["kind"], 0) + 1
     weights = {}
     for kind, (_, prior) in sorted(SAMPLERS.items()):
-        if kind in NET_RNN_PRIOR or kind in TAIL_PRIOR:
-            continue  # the generic samplers only: the network and tail priors have their phases
+        if kind in NET_RNN_PRIOR or kind in TAIL_PRIOR or kind in MOVE_PRIOR:
+            continue  # the generic samplers only: the other priors have their phases
         if kind in misses and counts.get(kind):
             weights[kind] = round(prior * (sum(misses[kind]) / counts[kind] + 0.1), 4)
         else:
