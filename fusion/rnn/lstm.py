@@ -52,7 +52,7 @@ from tacopt.fusion.rnn.lstm_ops import (
 )
 from tacopt.fusion.rnn.unrolled import RULES as UNROLLED_RULES
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name
-from tacopt.fusion.rules.pattern import P, match
+from tacopt.fusion.rules.matching import P, match
 
 _CELL = P(
     "ADD",

@@ -26,7 +26,7 @@ from tacopt.fusion.ir import Op, Tensor
 from tacopt.fusion.rnn.bilstm import swaps_time_and_batch
 from tacopt.fusion.rnn.lstm_ops import GATES, split_gates, state_input, unidirectional_lstm
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule
-from tacopt.fusion.rules.pattern import P, match
+from tacopt.fusion.rules.matching import P, match
 
 _HIDDEN = P("MUL", P("LOGISTIC", "zo"), P("TANH", "c"))
 _CELL = P(

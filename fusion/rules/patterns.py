@@ -30,7 +30,7 @@ from flatbuffers import flexbuffers
 from tacopt.fusion.ir import Op, Tensor
 from tacopt.fusion.rules import custom as _custom  # noqa: F401  (kernels of the custom kinds below)
 from tacopt.fusion.rules.base import Editor, Rewrite, Rule, op_name, replace
-from tacopt.fusion.rules.pattern import C, P, match
+from tacopt.fusion.rules.matching import C, P, match
 
 ACTIVATIONS = {"RELU": "RELU", "RELU6": "RELU6", "RELU_N1_TO_1": "RELU_N1_TO_1"}
 ACT_PRODUCERS = frozenset(
