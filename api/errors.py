@@ -20,20 +20,39 @@ EXIT_BAD_INPUT = 2
 #: The exit code of a command stopped by Ctrl-C (128 + SIGINT, as a shell reports it).
 EXIT_INTERRUPTED = 130
 
-#: Characters that would break the one line: control characters and Unicode line separators.
-_BREAKS = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: Characters a terminal would act on instead of showing: control characters (ESC, BEL, CR, ...),
+#: Unicode line separators, and the bidirectional controls that reorder what is shown.
+_UNPRINTABLE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNPRINTABLE_BUT_NEWLINE = re.compile(
+    r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+)
+
+
+def printable(text: object, *, keep_newlines: bool = False) -> str:
+    r"""``text`` safe to show on a terminal: the one escape every string from a model, a problem
+    or a cost-model file passes through before it is printed. Control characters (ESC, BEL, CR),
+    line separators and bidirectional controls are shown as Python escapes, and text that cannot
+    be written as UTF-8 (a lone surrogate) as backslash escapes. ``keep_newlines`` keeps ``\n``
+    (for a whole report whose lines tacopt wrote).
+
+    >>> printable("relu\x1b[2J\x07\r")
+    'relu\\x1b[2J\\x07\\r'
+    >>> printable("a\nb"), printable("a\nb", keep_newlines=True)
+    ('a\\nb', 'a\nb')
+    """
+    pattern = _UNPRINTABLE_BUT_NEWLINE if keep_newlines else _UNPRINTABLE
+    escaped = pattern.sub(lambda m: repr(m.group())[1:-1], str(text))
+    return escaped.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def one_line(message: object) -> str:
-    """``message`` as one printable line: control characters and line breaks (a mutated tensor
-    name may hold any) are shown escaped, and text that cannot be written as UTF-8 (a lone
-    surrogate) as backslash escapes.
+    """``message`` as one printable line (:func:`printable`): control characters and line
+    breaks (a mutated tensor name may hold any) are shown escaped.
 
     >>> one_line("tensor 'a\\nb' is bad")
     "tensor 'a\\\\nb' is bad"
     """
-    text = _BREAKS.sub(lambda m: repr(m.group())[1:-1], str(message))
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return printable(message)
 
 
 def print_error(prog: str, message: object) -> int:

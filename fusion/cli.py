@@ -118,23 +118,26 @@ def summarize(G: nx.MultiDiGraph) -> dict[str, Any]:
 
 
 def format_summary(summary: dict[str, Any], path: Path) -> str:
-    """The human-readable tables of ``tacopt inspect``."""
+    """The human-readable tables of ``tacopt inspect``; every string read from the model goes
+    through :func:`tacopt.errors.printable` (a name may hold ESC, BEL or CR)."""
+    from tacopt.errors import printable
+
     lines = [
-        f"model      {path}",
+        f"model      {printable(path)}",
         f"subgraphs  {summary['subgraphs']}    ops  {summary['ops']}    "
         f"tensors  {summary['tensors']}",
     ]
     if summary["signatures"]:
-        lines.append(f"signatures {', '.join(summary['signatures'])}")
+        lines.append(f"signatures {printable(', '.join(summary['signatures']))}")
     for title in ("inputs", "outputs"):
         lines.append("")
         lines.append(title)
         rows = summary[title]
-        width = max((len(r["name"]) for r in rows), default=0)
+        width = max((len(printable(r["name"])) for r in rows), default=0)
         for r in rows:
             shape = r.get("shape_signature", r["shape"])
             dims = ", ".join("?" if d < 0 else str(d) for d in shape)
-            lines.append(f"  {r['name']:<{width}}  {r['dtype']:<8}  [{dims}]")
+            lines.append(f"  {printable(r['name']):<{width}}  {r['dtype']:<8}  [{dims}]")
     lines += ["", "weights (constant bytes; dropped = structure-only placeholders)"]
     if not summary["weight_bytes"]:
         lines.append("  none")
@@ -143,9 +146,9 @@ def format_summary(summary: dict[str, Any], path: Path) -> str:
         note = f"  ({dropped:,} dropped)" if dropped else ""
         lines.append(f"  {dtype:<10} {n:>14,}{note}")
     lines += ["", "op histogram"]
-    width = max((len(k) for k in summary["op_histogram"]), default=0)
+    width = max((len(printable(k)) for k in summary["op_histogram"]), default=0)
     for kind, count in summary["op_histogram"].items():
-        lines.append(f"  {kind:<{width}}  {count:>5}")
+        lines.append(f"  {printable(kind):<{width}}  {count:>5}")
     return "\n".join(lines)
 
 

@@ -32,6 +32,7 @@ from typing import Any
 import networkx as nx
 
 from tacopt.cost_models.base import CostModel
+from tacopt.errors import printable
 from tacopt.fusion.ir import ops_of
 from tacopt.partitioner.annotate import Annotation, annotated_inference_type
 from tacopt.partitioner.refusals import REASONS, Refusal, refusal, runnable_refusal
@@ -271,29 +272,31 @@ def explain_op(
 
 
 def format_explanation(e: Explanation, unit: str = "cost") -> str:
-    """The text ``tacopt partition --explain`` prints."""
+    """The text ``tacopt partition --explain`` prints; names from the model (op, kind, unit,
+    device, refusal detail) go through :func:`tacopt.errors.printable`."""
     lines = [
-        f"{e.op} ({e.kind}) runs on {e.device}"
-        + (f", in unit {e.unit} of {e.unit_ops} ops" if e.unit_ops > 1 else "")
+        f"{printable(e.op)} ({printable(e.kind)}) runs on {printable(e.device)}"
+        + (f", in unit {printable(e.unit)} of {e.unit_ops} ops" if e.unit_ops > 1 else "")
         + f"; plan objective {e.objective:.6g} {unit}"
     ]
     for d in e.devices:
         cost = "-" if d.cost is None else f"{d.cost:.6g}"
+        device = printable(d.device)
         if d.status == "chosen":
-            lines.append(f"  {d.device}: chosen; the op alone costs {cost} here")
+            lines.append(f"  {device}: chosen; the op alone costs {cost} here")
         elif d.refusal is not None:
-            lines.append(f"  {d.device}: refused ({d.refusal.reason}): {d.refusal.detail}")
+            lines.append(f"  {device}: refused ({d.refusal.reason}): {printable(d.refusal.detail)}")
         elif d.pinned_objective is None:
-            lines.append(f"  {d.device}: the op alone costs {cost} here; pinned here: {d.status}")
+            lines.append(f"  {device}: the op alone costs {cost} here; pinned here: {d.status}")
         else:
             delta = d.pinned_objective - e.objective
             lines.append(
-                f"  {d.device}: the op alone costs {cost} here; pinned here, the plan costs "
+                f"  {device}: the op alone costs {cost} here; pinned here, the plan costs "
                 f"{d.pinned_objective:.6g} ({delta:+.6g}, {d.status})"
             )
             if delta < 0 and e.unit_ops > 1:
                 lines.append(
-                    f"    (less: the pin splits unit {e.unit}, which held the op with "
+                    f"    (less: the pin splits unit {printable(e.unit)}, which held the op with "
                     f"{e.unit_ops - 1} others; --granularity op plans op by op)"
                 )
     return "\n".join(lines)

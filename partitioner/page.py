@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -472,8 +473,7 @@ def _asset(name: str) -> str:
 
 def render_page(data: Mapping[str, Any]) -> str:
     """One self-contained HTML page of :func:`page_data`'s data (nothing is fetched)."""
-    # "</" would end the script element early; JSON allows "\/" for "/".
-    payload = json.dumps(data, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    payload = json_for_html(data)
     title = _escape(str(data.get("title", "plan")))
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -482,6 +482,27 @@ def render_page(data: Mapping[str, Any]) -> str:
         f'<script type="application/json" id="plan-data">{payload}</script>\n'
         f"<script>\n{_asset('page.js')}</script>\n</body>\n</html>\n"
     )
+
+
+#: What the page's embedded JSON writes as ``\\uXXXX`` escapes: ``<``, ``>`` and ``&`` (so no
+#: ``</script>``, ``<!--`` or ``<script`` can reach the HTML parser, which reads a script
+#: element's text before JSON does) and the line separators older JavaScript parsers refused.
+_HTML_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                "\u2029": "\\u2029"}  # fmt: skip
+_HTML_UNSAFE_RE = re.compile("[<>&\u2028\u2029]")
+
+
+def json_for_html(data: Any) -> str:
+    r"""``data`` as JSON text safe inside an HTML ``<script>`` element: the one place the page's
+    data is written, every ``<``, ``>`` and ``&`` as a ``\u`` escape (JSON reads it back as is).
+
+    >>> json_for_html({"name": "<!--<script></script>&"})
+    '{"name":"\\u003c!--\\u003cscript\\u003e\\u003c/script\\u003e\\u0026"}'
+    >>> json.loads(json_for_html({"name": "</script>"}))["name"]
+    '</script>'
+    """
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    return _HTML_UNSAFE_RE.sub(lambda m: _HTML_UNSAFE[m.group()], text)
 
 
 def _escape(text: str) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cli_options import add_command, capacities, names, options_of, output_file, seconds
-from tacopt.errors import OutputError
+from tacopt.errors import OutputError, printable
 from tacopt.partitioner.cli import add_load_option, load_module
 
 __all__ = [
@@ -204,7 +204,11 @@ def run(args: argparse.Namespace) -> int:
     opts = options_from(args)
     with all_or_nothing(outputs_of(opts), inputs=inputs_of(opts)) as out:
         summary, text = _partition(opts, out)
-    print(json.dumps(summary, indent=1) if opts.json else text)
+    # The report's names come from the model: shown escaped (JSON escapes them itself).
+    print(json.dumps(summary, indent=1) if opts.json else printable(text, keep_newlines=True))
+    wrote = [f"{path} ({what})" for what, path in outputs_of(opts) if path is not None]
+    if wrote:  # on stderr under --json, so that stdout stays one JSON document
+        print(printable("wrote " + ", ".join(wrote)), file=sys.stderr if opts.json else sys.stdout)
     return 0
 
 
@@ -287,10 +291,30 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
     return summary, _human(result, summary) + explained
 
 
-def _human(result: Any, summary: dict[str, Any]) -> str:
+def _op_counts(result: Any, summary: dict[str, Any]) -> str:
+    """The model's ops per device, counted as the plan page counts them (each op of the fused
+    model on its unit's device), then what the applied graph adds: conversions (QUANTIZE /
+    DEQUANTIZE between formats, on the CPU) and the ops of device lowerings."""
     counts: dict[str, int] = {}
-    for _, data in result.graph.nodes(data=True):
-        counts[data["device"]] = counts.get(data["device"], 0) + 1
+    model_ops: set[str] = set()
+    for name, unit in summary["units"].items():
+        device = summary["assignment"][name]["device"]
+        counts[device] = counts.get(device, 0) + len(unit["ops"])
+        model_ops.update(unit["ops"])
+    added = [n for n in result.graph if n not in model_ops]
+    conversions = sum(1 for n in added if n.startswith(("quantize__", "dequantize__")))
+    replaced = sum(1 for n in model_ops if n not in result.graph)
+    notes = []
+    if conversions:
+        notes.append(f"{conversions} conversion{'' if conversions == 1 else 's'} on the CPU")
+    if replaced:
+        notes.append(f"lowerings turn {replaced} op{'' if replaced == 1 else 's'} into "
+                     f"{len(added) - conversions}")  # fmt: skip
+    text = ", ".join(f"{d} {n}" for d, n in sorted(counts.items())) or "none (no ops)"
+    return text + (f" (in the applied graph: {'; '.join(notes)})" if notes else "")
+
+
+def _human(result: Any, summary: dict[str, Any]) -> str:
     b = summary["breakdown"]
     from tacopt.partitioner.plan import unit_label
 
@@ -302,8 +326,7 @@ def _human(result: Any, summary: dict[str, Any]) -> str:
         f"objective {summary['objective']:.6g} {unit} "
         f"(compute {b['compute']:.6g}, transfer {b['transfer']:.6g}, quant {b['quant']:.6g}; "
         f"cost model {result.cost_model})",
-        "ops per device: "
-        + (", ".join(f"{d} {n}" for d, n in sorted(counts.items())) or "none (no ops)"),
+        "ops per device: " + _op_counts(result, summary),
         "peak memory: " + ", ".join(
             f"{d} {summary['peak_memory'].get(d, 0.0):,.0f} B"
             + (f" of {summary['capacity'][d]:,.0f}" if d in summary["capacity"] else "")

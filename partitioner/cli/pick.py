@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cli_options import add_command, names, options_of, output_file, seconds
-from tacopt.errors import TacoptError, one_line
+from tacopt.errors import TacoptError, one_line, printable
 from tacopt.partitioner.cli import OptionError, add_load_option, align_columns
 
 
@@ -194,9 +194,10 @@ def run_pick(options: PickOptions) -> int:
         if options.json:
             print(json.dumps(payload))
         else:
-            print(_table(records))
+            # Unit and picker names come from the problem file: shown escaped.
+            print(printable(_table(records), keep_newlines=True))
             if not options.compare:
-                print(_assignment(records[0]))
+                print(printable(_assignment(records[0]), keep_newlines=True))
             print(_units_line(problem.cost_unit))
         if failed and len(failed) == len(records):
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""

@@ -347,3 +347,17 @@ def test_rehydrate_refuses_past_the_weight_cap_before_writing(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "(buffer " in err[0] and "over the cap of 1,000" in err[0]
     assert not target.exists()
+
+
+def test_inspect_shows_model_strings_escaped(tmp_path, capsys):
+    import random
+
+    from tacopt.benchmarks.fuzz.names import hostile_graph, hostile_names, terminal_problems
+    from tacopt.fusion.tflite.writer import write_tflite
+
+    rng = random.Random(3)
+    for k in range(5):
+        model = write_tflite(hostile_graph(hostile_names(rng, 12)), tmp_path / f"m{k}.tflite")
+        capsys.readouterr()
+        assert main(["inspect", str(model)]) == 0
+        assert terminal_problems(capsys.readouterr().out) == []

@@ -122,3 +122,24 @@ def test_the_plan_json_records_the_pins(bundled_models):
     kinds = {result.source.nodes[n]["op"].kind for n in pin["ops"]}
     assert kinds == {"DEPTHWISE_CONV_2D"} and len(pin["ops"]) == 17
     assert summary["pinned"] == dict.fromkeys(pin["ops"], "CPU")
+
+
+def test_explain_shows_model_strings_escaped():
+    from tacopt.benchmarks.fuzz.names import terminal_problems
+    from tacopt.partitioner.explain import DeviceExplanation, Explanation, format_explanation
+    from tacopt.partitioner.refusals import Refusal
+
+    bad = "\x1b[2J\x07\r\u202e"
+    e = Explanation(
+        op=f"op{bad}", kind=f"CUSTOM:{bad}", unit=f"u{bad}", unit_ops=2, device="CPU",
+        objective=1.0,
+        devices=(
+            DeviceExplanation(
+                "GPU", Refusal("GPU", "kind", f"GPU does not run CUSTOM:{bad}"), None, None
+            ),
+            DeviceExplanation("CPU", None, 1.0, 1.0, "chosen"),
+        ),
+    )  # fmt: skip
+    text = format_explanation(e)
+    assert terminal_problems(text) == []
+    assert "\\x1b[2J\\x07\\r\\u202e" in text

@@ -269,3 +269,67 @@ def test_a_model_without_ops_opens_empty(browser, zoo_dir, tmp_path):
     page = Page(browser, tmp_path / "empty.html")
     assert page.errors == []
     assert page.text("#n-ops") == "0" and page.page.locator("g.op").count() == 0
+
+
+#: Set before the page's own script: any call from injected markup or script is recorded.
+_TRAP = """
+window.__ran = [];
+for (const f of ["alert", "confirm", "prompt", "print", "open"]) {
+  window[f] = (...a) => { window.__ran.push(f + ":" + a.join(",")); };
+}
+"""
+
+
+def _hostile_roles(k: int) -> list[str]:
+    """The hostile names rotated by ``k``, so each lands in every role over a few models."""
+    from tacopt.benchmarks.fuzz.names import HOSTILE
+
+    names = [HOSTILE[(k + i) % len(HOSTILE)] for i in range(len(HOSTILE))]
+    return names[:12]
+
+
+@pytest.mark.parametrize("k", range(0, 17, 3))
+def test_pages_of_hostile_names_run_no_script_and_draw_every_op(browser, tmp_path, k):
+    from tacopt.benchmarks.fuzz.names import hostile_graph, page_problems
+    from tacopt.fusion.tflite.writer import write_tflite
+
+    names = _hostile_roles(k)
+    folder = tmp_path / "m"
+    folder.mkdir()
+    stems = ("<!--<script", "<img src=x onerror=alert(9)>", "a\u2028b", "x\"'&<b>")
+    model = write_tflite(hostile_graph(names), folder / f"{stems[k % len(stems)]}.tflite")
+    out = tmp_path / "page.html"
+    summary = _write_page(model, out, "GPU,CPU", "--compare", "exact,greedy")
+    html = out.read_text()
+    assert "<!--<script" not in html.split('id="plan-data">', 1)[1].split("</script>", 1)[0]
+
+    page = browser.new_page()
+    ran_dialogs: list[str] = []
+    requests: list[str] = []
+    errors: list[str] = []
+    page.on("dialog", lambda d: (ran_dialogs.append(d.message), d.dismiss()))
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else 0)
+    page.add_init_script(_TRAP)
+    page.goto(out.as_uri())
+    page.wait_for_selector("body[data-ready='1']", timeout=30_000)
+    n_ops = sum(len(u["ops"]) for u in summary["units"].values())
+    assert n_ops == 3
+    assert page.locator("g.op").count() == n_ops
+    assert int(page.locator("#n-ops").inner_text()) == n_ops
+    shown = page.evaluate("() => tacoptPage.data.ops.map((op) => op.kind)")
+    assert "CUSTOM:" + names[6] in shown  # the custom code reads back as it was written
+    # Open every op's panel and every graph input / output: names go into the panel's HTML too.
+    for i in range(n_ops):
+        page.click(f"g.op[data-i='{i}']")
+    for i in range(page.locator("g.io").count()):
+        page.click(f"g.io[data-io='{i}']")
+    page.fill("#search", names[6])
+    page.press("#search", "Enter")
+    assert page.evaluate("() => window.__ran") == []
+    assert ran_dialogs == [] and errors == []
+    assert requests == [out.as_uri()]
+    data = page.evaluate("() => tacoptPage.data")
+    assert page_problems(html, data) == []
+    page.close()
