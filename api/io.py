@@ -395,10 +395,17 @@ def _umask() -> int:
     return mask
 
 
+#: The first two bytes of gzip data.
+GZIP_MAGIC = b"\x1f\x8b"
+#: The most bytes a gzipped JSON-lines file may inflate to (a whole sweep's records: ~15 MB).
+JSON_LINES_GZIP_LIMIT = 1 << 30
+
+
 def read_json_lines(
     path: str | os.PathLike[str], *, what: str, error: Callable[[str], TacoptError]
 ) -> list[dict[str, Any]]:
-    r"""The JSON objects of a JSON-lines file that a run appends to one line at a time.
+    r"""The JSON objects of a JSON-lines file that a run appends to one line at a time (plain, or
+    gzipped: read whole, bounded by :data:`JSON_LINES_GZIP_LIMIT`).
 
     The one forgiven fault is a torn last line (a run killed while writing it) after good ones.
     ``what`` names the file in messages ("records file", ...); ``error`` builds the exception.
@@ -420,8 +427,11 @@ def read_json_lines(
     p = Path(path)
     if not p.is_file():
         raise error(f"{what} '{p}' does not exist")
+    raw = p.read_bytes()
+    if raw[:2] == GZIP_MAGIC:  # committed records are gzipped (benchmarks/results/)
+        raw = gunzip(raw, str(p), JSON_LINES_GZIP_LIMIT, error=error)
     try:
-        lines = p.read_bytes().decode("utf-8").splitlines()
+        lines = raw.decode("utf-8").splitlines()
     except UnicodeDecodeError:
         raise error(f"{what} '{p}' is not JSON lines (not UTF-8 text)") from None
     out: list[dict[str, Any]] = []

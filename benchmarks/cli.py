@@ -14,8 +14,10 @@ how to resume and exits with 130.
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,8 @@ from tacopt.errors import EXIT_INTERRUPTED
 
 DEFAULT_OUT = Path("tacopt-bench") / "results.jsonl"
 EXIT_ALL_FAILED = 1
+#: The zoos whose argument is a path (``iopddl:DIR``), not sizes.
+_ZOOS_OF_A_PATH = ("iopddl", "folder", "shared")
 
 _EPILOG = """\
 zoos: bundled, shared (../shared/zoo), folder:PATH, transformer[:N,...] (layers),
@@ -144,9 +148,10 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--out",
         type=Path,
-        default=DEFAULT_OUT,
+        default=None,
         metavar="FILE",
-        help=f"results JSONL, resumed if present (default: {DEFAULT_OUT})",
+        help=f"results JSONL, resumed if present; it holds one study's zoos (default: "
+        f"{DEFAULT_OUT} for the bundled models, tacopt-bench/ZOO/results.jsonl for others)",
     )
     p.add_argument(
         "--report",
@@ -200,6 +205,25 @@ def run_bench(args: argparse.Namespace) -> int:
         return _interrupted("no results lost")
 
 
+def default_out(zoos: Sequence[str]) -> Path:
+    """Where a study's results go without ``--out``: a folder of their own for zoos other than
+    the bundled models, so that two studies never share a results file (and its report).
+
+    >>> default_out(["bundled"]).as_posix(), default_out(["shared"]).as_posix()
+    ('tacopt-bench/results.jsonl', 'tacopt-bench/shared/results.jsonl')
+    >>> default_out(["iopddl:../shared/iopddl", "layered:100,1000"]).as_posix()
+    'tacopt-bench/iopddl+layered-100-1000/results.jsonl'
+    """
+    if list(zoos) in ([], ["bundled"]):
+        return DEFAULT_OUT
+    names = []
+    for zoo in zoos:
+        kind, _, arg = zoo.partition(":")
+        sizes = arg if kind not in _ZOOS_OF_A_PATH else ""  # a path would make a deep folder
+        names.append(re.sub(r"[^\w.]+", "-", f"{kind}:{sizes}" if sizes else kind).strip("-"))
+    return DEFAULT_OUT.parent / "+".join(names) / DEFAULT_OUT.name
+
+
 def _run_bench(args: argparse.Namespace) -> int:
     from tacopt.benchmarks.harness import (
         DEFAULT_DEVICE_SETS,
@@ -211,6 +235,8 @@ def _run_bench(args: argparse.Namespace) -> int:
     from tacopt.benchmarks.report import default_title, write_report
     from tacopt.partitioner.cli import load_module
 
+    if args.out is None:
+        args.out = default_out(args.zoo or ())
     report_dir = None if args.no_report else (args.report or args.out.parent)
     _check_outputs(args.out, report_dir)
     contest = [z for z in args.zoo or () if z.startswith("iopddl:")]

@@ -241,6 +241,7 @@ def run_study(
     if jobs is not None and jobs < 1:
         raise BenchmarkError(f"jobs must be at least 1, got {jobs}")
     existing = read_records(out)
+    _refuse_other_zoos(out, existing, cases)
     by_key = {r["key"]: r for r in existing if not (retry_failed and r.get("status") in FAILED)}
     todo: list[tuple[Case, dict[str, dict]]] = []
     for case in cases:
@@ -302,6 +303,18 @@ def run_study(
         atomic_write(out, "".join(json.dumps(r) + "\n" for r in ordered + others))
     return ordered
 
+
+
+def _refuse_other_zoos(out: Path, existing: Sequence[dict], cases: Sequence[Case]) -> None:
+    """A results file belongs to one study: refuse to add a zoo to a file that holds another
+    one's records (its report would mix both), before any work."""
+    ours = {case.item.zoo for case in cases}
+    theirs = sorted({str(r["zoo"]) for r in existing if r.get("zoo") not in ours | {None}})
+    if theirs:
+        raise BenchmarkError(
+            f"results file '{out}' holds the records of another study (zoo "
+            f"{', '.join(theirs)}), not of {', '.join(sorted(ours))}: give --out a new file"
+        )
 
 
 def warm_up(pickers: Iterable[str]) -> None:

@@ -9,6 +9,7 @@ evaluation included, succeeded.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cli_options import add_command, at_least, names_of, one_of, output_file, positive
-from tacopt.io import check_output_path
+from tacopt.io import GZIP_MAGIC, check_output_path
 
 #: Timing rounds of `tacopt calibrate`.
 CALIBRATE_ROUNDS = 20
@@ -49,9 +50,9 @@ def register_measure(subparsers: Any) -> None:
         const=0,
         metavar="N",
         help="measure single ops sampled over each kind's configuration space instead of "
-        "models: N of them (one chunk: --seed, --prior, --adapt), or without N the whole "
-        "training sweep of the model shipped until 2026-11-26 (5 chunks, ~27 min here; "
-        "cost_models/learned/sampling/sweep.py); resumable",
+        "models: N of them (one chunk: --seed, --prior, --adapt), or without N a whole "
+        "fixed training sweep (5 chunks, ~27 min on 2 cores; SWEEP_RECIPE in "
+        "cost_models/cli.py); resumable",
     )
     p.add_argument("--seed", type=int, default=0, help="sweep seed (default 0)")
     p.add_argument(
@@ -342,8 +343,13 @@ def check_records_file(path: Path, *, what: str) -> Path:
         raise MeasureError(f"{what}: '{path}' is a folder, not a records file")
     if not path.is_file():
         raise MeasureError(f"{what}: '{path}' does not exist")
-    with path.open("rb") as f:
-        first = next((line for line in f if line.strip()), b"")
+    with path.open("rb") as raw:
+        gzipped = raw.read(2) == GZIP_MAGIC
+    with (gzip.open(path, "rb") if gzipped else path.open("rb")) as f:
+        try:
+            first = next((line for line in f if line.strip()), b"")
+        except (OSError, EOFError):  # broken gzip data
+            first = b"?"
     if not first:
         return path  # empty: no records yet
     try:
@@ -481,7 +487,7 @@ def run_calibrate(args: argparse.Namespace) -> int:
 
     Time the reference models of cost_models/learned/measurement/speed.py (gated, as ops are
     timed) and store them as the model's `speed`: its predictions then follow this machine's
-    speed today. A timing run: run it alone (under the timing lock).
+    speed today. It times the machine: run it while nothing else keeps the cores busy.
     """
     from tacopt.cost_models.model_file import model_bytes
     from tacopt.io import all_or_nothing

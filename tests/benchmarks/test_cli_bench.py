@@ -28,7 +28,7 @@ def test_no_arguments_is_the_default_study() -> None:
     assert args.run is cli.run_bench and args.zoo is None and args.devices is None
     assert args.granularity == ("subgraph", "op")
     assert args.pickers is None and DEFAULT_PICKERS == ("exact", "tac", "greedy", "first-fit")
-    assert args.out == Path("tacopt-bench/results.jsonl")
+    assert args.out is None and cli.default_out([]) == Path("tacopt-bench/results.jsonl")
     assert DEFAULT_DEVICE_SETS == (("GPU", "CPU"), ("NNAPI", "CPU"), ("GPU", "NNAPI", "CPU"))
 
 
@@ -55,6 +55,25 @@ def test_bench_runs_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[st
     code = main(["bench", "report", str(out), "-o", str(tmp_path / "rep"), "--no-plots"])
     assert code == 0
     assert "| greedy | 2 | 0 |" in (tmp_path / "rep" / "report.md").read_text()
+
+
+def test_a_second_zoo_gets_its_own_folder_and_never_mixes_into_a_results_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 46: the tour's two studies appended to one results file, whose report then mixed
+    both zoos."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["bench", "--zoo", "layered:10", "--pickers", "greedy", "--jobs", "1", "--no-progress"]
+    assert main(argv) == 0
+    assert {r["zoo"] for r in read_records("tacopt-bench/layered-10/results.jsonl")} == {"layered"}
+    assert not Path("tacopt-bench/results.jsonl").exists()
+    out = tmp_path / "other.jsonl"
+    out.write_text('{"key": "shared/m|GPU,CPU|op|tac|seed=0|exact", "zoo": "shared"}\n')
+    capsys.readouterr()
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "holds the records of another study (zoo shared)" in err and "\n" not in err
+    assert out.read_text().count("\n") == 1  # untouched
 
 
 def test_bad_input_exits_2_with_one_line(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
@@ -129,6 +130,15 @@ def model_accuracy(
     }
 
 
+def _share(x: float, absent: str) -> str:
+    """``x`` (a share) in percent, or ``absent`` when it is NaN (nothing to count).
+
+    >>> _share(0.5, "none"), _share(float("nan"), "none")
+    ('50.0 %', 'none')
+    """
+    return absent if math.isnan(x) else f"{x * 100:.1f} %"
+
+
 def report_lines(result: Mapping[str, Any]) -> list[str]:
     """The text form of :func:`evaluate`'s result (``tacopt fit --eval``, ``tacopt evaluate``),
     with the fingerprints of the model and the records when ``result`` holds them."""
@@ -139,10 +149,14 @@ def report_lines(result: Mapping[str, Any]) -> list[str]:
         f"ops {r['ops']}, models {r['models']}",
         f"within ±10 %: {r['within_10pct'] * 100:.1f} % (net of invoke overhead: "
         f"{r['within_10pct_net'] * 100:.1f} %; configurations not in training: "
-        f"{r['within_10pct_unseen'] * 100:.1f} %)",
+        f"{_share(r['within_10pct_unseen'], 'none in these records')})",
         f"MAPE {r['mape']:.1f} %, Spearman {r['spearman']:.3f}, "
-        f"median whole-model error {r['model_error_median']:.1f} % "
-        f"(signed median {r.get('model_bias_median', float('nan')):+.1f} %)",
+        + (
+            f"median whole-model error {r['model_error_median']:.1f} % "
+            f"(signed median {r.get('model_bias_median', float('nan')):+.1f} %)"
+            if not math.isnan(r["model_error_median"])
+            else "no whole-model records"
+        ),
         f"unseen configurations {r['unseen_share'] * 100:.1f} %, skips {r['skips']} "
         f"({r['skip_share'] * 100:.1f} % of op records), folded at init {r.get('folded', 0)}",
     ]
