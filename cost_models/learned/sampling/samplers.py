@@ -22,8 +22,8 @@ CHANNELS = (
     *(288, 320, 384, 480, 512, 576, 640, 672, 768, 960, 1024, 1152, 1280),
 )
 _ODDCHANNELS = (1, 3, 4, 6, 12, 20, 36, 100, 200)
-_SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 19, 20, 24, 28, 32, 38, 40, 48, 56, 64, 80)
-_SIZES_BIG = (96, 112, 128, 150, 160, 192, 224)
+SIZES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 19, 20, 24, 28, 32, 38, 40, 48, 56, 64, 80)
+SIZES_BIG = (96, 112, 128, 150, 160, 192, 224)
 _ACTS = ("NONE", "NONE", "RELU", "RELU6")
 
 #: Largest work per sample: keeps one configuration's timing short.
@@ -33,7 +33,7 @@ MAX_ELEMENTS = 1_500_000
 Rng = np.random.Generator
 
 
-def _channels(rng: Rng) -> int:
+def draw_channels(rng: Rng) -> int:
     """A channel count: a multiple of 8 of :data:`CHANNELS` (76 %), an odd one (12 %), or any
     count of 2-1,024, log-uniform (12 %): networks not rounded to 8 (NASNet's 11-528,
     ShuffleNet's 58-464, GhostNet's) run XNNPACK's remainder paths."""
@@ -45,11 +45,12 @@ def _channels(rng: Rng) -> int:
     return int(rng.choice(CHANNELS))
 
 
-def _size(rng: Rng) -> int:
-    return int(rng.choice(_SIZES_BIG if rng.random() < 0.25 else _SIZES))
+def draw_size(rng: Rng) -> int:
+    """A spatial size: one of :data:`SIZES_BIG` (25 %) or of :data:`SIZES`."""
+    return int(rng.choice(SIZES_BIG if rng.random() < 0.25 else SIZES))
 
 
-def _shape(
+def draw_shape(
     rng: Rng, rank: int | None = None, *, max_elements: int = MAX_ELEMENTS
 ) -> tuple[int, ...]:
     """An activation shape: NHWC (60 %), (1, seq, features) or (rows, features), of at most
@@ -57,17 +58,17 @@ def _shape(
     rank = rank or int(rng.choice([4, 4, 4, 3, 2]))
     while True:
         if rank == 4:
-            h = _size(rng)
+            h = draw_size(rng)
             shape: tuple[int, ...] = (
                 1,
                 h,
-                h if rng.random() < 0.85 else _size(rng),
-                _channels(rng),
+                h if rng.random() < 0.85 else draw_size(rng),
+                draw_channels(rng),
             )
         elif rank == 3:
-            shape = (1, int(rng.choice([1, 4, 16, 49, 64, 77, 128, 196, 256])), _channels(rng))
+            shape = (1, int(rng.choice([1, 4, 16, 49, 64, 77, 128, 196, 256])), draw_channels(rng))
         else:
-            shape = (int(rng.choice([1, 1, 2, 8, 32])), _channels(rng))
+            shape = (int(rng.choice([1, 1, 2, 8, 32])), draw_channels(rng))
         if math.prod(shape) <= max_elements:
             return shape
 
@@ -77,11 +78,11 @@ def _plane(rng: Rng) -> tuple[int, int]:
     time, as audio models run it; 8 %) or any two sizes (12 %: landscape inputs, spectrograms)."""
     u = rng.random()
     if u < 0.8:
-        h = _size(rng)
+        h = draw_size(rng)
         return h, h
     if u < 0.88:
-        return 1, int(rng.choice([*_SIZES[6:], *_SIZES_BIG, 256, 400, 512]))
-    return _size(rng), _size(rng)
+        return 1, int(rng.choice([*SIZES[6:], *SIZES_BIG, 256, 400, 512]))
+    return draw_size(rng), draw_size(rng)
 
 
 def _kernel(rng: Rng, k: int, h: int) -> tuple[int, int]:
@@ -102,8 +103,8 @@ def _conv(rng: Rng) -> nx.MultiDiGraph:
         h, w = _plane(rng)
         kh, kw = _kernel(rng, k, h)
         sh = 1 if h == 1 else stride
-        cin = int(rng.choice([3, 3, *CHANNELS])) if rng.random() < 0.9 else _channels(rng)
-        cout = _channels(rng)
+        cin = int(rng.choice([3, 3, *CHANNELS])) if rng.random() < 0.9 else draw_channels(rng)
+        cout = draw_channels(rng)
         pad = "SAME" if rng.random() < 0.8 else "VALID"
         out_h, out_w = window_out(h, kh, sh, pad, dil), window_out(w, kw, stride, pad, dil)
         if min(out_h, out_w) >= 1 and out_h * out_w * cout * kh * kw * cin <= MAX_MACS:
@@ -121,7 +122,7 @@ def _conv(rng: Rng) -> nx.MultiDiGraph:
         fused_activation_function=activation(rng),
         **opts,
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _grouped_conv(rng: Rng) -> nx.MultiDiGraph:
@@ -129,21 +130,23 @@ def _grouped_conv(rng: Rng) -> nx.MultiDiGraph:
     it outside XNNPACK's GEMM, several times slower per MAC (ConvNeXt-style exports)."""
     while True:
         k = int(rng.choice([1, 3, 5, 7, 7]))
-        h, cin = _size(rng), int(rng.choice(CHANNELS))
+        h, cin = draw_size(rng), int(rng.choice(CHANNELS))
         groups = cin if rng.random() < 0.5 else int(rng.choice([2, 4, 8, 16, 32]))
         if cin % groups == 0 and h * h * cin * k * k * (cin // groups) <= MAX_MACS:
             break
     b = GraphBuilder("grouped_conv")
     x = b.input("x", (1, h, h, cin))
     w = rng.normal(0, 0.1, (cin, k, k, cin // groups))
-    return _done(b, b.op("CONV_2D", x, w, np.zeros(cin), fused_activation_function=activation(rng)))
+    y = b.op("CONV_2D", x, w, np.zeros(cin), fused_activation_function=activation(rng))
+    return finish(b, y)
 
 
 def activation(rng: Rng) -> str:
     return str(rng.choice(_ACTS))
 
 
-def _done(b: GraphBuilder, y: str) -> nx.MultiDiGraph:
+def finish(b: GraphBuilder, y: str) -> nx.MultiDiGraph:
+    """The graph ``b`` built, with ``y`` its one output."""
     return b.build(outputs=[y])
 
 
@@ -151,7 +154,7 @@ def _dwconv(rng: Rng) -> nx.MultiDiGraph:
     while True:
         k = int(rng.choice([3, 3, 3, 5, 7]))
         stride = int(rng.choice([1, 1, 2]))
-        (h, w), c = _plane(rng), _channels(rng)
+        (h, w), c = _plane(rng), draw_channels(rng)
         kh, kw = _kernel(rng, k, h)
         sh = 1 if h == 1 else stride
         mult = 1 if rng.random() < 0.95 else 2
@@ -172,13 +175,13 @@ def _dwconv(rng: Rng) -> nx.MultiDiGraph:
         depth_multiplier=mult,
         fused_activation_function=activation(rng),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _fc(rng: Rng) -> nx.MultiDiGraph:
     while True:
         rows = int(rng.choice([1, 1, 1, 4, 16, 49, 64, 128, 196, 256]))
-        cin, cout = _channels(rng), _channels(rng) if rng.random() < 0.9 else 1000
+        cin, cout = draw_channels(rng), draw_channels(rng) if rng.random() < 0.9 else 1000
         if rows * cin * cout <= MAX_MACS:
             break
     b = GraphBuilder("fc")
@@ -190,7 +193,7 @@ def _fc(rng: Rng) -> nx.MultiDiGraph:
         np.zeros(cout),
         fused_activation_function=activation(rng),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 #: Transformer widths beyond :data:`CHANNELS` (hidden sizes, 4x MLP expansions).
@@ -203,7 +206,7 @@ def _fc_tokens(rng: Rng) -> nx.MultiDiGraph:
     time a transformer's MLP width (up to 2.5x :data:`MAX_MACS`: ViT-B's 197 x 768 x 3,072)."""
     while True:
         h = int(rng.choice([7, 14, 14, 28, 28, 56]))
-        cin, cout = _channels(rng), _channels(rng)
+        cin, cout = draw_channels(rng), draw_channels(rng)
         wide = rng.random() < 0.25
         if wide and rng.random() < 0.5:
             cin = int(rng.choice(_WIDE))  # an MLP's second layer, or an expansion's output
@@ -221,12 +224,12 @@ def _fc_tokens(rng: Rng) -> nx.MultiDiGraph:
         keep_num_dims=True,
         fused_activation_function=activation(rng),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
-def _binary(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
+def binary_sampler(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
-        shape = _shape(rng)
+        shape = draw_shape(rng)
         pattern = rng.choice(["none", "none", "scalar", "channel", "spatial", "const"])
         other: tuple[int, ...] = {
             "none": shape,
@@ -245,22 +248,22 @@ def _binary(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
         opts = (
             {"fused_activation_function": activation(rng)} if kind in ("ADD", "SUB", "MUL") else {}
         )
-        return _done(b, b.op(kind, x, z, **opts))
+        return finish(b, b.op(kind, x, z, **opts))
 
     return build
 
 
-def _unary(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
+def unary_sampler(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
         b = GraphBuilder(kind.lower())
-        return _done(b, b.op(kind, b.input("x", _shape(rng))))
+        return finish(b, b.op(kind, b.input("x", draw_shape(rng))))
 
     return build
 
 
 def _softmax(rng: Rng) -> nx.MultiDiGraph:
     b = GraphBuilder("softmax")
-    return _done(b, b.op("SOFTMAX", b.input("x", _shape(rng, int(rng.choice([2, 3, 4]))))))
+    return finish(b, b.op("SOFTMAX", b.input("x", draw_shape(rng, int(rng.choice([2, 3, 4]))))))
 
 
 def _pool(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
@@ -268,7 +271,7 @@ def _pool(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     or 1 x 1, or over the whole plane (15 %: converters mostly write a global pool as a MEAN)."""
 
     def build(rng: Rng) -> nx.MultiDiGraph:
-        h, c = _size(rng), _channels(rng)
+        h, c = draw_size(rng), draw_channels(rng)
         glob = rng.random() < 0.15
         k = h if glob else int(rng.choice([1, 2, 2, 3, 3, 5]))
         # a 1x1 window only subsamples (stride 2: NASNet's shortcut paths)
@@ -286,22 +289,22 @@ def _pool(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             filter_height=k,
             filter_width=k,
         )
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 
 
 def _mean(rng: Rng) -> nx.MultiDiGraph:
-    shape = _shape(rng)
+    shape = draw_shape(rng)
     axes = [1, 2] if len(shape) == 4 and rng.random() < 0.7 else [len(shape) - 1]
     b = GraphBuilder("mean")
     keep = bool(rng.random() < 0.5)
     y = b.op("MEAN", b.input("x", shape), np.array(axes, np.int32), keep_dims=keep)
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _concat(rng: Rng) -> nx.MultiDiGraph:
-    shape = _shape(rng)
+    shape = draw_shape(rng)
     n = int(rng.choice([2, 2, 2, 3, 4]))
     axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(1, len(shape)))
     b = GraphBuilder("concat")
@@ -310,21 +313,21 @@ def _concat(rng: Rng) -> nx.MultiDiGraph:
         part = list(shape)
         part[axis] = max(1, int(part[axis] * rng.choice([0.25, 0.5, 1.0])))
         xs.append(b.input(f"x{i}", tuple(part)))
-    return _done(b, b.op("CONCATENATION", *xs, axis=axis))
+    return finish(b, b.op("CONCATENATION", *xs, axis=axis))
 
 
 def _reshape(rng: Rng) -> nx.MultiDiGraph:
-    shape = _shape(rng, 4)
+    shape = draw_shape(rng, 4)
     new = (1, shape[1] * shape[2], shape[3]) if rng.random() < 0.5 else (1, math.prod(shape[1:]))
     b = GraphBuilder("reshape")
-    return _done(b, b.op("RESHAPE", b.input("x", shape), np.array(new, np.int32)))
+    return finish(b, b.op("RESHAPE", b.input("x", shape), np.array(new, np.int32)))
 
 
 def _transpose(rng: Rng) -> nx.MultiDiGraph:
-    shape = _shape(rng, int(rng.choice([3, 4])))
+    shape = draw_shape(rng, int(rng.choice([3, 4])))
     perm = [0, *(int(p) + 1 for p in rng.permutation(len(shape) - 1))]
     b = GraphBuilder("transpose")
-    return _done(b, b.op("TRANSPOSE", b.input("x", shape), np.array(perm, np.int32)))
+    return finish(b, b.op("TRANSPOSE", b.input("x", shape), np.array(perm, np.int32)))
 
 
 def _pad(rng: Rng) -> nx.MultiDiGraph:
@@ -333,9 +336,9 @@ def _pad(rng: Rng) -> nx.MultiDiGraph:
     output, as BlazeFace and MediaPipe's landmark models do). One in ten pads an input image
     (3 channels, 96-224 px: a converted ZeroPadding2D before the stem), where the copy is one
     short run per pixel: Keras ResNet50's 224 x 224 x 3 pad took ~480 us on the Zen 4."""
-    shape = _shape(rng, 4)
+    shape = draw_shape(rng, 4)
     if rng.random() < 0.1:
-        side = int(rng.choice(_SIZES_BIG))
+        side = int(rng.choice(SIZES_BIG))
         shape = (1, side, side, 3)
     u, p = rng.random(), int(rng.choice([1, 1, 2, 3]))
     if u < 0.25:
@@ -345,12 +348,12 @@ def _pad(rng: Rng) -> nx.MultiDiGraph:
     else:
         pads = [[0, 0], [p, p], [p, p], [0, 0]]
     b = GraphBuilder("pad")
-    return _done(b, b.op("PAD", b.input("x", shape), np.array(pads, np.int32)))
+    return finish(b, b.op("PAD", b.input("x", shape), np.array(pads, np.int32)))
 
 
 def _slice(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
-        shape = _shape(rng)
+        shape = draw_shape(rng)
         begin = [0] * len(shape)
         size = list(shape)
         if len(shape) == 4 and min(shape[1:3]) > 2 and rng.random() < 0.3:
@@ -380,13 +383,13 @@ def _slice(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
                 np.ones(len(shape), np.int32),
                 shape=size,
             )
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 
 
 def _split(rng: Rng) -> nx.MultiDiGraph:
-    shape = list(_shape(rng))
+    shape = list(draw_shape(rng))
     k = int(rng.choice([2, 2, 3, 4]))
     shape[-1] = max(k, shape[-1] // k * k)
     b = GraphBuilder("split")
@@ -404,21 +407,21 @@ def _batch_matmul(rng: Rng) -> nx.MultiDiGraph:
             break
     b = GraphBuilder("bmm")
     y = b.op("BATCH_MATMUL", b.input("a", (bs, m, k)), b.input("b", (bs, k, n)))
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _convert(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
         from tacopt.fusion.ir import Quantization
 
-        shape = _shape(rng)
+        shape = draw_shape(rng)
         q = Quantization(scale=(0.02,), zero_point=(int(rng.integers(-128, 32)),))
         b = GraphBuilder(kind.lower())
         if kind == "QUANTIZE":
             y = b.op("QUANTIZE", b.input("x", shape), dtype="int8", quantization=q)
         else:
             y = b.op("DEQUANTIZE", b.input("x", shape, "int8", quantization=q))
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 
@@ -429,10 +432,10 @@ SAMPLERS: dict[str, tuple[Callable[[Rng], nx.MultiDiGraph], float]] = {
     "DEPTHWISE_CONV_2D": (_dwconv, 4.0),
     "FULLY_CONNECTED": (_fc, 2.5),
     "BATCH_MATMUL": (_batch_matmul, 1.0),
-    **{k: (_binary(k), 2.0) for k in ("ADD", "MUL")},
-    **{k: (_binary(k), 1.0) for k in ("SUB", "SQUARED_DIFFERENCE", "MAXIMUM")},
+    **{k: (binary_sampler(k), 2.0) for k in ("ADD", "MUL")},
+    **{k: (binary_sampler(k), 1.0) for k in ("SUB", "SQUARED_DIFFERENCE", "MAXIMUM")},
     **{
-        k: (_unary(k), 1.0)
+        k: (unary_sampler(k), 1.0)
         for k in ("LOGISTIC", "HARD_SWISH", "RELU", "RELU6", "TANH", "GELU", "RSQRT", "NEG")
     },
     "SOFTMAX": (_softmax, 1.0),

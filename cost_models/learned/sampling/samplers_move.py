@@ -41,14 +41,14 @@ import networkx as nx
 import numpy as np
 
 from tacopt.cost_models.learned.sampling.samplers import (
-    _SIZES,
-    _SIZES_BIG,
     SAMPLERS,
+    SIZES,
+    SIZES_BIG,
     Rng,
-    _channels,
-    _done,
-    _shape,
-    _size,
+    draw_channels,
+    draw_shape,
+    draw_size,
+    finish,
 )
 from tacopt.fusion.ir.builder import GraphBuilder
 
@@ -62,9 +62,9 @@ MAX_ELEMENTS = 1_500_000
 def _plane(rng: Rng, *, max_elements: int = MAX_ELEMENTS) -> tuple[int, int, int]:
     """H, W, C of a feature map: square (70 %) or not (a landscape input, a spectrogram)."""
     while True:
-        h = _size(rng)
-        w = h if rng.random() < 0.7 else _size(rng)
-        c = _channels(rng)
+        h = draw_size(rng)
+        w = h if rng.random() < 0.7 else draw_size(rng)
+        c = draw_channels(rng)
         if h * w * c <= max_elements:
             return h, w, c
 
@@ -88,7 +88,7 @@ def _transpose_heads(rng: Rng) -> nx.MultiDiGraph:
     s, h, d = _heads(rng)
     perm = [[0, 2, 1, 3], [0, 2, 3, 1], [0, 1, 3, 2]][int(rng.integers(0, 3))]
     b = GraphBuilder("transpose_heads")
-    return _done(b, _transpose_op(b, (1, s, h, d), perm))
+    return finish(b, _transpose_op(b, (1, s, h, d), perm))
 
 
 def _transpose_layout(rng: Rng) -> nx.MultiDiGraph:
@@ -113,7 +113,7 @@ def _transpose_layout(rng: Rng) -> nx.MultiDiGraph:
     while math.prod(shape) > MAX_ELEMENTS:
         shape = (*shape[:-1], max(shape[-1] // 2, 1))
     b = GraphBuilder("transpose_layout")
-    return _done(b, _transpose_op(b, shape, perm))
+    return finish(b, _transpose_op(b, shape, perm))
 
 
 def _reshape_move(rng: Rng) -> nx.MultiDiGraph:
@@ -141,13 +141,13 @@ def _reshape_move(rng: Rng) -> nx.MultiDiGraph:
             shape, new = (1, h, w, c), (1, h, w, g, c // g)
     b = GraphBuilder("reshape_move")
     y = b.op("RESHAPE", b.input("x", shape), np.array(new, np.int32), shape=new)
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _expand_dims(rng: Rng) -> nx.MultiDiGraph:
     """EXPAND_DIMS of an audio model's 1-D convolution (``(1, T, C)`` -> ``(1, 1, T, C)``), of
     a pooled vector, or of a mask; any axis, negative ones too."""
-    shape = _shape(rng, int(rng.choice([1, 2, 3, 3, 3])))
+    shape = draw_shape(rng, int(rng.choice([1, 2, 3, 3, 3])))
     if len(shape) == 1:
         shape = (int(rng.choice([1, 16, 128, 1024])),)
     axis = int(rng.integers(-len(shape) - 1, len(shape) + 1))
@@ -155,20 +155,20 @@ def _expand_dims(rng: Rng) -> nx.MultiDiGraph:
     out = (*shape[:pos], 1, *shape[pos:])
     b = GraphBuilder("expand_dims")
     y = b.op("EXPAND_DIMS", b.input("x", shape), np.array(axis, np.int32), shape=out)
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _squeeze(rng: Rng) -> nx.MultiDiGraph:
     """SQUEEZE of the unit axis an EXPAND_DIMS added (``(1, 1, T, C)``), or of a pooled
     ``(1, 1, 1, C)``."""
     if rng.random() < 0.5:
-        t, c = int(rng.choice([*_SIZES[8:], *_SIZES_BIG, 256, 512])), _channels(rng)
+        t, c = int(rng.choice([*SIZES[8:], *SIZES_BIG, 256, 512])), draw_channels(rng)
         shape, dims = (1, 1, t, c), [1]
     else:
-        shape, dims = (1, 1, 1, _channels(rng)), [1, 2]
+        shape, dims = (1, 1, 1, draw_channels(rng)), [1, 2]
     out = tuple(d for i, d in enumerate(shape) if i not in dims)
     b = GraphBuilder("squeeze")
-    return _done(b, b.op("SQUEEZE", b.input("x", shape), squeeze_dims=dims, shape=out))
+    return finish(b, b.op("SQUEEZE", b.input("x", shape), squeeze_dims=dims, shape=out))
 
 
 def _pads(rng: Rng, rank: int, *, mirror: bool, dims: tuple[int, ...]) -> list[list[int]]:
@@ -210,7 +210,7 @@ def _pad_move(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             y = b.op(kind, x, np.array(pads, np.int32), mode=mode, shape=out)
         else:
             y = b.op(kind, x, np.array(pads, np.int32), shape=out)
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 
@@ -231,7 +231,7 @@ def _depth_to_space(rng: Rng) -> nx.MultiDiGraph:
         block_size=block,
         shape=(1, h * block, w * block, c // (block * block)),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
@@ -245,7 +245,7 @@ def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
         h, w, c = _plane(rng, max_elements=400_000)
         shape = (1, h, w, 2, max(c // 2, 1))
     else:
-        shape = _shape(rng, rank)
+        shape = draw_shape(rng, rank)
     begin, end, strides = [0] * rank, list(shape), [1] * rank
     begin_mask = end_mask = shrink = 0
     ax = int(rng.integers(1 if rank > 1 else 0, rank))
@@ -283,7 +283,7 @@ def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
         shrink_axis_mask=shrink,
         shape=tuple(out),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _broadcast(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
@@ -299,7 +299,7 @@ def _broadcast(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             shape = (1, h, w, c)
             other: tuple[int, ...] = (1, h, w, 1) if form == "spatial" else (1, 1, 1, c)
         else:
-            s, c = int(rng.choice(_SEQ)), _channels(rng)
+            s, c = int(rng.choice(_SEQ)), draw_channels(rng)
             while s * c > MAX_ELEMENTS:
                 s //= 2
             shape, other = (1, s, c), ((1, s, 1) if form == "tokens" else (1, 1, c))
@@ -310,7 +310,7 @@ def _broadcast(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             if form == "const"
             else b.input("z", other)
         )
-        return _done(b, b.op(kind, x, z, shape=shape))
+        return finish(b, b.op(kind, x, z, shape=shape))
 
     return build
 
@@ -338,7 +338,7 @@ def _average_pool(rng: Rng) -> nx.MultiDiGraph:
         filter_height=kh,
         filter_width=kw,
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _small_shape(rng: Rng) -> tuple[int, ...]:
@@ -350,21 +350,21 @@ def _small_shape(rng: Rng) -> tuple[int, ...]:
 
 def _shape_op(rng: Rng) -> nx.MultiDiGraph:
     """SHAPE of an activation (a dynamic reshape's first step): no work at all."""
-    shape = _shape(rng) if rng.random() < 0.6 else _small_shape(rng)
+    shape = draw_shape(rng) if rng.random() < 0.6 else _small_shape(rng)
     b = GraphBuilder("shape")
     y = b.op("SHAPE", b.input("x", shape), out_type="INT32", shape=(len(shape),), dtype="int32")
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _select_v2(rng: Rng) -> nx.MultiDiGraph:
     """SELECT_V2 of a post-processing step (a mask picks scores or boxes), small or a feature
     map, the condition broadcast or not."""
-    shape = _small_shape(rng) if rng.random() < 0.6 else _shape(rng)
+    shape = _small_shape(rng) if rng.random() < 0.6 else draw_shape(rng)
     cond = shape if rng.random() < 0.6 else (*shape[:-1], 1)
     b = GraphBuilder("select_v2")
     c = b.input("c", cond, dtype="bool")
     y = b.op("SELECT_V2", c, b.input("x", shape), b.input("y", shape), shape=shape)
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
@@ -372,7 +372,7 @@ def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     norm's sum)."""
 
     def build(rng: Rng) -> nx.MultiDiGraph:
-        shape = _small_shape(rng) if rng.random() < 0.6 else _shape(rng)
+        shape = _small_shape(rng) if rng.random() < 0.6 else draw_shape(rng)
         axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(0, len(shape)))
         keep = bool(rng.random() < 0.5)
         out = tuple(1 if a == axis else d for a, d in enumerate(shape) if keep or a != axis)
@@ -383,7 +383,7 @@ def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
                      dtype="int32")  # fmt: skip
         else:
             y = b.op(kind, x, np.array([axis], np.int32), keep_dims=keep, shape=out)
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 
@@ -406,7 +406,7 @@ def _small_elementwise(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             y = b.op(kind, x, b.input("z", shape), shape=shape, dtype="bool")
         else:
             y = b.op(kind, x, b.input("z", shape), shape=shape)
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 

@@ -37,8 +37,8 @@ from tacopt.cost_models.learned.sampling.samplers import (
     MAX_MACS,
     SAMPLERS,
     Rng,
-    _done,
     activation,
+    finish,
 )
 from tacopt.fusion.ir.builder import GraphBuilder, window_out
 
@@ -84,7 +84,7 @@ def _conv_graph(
         stride_w=stride,
         fused_activation_function=activation(rng),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _conv_net(rng: Rng) -> nx.MultiDiGraph:
@@ -153,7 +153,7 @@ def _dwconv_net(rng: Rng) -> nx.MultiDiGraph:
         depth_multiplier=1,
         fused_activation_function=activation(rng),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _pool_net(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
@@ -176,7 +176,7 @@ def _pool_graph(rng: Rng, kind: str) -> nx.MultiDiGraph:
     b = GraphBuilder(kind.lower())
     y = b.op(kind, b.input("x", (1, h, h, c)), padding=pad, stride_h=stride, stride_w=stride,
              filter_height=k, filter_width=k)  # fmt: skip
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _mean_net(rng: Rng) -> nx.MultiDiGraph:
@@ -188,7 +188,7 @@ def _mean_net(rng: Rng) -> nx.MultiDiGraph:
             break
     b = GraphBuilder("mean_net")
     keep = bool(rng.random() < 0.5)
-    return _done(b, b.op("MEAN", b.input("x", (1, h, h, c)), np.array([1, 2], np.int32),
+    return finish(b, b.op("MEAN", b.input("x", (1, h, h, c)), np.array([1, 2], np.int32),
                          keep_dims=keep))  # fmt: skip
 
 
@@ -213,7 +213,7 @@ def _binary_net(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             if pattern == "same" or rng.random() < 0.5
             else b.const(rng.uniform(0.5, 1.5, other).astype(np.float32))
         )
-        return _done(b, b.op(kind, x, z, fused_activation_function=activation(rng)))
+        return finish(b, b.op(kind, x, z, fused_activation_function=activation(rng)))
 
     return build
 
@@ -228,7 +228,7 @@ def _concat_net(rng: Rng) -> nx.MultiDiGraph:
             break
     b = GraphBuilder("concat_net")
     xs = [b.input(f"x{i}", (1, h, h, p)) for i, p in enumerate(parts)]
-    return _done(b, b.op("CONCATENATION", *xs, axis=3))
+    return finish(b, b.op("CONCATENATION", *xs, axis=3))
 
 
 def _fc_net(rng: Rng) -> nx.MultiDiGraph:
@@ -241,7 +241,7 @@ def _fc_net(rng: Rng) -> nx.MultiDiGraph:
     b = GraphBuilder("fc_net")
     y = b.op("FULLY_CONNECTED", b.input("x", (1, cin)), rng.normal(0, 0.1, (cout, cin)),
              np.zeros(cout), fused_activation_function=activation(rng))  # fmt: skip
-    return _done(b, y)
+    return finish(b, y)
 
 
 _SEQ = (16, 32, 49, 50, 64, 77, 128, 196, 197, 256)
@@ -260,7 +260,7 @@ def _transpose_heads(rng: Rng) -> nx.MultiDiGraph:
         perm = [[0, 2, 1, 3], [0, 2, 1, 3], [0, 2, 3, 1], [0, 1, 3, 2], [2, 0, 1, 3]][
             int(rng.integers(0, 5))
         ]
-    return _done(b, b.op("TRANSPOSE", x, np.array(perm, np.int32)))
+    return finish(b, b.op("TRANSPOSE", x, np.array(perm, np.int32)))
 
 
 def _slice_rows(rng: Rng) -> nx.MultiDiGraph:
@@ -276,7 +276,7 @@ def _slice_rows(rng: Rng) -> nx.MultiDiGraph:
     b = GraphBuilder("slice_rows")
     y = b.op("SLICE", b.input("x", shape), np.array(begin, np.int32), np.array(size, np.int32),
              shape=size)  # fmt: skip
-    return _done(b, y)
+    return finish(b, y)
 
 
 #: Model widths of transformers and ConvNeXt stages (the channels a layer norm runs over).
@@ -328,7 +328,7 @@ def _layer_norm(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             y = b.op(kind, b.input("x", stat), gamma)
         else:
             y = b.op(kind, b.input("x", full), gamma)
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 

@@ -7,7 +7,7 @@ networks, detectors, segmenters, audio taggers) also use parametric ReLUs, resiz
 transposed convolutions for their decoders, divisions and exponentials in their heads, packs,
 unpacks and depth-to-space shuffles. An op of a kind the sweep never measured is priced by the
 fallback (its family's floor), which can be off several times. This prior draws those kinds
-from the same generic design rules (shapes from :func:`samplers._shape`, channels from the
+from the same generic design rules (shapes from :func:`samplers.draw_shape`, channels from the
 common widths; the kind list is the TFLite builtin set XNNPACK or the builtin kernels run, not
 any model's op list), so ``tacopt learn`` measures them in a phase of their own.
 
@@ -26,26 +26,26 @@ import numpy as np
 from tacopt.cost_models.learned.sampling.samplers import (
     SAMPLERS,
     Rng,
-    _binary,
-    _channels,
-    _done,
-    _shape,
-    _unary,
     activation,
+    binary_sampler,
+    draw_channels,
+    draw_shape,
+    finish,
+    unary_sampler,
 )
 from tacopt.fusion.ir.builder import GraphBuilder
 
 
 def _feature_map(rng: Rng, *, max_elements: int = 1_000_000) -> tuple[int, int, int, int]:
     """An NHWC activation (square 85 % of the time) of at most ``max_elements`` elements."""
-    n, h, w, c = _shape(rng, 4, max_elements=max_elements)
+    n, h, w, c = draw_shape(rng, 4, max_elements=max_elements)
     return n, h, w, c
 
 
 def _prelu(rng: Rng) -> nx.MultiDiGraph:
     """A parametric ReLU: one slope per channel (``(1, 1, C)``, the Keras layout), or one per
     element, or a single one."""
-    shape = _shape(rng) if rng.random() < 0.25 else _feature_map(rng)
+    shape = draw_shape(rng) if rng.random() < 0.25 else _feature_map(rng)
     c = shape[-1]
     form = rng.choice(["channel", "channel", "channel", "full", "scalar"])
     alpha_shape = {
@@ -55,13 +55,13 @@ def _prelu(rng: Rng) -> nx.MultiDiGraph:
     }[str(form)]
     b = GraphBuilder("prelu")
     alpha = rng.uniform(0.05, 0.3, alpha_shape).astype(np.float32)
-    return _done(b, b.op("PRELU", b.input("x", shape), alpha))
+    return finish(b, b.op("PRELU", b.input("x", shape), alpha))
 
 
 def _leaky_relu(rng: Rng) -> nx.MultiDiGraph:
     b = GraphBuilder("leaky_relu")
     alpha = float(rng.choice([0.01, 0.1, 0.2]))
-    return _done(b, b.op("LEAKY_RELU", b.input("x", _shape(rng)), alpha=alpha))
+    return finish(b, b.op("LEAKY_RELU", b.input("x", draw_shape(rng)), alpha=alpha))
 
 
 def _resize(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
@@ -84,7 +84,7 @@ def _resize(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             half_pixel_centers=half,
             shape=(n, oh, ow, c),
         )
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 
@@ -95,7 +95,7 @@ def _transpose_conv(rng: Rng) -> nx.MultiDiGraph:
         n, h, w, cin = _feature_map(rng, max_elements=200_000)
         stride = int(rng.choice([2, 2, 2, 1]))
         k = int(rng.choice([2, 3, 4] if stride == 2 else [3]))
-        cout = _channels(rng)
+        cout = draw_channels(rng)
         oh, ow = h * stride, w * stride
         if oh * ow * cout * k * k * cin <= 4e8 and oh * ow * cout <= 1_500_000:
             break
@@ -116,34 +116,34 @@ def _transpose_conv(rng: Rng) -> nx.MultiDiGraph:
         shape=(n, oh, ow, cout),
         dtype="float32",  # not that of the first input (the output shape, int32)
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
-        shape = _shape(rng)
+        shape = draw_shape(rng)
         axes = [1, 2] if len(shape) == 4 and rng.random() < 0.6 else [len(shape) - 1]
         keep = bool(rng.random() < 0.5)
         b = GraphBuilder(kind.lower())
         y = b.op(kind, b.input("x", shape), np.array(axes, np.int32), keep_dims=keep)
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 
 
 def _pack(rng: Rng) -> nx.MultiDiGraph:
-    shape = _shape(rng, int(rng.choice([2, 3])))
+    shape = draw_shape(rng, int(rng.choice([2, 3])))
     n = int(rng.choice([2, 2, 3, 4]))
     axis = int(rng.integers(0, len(shape) + 1))
     b = GraphBuilder("pack")
     xs = [b.input(f"x{i}", shape) for i in range(n)]
     out = (*shape[:axis], n, *shape[axis:])
-    return _done(b, b.op("PACK", *xs, values_count=n, axis=axis, shape=out))
+    return finish(b, b.op("PACK", *xs, values_count=n, axis=axis, shape=out))
 
 
 def _unpack(rng: Rng) -> nx.MultiDiGraph:
     n = int(rng.choice([2, 3, 4]))
-    inner = _shape(rng, int(rng.choice([2, 3])))
+    inner = draw_shape(rng, int(rng.choice([2, 3])))
     axis = int(rng.integers(0, len(inner) + 1))
     shape = (*inner[:axis], n, *inner[axis:])
     b = GraphBuilder("unpack")
@@ -162,7 +162,7 @@ def _depth_to_space(rng: Rng) -> nx.MultiDiGraph:
         block_size=block,
         shape=(n, h * block, w * block, c // (block * block)),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _space_to_depth(rng: Rng) -> nx.MultiDiGraph:
@@ -176,7 +176,7 @@ def _space_to_depth(rng: Rng) -> nx.MultiDiGraph:
         block_size=block,
         shape=(n, h // block, w // block, c * block * block),
     )
-    return _done(b, y)
+    return finish(b, y)
 
 
 def _pad_kind(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
@@ -198,7 +198,7 @@ def _pad_kind(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             y = b.op(kind, x, np.array(pads, np.int32), np.zeros((), np.float32), shape=out)
         else:
             y = b.op(kind, x, np.array(pads, np.int32), mode="REFLECT", shape=out)
-        return _done(b, y)
+        return finish(b, y)
 
     return build
 
@@ -212,13 +212,13 @@ def _gather(rng: Rng) -> nx.MultiDiGraph:
         seq = int(rng.choice([1, 16, 64, 128]))
         table = rng.normal(0, 0.1, (vocab, dim)).astype(np.float32)
         ids = b.input("i", (1, seq), dtype="int32")
-        return _done(b, b.op("GATHER", table, ids, axis=0, shape=(1, seq, dim)))
-    shape = _shape(rng)
+        return finish(b, b.op("GATHER", table, ids, axis=0, shape=(1, seq, dim)))
+    shape = draw_shape(rng)
     k = max(int(shape[-1] * rng.choice([0.25, 0.5, 1.0])), 1)
     idx = rng.integers(0, shape[-1], k).astype(np.int32)
     out = (*shape[:-1], k)
     y = b.op("GATHER", b.input("x", shape), idx, axis=len(shape) - 1, shape=out)
-    return _done(b, y)
+    return finish(b, y)
 
 
 #: The ``tail`` prior: these samplers and their weights (``tacopt measure --prior tail``); the
@@ -254,11 +254,11 @@ _TAIL_BUILDERS: dict[str, Callable[[Rng], nx.MultiDiGraph]] = {
     "RESIZE_NEAREST_NEIGHBOR": _resize("RESIZE_NEAREST_NEIGHBOR"),
     "TRANSPOSE_CONV": _transpose_conv,
     "LEAKY_RELU": _leaky_relu,
-    "DIV": _binary("DIV"),
-    "MINIMUM": _binary("MINIMUM"),
-    "EXP": _unary("EXP"),
-    "SQRT": _unary("SQRT"),
-    "ABS": _unary("ABS"),
+    "DIV": binary_sampler("DIV"),
+    "MINIMUM": binary_sampler("MINIMUM"),
+    "EXP": unary_sampler("EXP"),
+    "SQRT": unary_sampler("SQRT"),
+    "ABS": unary_sampler("ABS"),
     "SUM": _reduce("SUM"),
     "REDUCE_MAX": _reduce("REDUCE_MAX"),
     "PACK": _pack,
@@ -268,7 +268,7 @@ _TAIL_BUILDERS: dict[str, Callable[[Rng], nx.MultiDiGraph]] = {
     "PADV2": _pad_kind("PADV2"),
     "MIRROR_PAD": _pad_kind("MIRROR_PAD"),
     "GATHER": _gather,
-    "LOG": _unary("LOG"),
-    "SQUARE": _unary("SQUARE"),
+    "LOG": unary_sampler("LOG"),
+    "SQUARE": unary_sampler("SQUARE"),
 }
 SAMPLERS.update({k: (_TAIL_BUILDERS[k], w) for k, w in TAIL_PRIOR.items()})
