@@ -36,7 +36,9 @@ Records (JSON lines, appended and flushed one by one, so a run can resume; docs/
   read the same.
   ``speed`` (reference model -> latency in us, :mod:`~tacopt.cost_models.learned.measurement.speed`)
   is the machine's speed beside the op, and ``probe_us`` the gate's fast-state probe time; records
-  without them predate drift tracking.
+  without them predate drift tracking. ``priced_by`` (a custom op the runtime cannot run):
+  the rule whose stand-in graph was timed in its place
+  (:mod:`~tacopt.cost_models.learned.measurement.custom_ops`).
 - ``{"type": "skip", "key", "model", "op", "kind", "reason", ...}`` for ops that cannot run
   alone, with the op's features (``inputs``, ``outputs``, ``options``, ...) when known, so a
   learned model predicts them (from data movement) instead of counting them as zero

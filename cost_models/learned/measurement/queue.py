@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from tacopt.cost_models.learned.measurement.custom_ops import stand_in_model
 from tacopt.cost_models.learned.measurement.records import write_record
 from tacopt.cost_models.learned.measurement.speed import SpeedTracker, reference_models
 from tacopt.cost_models.learned.measurement.timing import (
@@ -139,11 +140,13 @@ class OpQueue:
                     )
                 except Exception as exc:  # the runtime refused this op
                     first = (str(exc).splitlines() or [""])[0][:160]
-                    self._write({"type": "skip", **op.base, **op.feats,
-                                 "reason": f"runtime: {type(exc).__name__}: {first}",
-                                 "device": self.knobs()["device"]})  # fmt: skip
-                    self.stats["skipped"] += 1
-                    continue
+                    op.timer = self._stand_in_timer(op)
+                    if op.timer is None:
+                        self._write({"type": "skip", **op.base, **op.feats,
+                                     "reason": f"runtime: {type(exc).__name__}: {first}",
+                                     "device": self.knobs()["device"]})  # fmt: skip
+                        self.stats["skipped"] += 1
+                        continue
             ready.append(op)
         run_pass([*ref_timers, *(op.timer for op in ready if op.timer is not None)], cfg, self.gate)
         # a reference timed with no quiet sample (a slow episode through the chunk) would move
@@ -165,6 +168,17 @@ class OpQueue:
             timer.park()
             op.parked_at = now
             self.parked.append(op)
+
+    def _stand_in_timer(self, op: _Op) -> Timer | None:
+        """A timer of the stand-in of a custom op the runtime cannot run (its rule's graph of
+        builtin ops, :mod:`~tacopt.cost_models.learned.measurement.custom_ops`), the record
+        naming the rule (``priced_by``); None when no rule covers the op."""
+        found = stand_in_model(op.feats, seed=self.cfg.seed)
+        if found is None:
+            return None
+        op.base["priced_by"], op.model = found
+        cfg = self.cfg
+        return Timer(op.model, None, cfg, seed=cfg.seed, samples=cfg.samples, passes=cfg.passes)
 
     def _write_op(self, op: _Op, t: Timing, run_knobs: Mapping[str, Any]) -> None:
         self._write({"type": "op", **op.base, **op.feats, **timing_fields(t), **run_knobs})
