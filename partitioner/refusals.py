@@ -14,7 +14,7 @@ import networkx as nx
 from tacopt.fusion.ir.vocabulary import QUANTIZED_TYPES
 from tacopt.partitioner.subgraphs import Subgraph, extract_subgraph
 from tacopt.partitioner.targets import Target
-from tacopt.partitioner.views import _view_for, float_view
+from tacopt.partitioner.views import float_view, lowered_view
 
 #: The reasons a device refuses an op, in the order they are checked.
 REASONS = ("pin", "kind", "type", "predicate", "memory")
@@ -75,10 +75,10 @@ def runnable_refusal(
         return None
     unit = Subgraph(node, target.name, itype, (node,))
     S = extract_subgraph(G, unit)
-    if _view_for(unit, S, target, itype) is not None:
+    if lowered_view(unit, S, target, itype) is not None:
         return None
     if float_form and itype in QUANTIZED_TYPES:
         F = float_view(S)
-        if F is not None and _view_for(unit, F, target, "FLOAT") is not None:
+        if F is not None and lowered_view(unit, F, target, "FLOAT") is not None:
             return None
     return direct

@@ -346,13 +346,17 @@ def _views_of(
         for itype in types:
             if itype not in bases:
                 bases[itype] = float_view(S)
-            view = _view_for(s, bases[itype], target, itype)
+            view = lowered_view(s, bases[itype], target, itype)
             if view is not None:
                 views.append(view)
     return views
 
 
-def _view_for(s: Subgraph, base: nx.MultiDiGraph | None, target: Target, itype: str) -> View | None:
+def lowered_view(
+    s: Subgraph, base: nx.MultiDiGraph | None, target: Target, itype: str
+) -> View | None:
+    """Unit ``s``'s view on ``target`` in ``itype``: ``base`` lowered until the target runs every
+    op; None when there is no ``base`` or a lowered op still is not supported."""
     if base is None:
         return None
 
