@@ -1,6 +1,6 @@
 """Compare two runs of a study: each picker's geometric-mean ratio to exact, before and after.
 
-    python -m tacopt.benchmarks compare benchmarks/results/shared/results.jsonl NEW.jsonl
+    python -m tacopt.benchmarks compare benchmarks/results/shared/results.jsonl.gz NEW.jsonl
 
 ``benchmarks/run_shared_zoo.sh`` runs the shared-zoo study afresh and calls this on the
 committed results and the new ones, so the README headline can be checked by re-running it.

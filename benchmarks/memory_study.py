@@ -40,7 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tacopt.errors import TacoptError
-from tacopt.io import atomic_write
+from tacopt.io import atomic_write, read_json_lines
 
 FRACTIONS: tuple[float | None, ...] = (None, 0.75, 0.5, 0.25)
 PICKERS = ("exact", "greedy", "tac", "first-fit")
@@ -284,8 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     device_sets = [tuple(s.split(",")) for s in args.devices] if args.devices else DEVICE_SETS
     started = time.perf_counter()
     if args.records:
-        with open(args.records, encoding="utf-8") as f:
-            records = [json.loads(line) for line in f if line.strip()]
+        records = read_json_lines(args.records, what="records file", error=TacoptError)
     else:
         partial = f"{args.out}.partial" if args.out else None
         records = run(args.zoo, device_sets, args.granularity, args.time_limit, partial)

@@ -8,12 +8,14 @@
 # picker's geometric-mean ratio to exact next to the committed one. Extra arguments go to
 # `tacopt bench` (e.g. --jobs 1 for timings without two cases sharing the cores).
 # To resume an interrupted run, run `tacopt bench` with the --out it printed.
+# UPDATE=1 then replaces the committed results with this run's (records gzipped, report, plots):
+# how benchmarks/results/shared/ is regenerated.
 # The zoo is looked for from the clone's root: ../shared/zoo beside the clone (or pass
 # --zoo shared:PATH); when it is not found, the one-line error says where it looked, and the
 # run's folder is removed again (a failed start leaves no empty folder).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-committed=benchmarks/results/shared/results.jsonl
+committed=benchmarks/results/shared/results.jsonl.gz
 out="${OUT:-tacopt-bench/shared-$(date +%Y%m%d-%H%M%S)}"
 if [ -e "$out" ]; then
   echo "run_shared_zoo.sh: $out exists; give OUT=DIR a new folder" >&2
@@ -38,4 +40,11 @@ end=$(date +%s.%N)
 echo
 echo "study took $(python -c "print(f'{$end - $start:.1f}')") s (load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || uptime))"
 echo "committed ($committed) versus this run ($out/results.jsonl):"
-python -m tacopt.benchmarks compare "$committed" "$out/results.jsonl"
+status=0
+python -m tacopt.benchmarks compare "$committed" "$out/results.jsonl" || status=$?
+if [ "${UPDATE:-0}" = 1 ]; then
+  gzip -n -9 -c "$out/results.jsonl" > "$committed"
+  cp "$out"/report.md "$out"/*.png "$(dirname "$committed")/"
+  echo "updated $(dirname "$committed")/ from $out"
+fi
+exit "$status"

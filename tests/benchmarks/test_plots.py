@@ -13,7 +13,7 @@ from tacopt.benchmarks.tables import picker_summary
 pytest.importorskip("matplotlib")
 
 ROOT = Path(__file__).resolve().parents[2]
-RESULTS = ROOT / "benchmarks" / "results" / "shared" / "results.jsonl"
+RESULTS = ROOT / "benchmarks" / "results" / "shared" / "results.jsonl.gz"
 
 
 def record(model, picker, objective, exact, units=10, seconds=0.01, **extra):

@@ -475,7 +475,7 @@ def test_kind_model_prices_a_kept_global_pool_as_its_own_kernel() -> None:
 #: The model shipped until 2026-11-27 (fitted on a Zen 3, version 11), kept for the Zen 3 -> Zen 4
 #: adaptation and as a file of an older version.
 ZEN3_MODEL = (
-    Path(__file__).parents[2] / "benchmarks" / "results" / "learn_v21" / "learned_cpu_zen3.json.gz"
+    Path(__file__).parents[2] / "benchmarks" / "results" / "learned" / "learned_cpu_zen3.json.gz"
 )
 
 

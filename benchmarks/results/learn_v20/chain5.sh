@@ -1,9 +1,0 @@
-#!/bin/bash
-# experiment: adaptation with fewer samples per op (8 over 4 instances), builtin kernels
-cd /tmp/v19
-log=chain.log
-run() { name=$1; shift; echo "$name start $(date +%T) $(uptime)" >> $log; "$@" > $name.log 2>&1; echo "$name end rc=$? $(date +%T) $(uptime)" >> $log; }
-T=/tmp/lrn/.venv/bin/tacopt
-echo "exp samples8 $(cd /tmp/lrn && git log --oneline -1 | cut -c1-7)" >> $log
-TACOPT_SAMPLES=8 TACOPT_ROUNDS=4 run adapt_bi_s8a $T learn --from base_z4i.json.gz -o adapt_bi_s8a.json.gz --resolver builtin --quiet
-TACOPT_SAMPLES=8 TACOPT_ROUNDS=4 run adapt_t2_s8a $T learn --from base_z4i.json.gz -o adapt_t2_s8a.json.gz --threads 2 --quiet
