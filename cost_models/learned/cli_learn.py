@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from tacopt.cli_options import add_command, at_least, positive
 from tacopt.cost_models.cli import add_resolver_option, read_learned_doc
+from tacopt.cost_models.learned.measurement.contention import CONTENTION_SHARE, OtherLoad
 
 if TYPE_CHECKING:
     from tacopt.cost_models.learned.measurement.measure import Meter
@@ -180,16 +182,27 @@ def run_learn(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     records.parent.mkdir(parents=True, exist_ok=True)
-    bar = _Bar(sum(seconds.values()), quiet=args.quiet)
+    bar = _Bar(sum(seconds.values()), quiet=args.quiet, spent_s=sum(state["spent_s"].values()))
     meter = None  # one gate and speed tracker for every phase (measure.Meter), made at first use
+    others = OtherLoad.start()
+    phase = plan[0]
     try:
         for phase in plan:
             meter = _run_phase(
                 phase, seconds[phase.name], records, args, state, state_file, bar, base_doc, meter
             )
+    except KeyboardInterrupt:
+        bar.close()
+        print(
+            f"learn: stopped in phase {phase.name} ({sum(state['spent_s'].values()):.0f} s of "
+            f"{sum(seconds.values()):.0f} measured); what it measured is kept in {records}. "
+            "Run the same command again to go on where it stopped.",
+            file=sys.stderr,
+        )
+        raise
     finally:
         bar.close()
-    return _fit_and_write(args, records, base_doc, state)
+    return _fit_and_write(args, records, base_doc, state, others.share())
 
 
 def _read_state(path: Path, plan: tuple[Phase, ...], minutes: float, base: str | None) -> dict:
@@ -221,19 +234,31 @@ def _save_state(path: Path, state: Mapping[str, Any]) -> None:
 
 
 class _Bar:
-    """A progress bar over the measuring budget (seconds), with the ops measured and an ETA."""
+    """A progress bar over the measuring budget (seconds), with the ops measured and an ETA.
 
-    def __init__(self, total_s: float, *, quiet: bool) -> None:
+    ``spent_s``: measured before (a resumed run); the ETA follows this run's pace only (as the
+    bar's initial value, tqdm leaves it out of the rate: a resume at 30 of 90 s showed 00:08
+    left when it counted from 0)."""
+
+    def __init__(self, total_s: float, *, quiet: bool, spent_s: float = 0.0) -> None:
         self.bar = None
         if not quiet and sys.stderr.isatty():
             from tqdm import tqdm
 
             self.bar = tqdm(
                 total=round(total_s),
+                initial=min(round(spent_s), round(total_s)),
                 unit="s",
                 file=sys.stderr,
                 bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} s [{elapsed}<{remaining}] {postfix}",
             )
+
+    def write(self, line: str) -> None:
+        """Print a line on stderr above the bar (not over it)."""
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr)
 
     def show(self, spent_s: float, text: str) -> None:
         if self.bar is not None:
@@ -267,14 +292,39 @@ def _run_phase(
     base_doc: Mapping[str, Any] | None,
     meter: Meter | None,
 ) -> Meter | None:
+    spent = state["spent_s"]
+    before = spent[phase.name]
+    left = budget_s - before
+    if left <= 1.0:
+        return meter
+    t0 = time.monotonic()
+    try:
+        return _measure_phase(
+            phase, budget_s, left, records, args, state, state_file, bar, base_doc, meter
+        )
+    except KeyboardInterrupt:  # the time it measured counts: a resume gives it the rest
+        spent[phase.name] = min(before + time.monotonic() - t0, budget_s)
+        _save_state(state_file, state)
+        raise
+
+
+def _measure_phase(
+    phase: Phase,
+    budget_s: float,
+    left: float,
+    records: Path,
+    args: argparse.Namespace,
+    state: dict[str, Any],
+    state_file: Path,
+    bar: _Bar,
+    base_doc: Mapping[str, Any] | None,
+    meter: Meter | None,
+) -> Meter | None:
     from tacopt.cost_models.cli import silence_xnnpack_banner
     from tacopt.cost_models.learned.measurement.measure import Meter, measure_graphs
     from tacopt.cost_models.learned.sampling.sweep import PRIORS, iter_samples
 
     spent = state["spent_s"]
-    left = budget_s - spent[phase.name]
-    if left <= 1.0:
-        return meter
     silence_xnnpack_banner()
     t0 = time.monotonic()
     before = sum(spent.values())
@@ -312,10 +362,9 @@ def _run_phase(
         spent[phase.name] += time.monotonic() - t1
         _save_state(state_file, state)
     if not args.quiet:
-        print(
+        bar.write(
             f"learn: phase {phase.name}: {stats['measured']} ops measured "
-            f"({stats['skipped']} skipped), {spent[phase.name]:.0f} s of {budget_s:.0f}",
-            file=sys.stderr,
+            f"({stats['skipped']} skipped), {spent[phase.name]:.0f} s of {budget_s:.0f}"
         )
     return meter
 
@@ -379,7 +428,8 @@ def _measure_chains(
             graphs = [chain(seed, i) for i in range(start, min(start + 4, n))]
             paths = [write_tflite(G, Path(tmp) / f"{G.graph['name']}.tflite") for G in graphs]
             measure_models(paths, records, cfg, meter=meter)
-            bar.show(before_s + time.monotonic() - t0, f"{name}: chain models {start + 4}/{n}")
+            done = min(start + 4, n)
+            bar.show(before_s + time.monotonic() - t0, f"{name}: chain models {done}/{n}")
 
 
 def _fit_and_write(
@@ -387,7 +437,11 @@ def _fit_and_write(
     records: Path,
     base_doc: Mapping[str, Any] | None,
     state: Mapping[str, Any],
+    others_share: float = math.nan,
 ) -> int:
+    """Fit (or adapt) on the records and write ``-o``. ``others_share``: the share of the cores
+    other processes kept busy during the run (:class:`OtherLoad`); only then does a run that
+    set many samples aside tell the user to learn again when it is quiet."""
     from tacopt.cost_models.learned.measurement.records import quiet_records, read_records
     from tacopt.cost_models.model_file import model_bytes
     from tacopt.io import all_or_nothing
@@ -418,6 +472,7 @@ def _fit_and_write(
             "from": state.get("base"),
             "rejected_share": round(rejected, 3),
             "left_out": slow,
+            **({} if math.isnan(others_share) else {"other_load_share": round(others_share, 3)}),
         }
         out.write(args.out, model_bytes(doc, args.out))
     print(
@@ -426,15 +481,20 @@ def _fit_and_write(
         + (f" ({slow} more left out: no quiet sample)" if slow else "")
         + (" (adapted from --from)" if base_doc is not None else "")
     )
-    if rejected >= BUSY_SHARE:
+    busy = math.isnan(others_share) or others_share >= CONTENTION_SHARE
+    if rejected >= BUSY_SHARE and busy:
         print(
-            f"learn: the machine ran slow: {rejected:.0%} of the timing samples fell in slow "
-            f"episodes (of this machine, or of the host under a virtual one) and were set aside, "
-            f"so the model rests on {ops} ops; learn again when it is quiet, or with more "
+            f"learn: other processes kept {_share_text(others_share)} of the cores busy, and "
+            f"{rejected:.0%} of the timing samples fell in slow episodes and were set aside, so "
+            f"the model rests on {ops} ops; learn again when nothing else runs, or with more "
             "--minutes",
             file=sys.stderr,
         )
     return 0
+
+
+def _share_text(share: float) -> str:
+    return "an unknown share" if math.isnan(share) else f"{share:.0%}"
 
 
 #: Share of timing samples set aside (taken in a slow episode of the machine) above which

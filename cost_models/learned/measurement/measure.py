@@ -383,26 +383,30 @@ def measure_graphs(
     with out.open("a") as f:
         device = _device(f, cfg, done_devices)
         queue = OpQueue(f, cfg, gate, tracker, knobs, stats)
-        for i, (label, build) in enumerate(todo):
-            if progress is not None:
-                progress(i + 1, len(todo), label)
-            if label in done_labels:
-                stats["reused"] += 1
-                continue
-            if submit_s is not None and time.perf_counter() - start > submit_s:
-                stats["left"] = len(todo) - i
-                break
-            G = build()
-            node = next(iter(G.nodes))
-            feats = op_features(G, node, root=G)
-            key = op_key(feats)
-            base = {"key": key, "model": label, "graph": G.graph["name"], "op": node}
-            if key in done_keys:
-                stats["reused"] += 1
-                continue
-            done_keys.add(key)
-            queue.submit(base, feats, serialize_tflite(G))
-        queue.drain(None if max_s is None else start + max_s)
+        try:
+            for i, (label, build) in enumerate(todo):
+                if progress is not None:
+                    progress(i + 1, len(todo), label)
+                if label in done_labels:
+                    stats["reused"] += 1
+                    continue
+                if submit_s is not None and time.perf_counter() - start > submit_s:
+                    stats["left"] = len(todo) - i
+                    break
+                G = build()
+                node = next(iter(G.nodes))
+                feats = op_features(G, node, root=G)
+                key = op_key(feats)
+                base = {"key": key, "model": label, "graph": G.graph["name"], "op": node}
+                if key in done_keys:
+                    stats["reused"] += 1
+                    continue
+                done_keys.add(key)
+                queue.submit(base, feats, serialize_tflite(G))
+            queue.drain(None if max_s is None else start + max_s)
+        except KeyboardInterrupt:
+            queue.keep_timed()  # the ops timed once keep their samples; a resume skips them
+            raise
     return stats
 
 

@@ -104,6 +104,16 @@ class OpQueue:
                 self.gate.wait(self.cfg.max_wait_s)  # only ops put back: wait for quiet first
             self.step(now=float("inf"))
 
+    def keep_timed(self) -> int:
+        """Write every parked op (timed for at least one pass) with the samples it has, and
+        forget the ops not timed yet; how many were written. For a run cut short (Ctrl-C): what
+        it measured stays in the records."""
+        self.fresh.clear()
+        kept = [op for op in self.parked if op.timer is not None and op.timer.cpu]
+        self.parked = deque(kept)
+        self._write_now()
+        return len(kept)
+
     def _write_now(self) -> None:
         run_knobs = self.knobs()
         while self.parked:
