@@ -14,6 +14,7 @@ import os
 import stat
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -465,8 +466,6 @@ def gunzip(
     Traceback (most recent call last):
     tacopt.errors.TacoptError: m.json.gz: gzip data inflates beyond 10 bytes; refused
     """
-    import zlib
-
     inflate = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
     try:
         out = inflate.decompress(raw, limit)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.cost_models.chain import CheckedCostModel, FallbackCostModel
+from tacopt.cost_models.model_file import read_model_doc
 from tacopt.cost_models.protocol import (
     INFERENCE_TYPES,
     QUANTIZED_TYPES,
@@ -179,8 +180,6 @@ def register_model_format(fmt: str, loader: Callable[[dict[str, Any], Path], Cos
 
 def load_model_file(path: str | Path) -> CostModel:
     """Load a JSON cost-model file (gzipped or not); its ``"format"`` field picks the loader."""
-    from tacopt.cost_models.model_file import read_model_doc
-
     p = Path(path)
     doc = read_model_doc(p)
     fmt = doc.get("format") if isinstance(doc, dict) else None

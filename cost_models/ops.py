@@ -36,7 +36,7 @@ import networkx as nx
 import numpy as np
 
 from tacopt.errors import GraphError
-from tacopt.fusion.ir import Op, Tensor
+from tacopt.fusion.ir import DTYPE_NBYTES, Op, Tensor
 
 # --------------------------------------------------------------------------------------------
 # inference type
@@ -159,8 +159,6 @@ def _elems(t: Tensor) -> int:
 
 
 def _tensor_bytes(t: Tensor) -> float:
-    from tacopt.fusion.ir import DTYPE_NBYTES
-
     return _elems(t) * DTYPE_NBYTES.get(t.dtype, 0)
 
 

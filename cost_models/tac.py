@@ -82,7 +82,7 @@ from tacopt.cost_models.base import (
     check_inference_type,
     priced,
 )
-from tacopt.fusion.ir import Tensor
+from tacopt.fusion.ir import DTYPE_NBYTES, Tensor
 from tacopt.fusion.ir.vocabulary import ACTIVATION_FORMAT
 
 F32 = np.float32
@@ -332,8 +332,6 @@ def tac_transfer_bits(t: Tensor) -> int:
         return _elements(t) * 8
     bits = {"bool": 1, "int4": 4, "uint4": 4, "int2": 2}.get(t.dtype)
     if bits is None:
-        from tacopt.fusion.ir import DTYPE_NBYTES
-
         bits = int(DTYPE_NBYTES.get(t.dtype, 0) * 8)
     return _elements(t) * bits
 

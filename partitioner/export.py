@@ -28,6 +28,7 @@ from typing import Any
 import networkx as nx
 
 from tacopt.fusion.ir import ModelInfo
+from tacopt.fusion.tflite.writer import write_tflite
 from tacopt.partitioner.targets import PartitionError
 
 PLAN_METADATA = "tacopt_plan"
@@ -79,8 +80,6 @@ def with_plan_metadata(G: nx.MultiDiGraph, record: dict[str, Any]) -> nx.MultiDi
 def export_tflite(result: Any, path: str | os.PathLike[str]) -> Path:
     """Write a :class:`~tacopt.partitioner.pipeline.PartitionResult`'s graph with its plan
     metadata."""
-    from tacopt.fusion.tflite.writer import write_tflite
-
     H = with_plan_metadata(result.graph, plan_record(result.graph, result.summary()))
     return write_tflite(H, path)
 

@@ -19,10 +19,33 @@ from typing import Any
 
 import networkx as nx
 
-from tacopt.cost_models.base import CostModel
-from tacopt.partitioner.annotate import Annotation, annotate_targets
-from tacopt.partitioner.subgraphs import Partition, op_units, raise_subgraphs, validate_partition
-from tacopt.partitioner.targets import PartitionError, Target, resolve_devices
+from tacopt.cost_models.base import CostModel, get_cost_model, with_unit_default
+from tacopt.cost_models.ops import inference_type
+from tacopt.fusion.fuse import fuse as fuse_graph
+from tacopt.fusion.ir import validate_graph
+from tacopt.partitioner.annotate import Annotation, annotate_targets, normalize_pins, pinned_ops
+from tacopt.partitioner.apply import apply_plan
+from tacopt.partitioner.costing import build_problem
+from tacopt.partitioner.lowerings import unfuse_unrunnable
+from tacopt.partitioner.memory import graph_peak_memory, internal_activation_peak
+from tacopt.partitioner.pickers import pick, picker_options
+from tacopt.partitioner.plan import Plan
+from tacopt.partitioner.problem import PickProblem, index_problem, validate_problem
+from tacopt.partitioner.subgraphs import (
+    Partition,
+    Subgraph,
+    op_units,
+    raise_subgraphs,
+    validate_partition,
+)
+from tacopt.partitioner.targets import (
+    PartitionError,
+    Target,
+    TargetError,
+    pricing_device,
+    resolve_devices,
+)
+from tacopt.partitioner.views import View, enumerate_views, fusion_regions, view_weight_bytes
 
 GRANULARITIES = ("subgraph", "op")
 
@@ -32,11 +55,11 @@ class PartitionResult:
     """Everything the pipeline decided, stage by stage, and the partitioned graph."""
 
     graph: nx.MultiDiGraph
-    plan: Any  # tacopt.partitioner.plan.Plan
-    problem: Any  # tacopt.partitioner.problem.PickProblem
+    plan: Plan
+    problem: PickProblem
     partition: Partition
     annotations: dict[str, Annotation]
-    views: dict[str, tuple[Any, ...]]
+    views: dict[str, tuple[View, ...]]
     devices: tuple[str, ...]
     granularity: str
     cost_model: str
@@ -61,8 +84,6 @@ class PartitionResult:
 
     def summary(self) -> dict[str, Any]:
         """The plan as JSON-ready data with the pipeline's knobs and stage timings."""
-        from tacopt.partitioner.memory import graph_peak_memory
-
         out = self.plan.to_dict()
         # One memory model: the partitioned graph's, each op a step (the same for the same plan
         # at either granularity); the pick problem's count, which the picker constrained, beside.
@@ -102,8 +123,6 @@ def pins_summary(G: nx.MultiDiGraph, pins: Sequence[tuple[str, str]]) -> list[di
     >>> pins_summary(G, [("kind:RELU", "CPU")])
     [{'pin': 'kind:RELU=CPU', 'pattern': 'kind:RELU', 'device': 'CPU', 'ops': ['a']}]
     """
-    from tacopt.partitioner.annotate import pinned_ops
-
     first = pinned_ops(G, pins)
     return [
         {"pin": f"{pattern}={device}", "pattern": pattern, "device": device,
@@ -121,10 +140,10 @@ class PickProposal:
     itself with ``fuse=False``.
     """
 
-    problem: Any  # tacopt.partitioner.problem.PickProblem
+    problem: PickProblem
     partition: Partition
     annotations: dict[str, Annotation]
-    views: dict[str, tuple[Any, ...]]
+    views: dict[str, tuple[View, ...]]
     targets: tuple[Target, ...]
     cost_model: CostModel
     seconds: dict[str, float]
@@ -136,7 +155,9 @@ class PickProposal:
     defaulted: dict[str, str] = field(default_factory=dict)
 
 
-def cover_devices(model: Any, targets: Sequence[Target]) -> tuple[Any, dict[str, str]]:
+def cover_devices(
+    model: CostModel, targets: Sequence[Target]
+) -> tuple[CostModel, dict[str, str]]:
     """``model``, or ``model`` chained with its unit's default when it cannot price a target.
 
     A cost model prices the devices it knows; a target it cannot price
@@ -155,10 +176,8 @@ def cover_devices(model: Any, targets: Sequence[Target]) -> tuple[Any, dict[str,
     >>> cover_devices(get_cost_model("tac"), resolve_devices("GPU,CPU"))[1]
     {}
     """
-    from tacopt.cost_models.base import get_cost_model, with_unit_default
-    from tacopt.partitioner.targets import TargetError, pricing_device
 
-    def priced(m: Any, t: Target) -> bool:
+    def priced(m: CostModel, t: Target) -> bool:
         try:
             pricing_device(t, m)
         except TargetError:
@@ -179,7 +198,7 @@ def build_pick_problem(
     G: nx.MultiDiGraph,
     devices: str | Sequence[str | Target],
     *,
-    cost_model: str | Any = "tac",
+    cost_model: str | CostModel = "tac",
     granularity: str = "subgraph",
     pins: Sequence[tuple[str, str] | str] = (),
     fuse: bool = True,
@@ -203,11 +222,6 @@ def build_pick_problem(
     >>> [u.name for u in build_pick_problem(G, "GPU,CPU").problem.units]
     ['subgraph_0']
     """
-    from tacopt.cost_models.base import get_cost_model
-    from tacopt.fusion.ir import validate_graph
-    from tacopt.partitioner.costing import build_problem
-    from tacopt.partitioner.views import enumerate_views, fusion_regions
-
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
 
@@ -233,9 +247,6 @@ def build_pick_problem(
     unfused: dict[str, int] = {}
     plain, regions = G, []
     if fuse:
-        from tacopt.cost_models.ops import inference_type
-        from tacopt.fusion.fuse import fuse as fuse_graph
-        from tacopt.partitioner.lowerings import unfuse_unrunnable
 
         def runs(H: nx.MultiDiGraph, node: str) -> bool:
             itype = inference_type(H, node)
@@ -280,8 +291,6 @@ def build_pick_problem(
 
 def _group_regions(part: Partition, regions: list[tuple[str, ...]]) -> Partition:
     """``op`` units with each fusion region's ops in one unit, named after its first op."""
-    from tacopt.partitioner.subgraphs import Subgraph
-
     region_of = {n: r for r in regions for n in r}
     out: list[Subgraph] = []
     for s in part.subgraphs:
@@ -293,13 +302,11 @@ def _group_regions(part: Partition, regions: list[tuple[str, ...]]) -> Partition
     return Partition(tuple(out))
 
 
-def _with_memory(problem: Any, views: dict[str, tuple[Any, ...]]) -> Any:
+def _with_memory(problem: PickProblem, views: dict[str, tuple[View, ...]]) -> PickProblem:
     """``problem`` with each choice holding its view's weight bytes and, for a unit of several
     ops, the peak of its internal activations (:mod:`tacopt.partitioner.memory`)."""
-    from tacopt.partitioner.memory import internal_activation_peak
-    from tacopt.partitioner.views import view_weight_bytes
 
-    def held(v: Any) -> float:
+    def held(v: View) -> float:
         return float(view_weight_bytes(v)) + internal_activation_peak(v.graph)
 
     units = tuple(
@@ -310,7 +317,7 @@ def _with_memory(problem: Any, views: dict[str, tuple[Any, ...]]) -> Any:
     return replace(problem, units=units)
 
 
-def with_capacity(problem: Any, capacity: Mapping[str, float]) -> Any:
+def with_capacity(problem: PickProblem, capacity: Mapping[str, float]) -> PickProblem:
     """``problem`` (a :class:`~tacopt.partitioner.problem.PickProblem`) limited to ``capacity``.
 
     Memory is counted step by step along the listed unit order, so with capacities the units
@@ -322,8 +329,6 @@ def with_capacity(problem: Any, capacity: Mapping[str, float]) -> Any:
     ProblemError
         For a capacity of a device no unit runs on, or one that is not a byte count.
     """
-    from tacopt.partitioner.problem import index_problem, validate_problem
-
     problem = replace(problem, capacity=dict(capacity))
     if capacity:
         order = index_problem(problem).order.tolist()
@@ -337,7 +342,7 @@ def partition(
     devices: str | Sequence[str | Target],
     *,
     picker: str = "exact",
-    cost_model: str | Any = "tac",
+    cost_model: str | CostModel = "tac",
     granularity: str = "subgraph",
     pins: Sequence[tuple[str, str] | str] = (),
     time_limit_s: float | None = None,
@@ -388,10 +393,6 @@ def partition(
         Unknown device, picker or cost model, a bad pin, a cost model without a number for a
         CPU op, or a malformed graph (subclasses name what and where).
     """
-    from tacopt.partitioner.annotate import normalize_pins
-    from tacopt.partitioner.apply import apply_plan
-    from tacopt.partitioner.pickers import pick, picker_options
-
     accepted = picker_options(picker)  # an unknown picker fails here, before any work
     proposal = build_pick_problem(
         G, devices, cost_model=cost_model, granularity=granularity, pins=pins, fuse=fuse,
