@@ -80,7 +80,7 @@ def test_no_import_cycles() -> None:
 def test_the_checker_sees_deferred_and_typing_only_imports() -> None:
     G = import_graph()
     assert G.has_edge("tacopt.partitioner.targets", "tacopt.partitioner.lowerings")  # typing
-    assert G.has_edge("tacopt.partitioner.pickers.exact", "tacopt.partitioner.pickers.decompose")
+    assert G.has_edge("tacopt.partitioner.pickers.engine", "tacopt.partitioner.pickers.decompose")
     assert G.has_edge("tacopt.partitioner.pipeline", "tacopt.fusion.fuse")  # inside a function
 
 
