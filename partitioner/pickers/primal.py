@@ -365,7 +365,6 @@ class _Search:
         self.hard = np.isfinite(c.limit)
         self.build_s = 0.0
         self.whole_every = whole_every  # rounds without a better choice before a whole solve
-        self.toulbar2 = ls.has_toulbar2()
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -408,7 +407,7 @@ class _Search:
             x = self.descend(x, zero, stall=2, most=10)
             self.offer(x)
             while self.left() > 0.5:
-                if self.toulbar2 and self._slice() > 0:
+                if self._slice() > 0:
                     x = bounded(
                         ls.exact_sub,
                         self.deadline - 0.3,
@@ -442,7 +441,7 @@ class _Search:
             rounds += 1
             before = self.best_val
             due = since >= self.whole_every or rounds - last >= 2 * self.whole_every
-            whole = due and self.toulbar2 and self._slice() > 0
+            whole = due and self._slice() > 0
             if whole and best_w is not None and self.best is not None:
                 # A whole solve is dear (seconds to tens of seconds): spend it near the best
                 # plan and its weights (tuning on M: 12 of 13 whole solves at the drifted

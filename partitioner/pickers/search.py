@@ -372,15 +372,6 @@ def _priced(c: Compact, nb: Neighbourhood, x: np.ndarray, pen: np.ndarray) -> fl
     return float((c.cost + pen)[c.offset[:-1] + x].sum() + pair)
 
 
-def has_toulbar2() -> bool:
-    """Whether ``pytoulbar2`` can be imported (without it only forest moves are used)."""
-    try:
-        import pytoulbar2  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def exact_sub(
     c: Compact,
     nb: Neighbourhood,
@@ -394,7 +385,7 @@ def exact_sub(
     (a cost-function-network solver) within ``seconds`` of CPU; returns the choice (``x`` if
     nothing better was found) and whether it was proven optimal. ``improve``: search only
     below the cost of ``x`` (an upper bound prunes the search)."""
-    import pytoulbar2
+    import pytoulbar2  # required (pyproject.toml); 10 ms to import, loaded at the first solve
 
     ent = ~free[nb.nbr]
     w = nb.w[nb.base[ent] + nb.stride[ent] * x[nb.nbr[ent]]]

@@ -105,7 +105,6 @@ def test_forest_dp_is_exact_on_a_small_forest(seed):
     assert primal.penalised(c, g, y, pen) == pytest.approx(_brute_penalised(c, g, x, pen, free))
 
 
-@pytest.mark.skipif(not search.has_toulbar2(), reason="pytoulbar2 is not installed")
 def test_exact_sub_matches_brute_force():
     _, c = _reduced(60, 21)
     g = primal.prepare(c)
