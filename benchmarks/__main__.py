@@ -26,6 +26,7 @@ STUDY = {
     "compare": "tacopt.benchmarks.compare",
     "memory_study": "tacopt.benchmarks.memory_study",
     "fuzz": "tacopt.benchmarks.fuzz.campaign",
+    "figures": "tacopt.benchmarks.figures",
 }
 
 
