@@ -28,9 +28,17 @@ def read_model_doc(path: str | os.PathLike[str]) -> Any:
     Raises
     ------
     CostModelError
-        If the file is missing or unreadable, broken gzip, or not JSON (one line naming it).
+        If the file is missing or unreadable, broken gzip, or not JSON (one line naming it),
+        or a learned model that breaks its schema
+        (:func:`tacopt.cost_models.learned.fitting.schema.check_model_doc`).
     """
-    return read_json(path, "cost model file", MAX_MODEL_BYTES, error=CostModelError)
+    doc = read_json(path, "cost model file", MAX_MODEL_BYTES, error=CostModelError)
+    if isinstance(doc, dict) and doc.get("format") == "tacopt-learned":
+        # imported here: reading a device profile does not load the learned model's modules
+        from tacopt.cost_models.learned.fitting.schema import check_model_doc
+
+        check_model_doc(doc, os.fspath(path))
+    return doc
 
 
 def model_bytes(doc: Any, path: str | os.PathLike[str]) -> bytes:

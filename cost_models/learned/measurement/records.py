@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from tacopt.cost_models.learned.fitting.schema import check_records
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 from tacopt.errors import TacoptError
 from tacopt.io import read_json_lines
@@ -29,7 +30,8 @@ def read_records(path: str | Path) -> list[dict[str, Any]]:
         A missing file, one that is not UTF-8 text, or one whose lines are not JSON objects
         (a torn last line after good ones is the only line forgiven).
     """
-    return read_json_lines(path, what="records file", error=MeasureError)
+    records = read_json_lines(path, what="records file", error=MeasureError)
+    return check_records(records, str(path), error=MeasureError)
 
 
 def write_record(f: TextIO, record: Mapping[str, Any]) -> None:

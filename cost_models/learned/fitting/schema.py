@@ -1,0 +1,418 @@
+"""The schema of learned-model files and measurement records: what a loaded file must hold.
+
+A learned model is data from a file anyone may hand over, so every field the model reads is
+checked when the file is loaded (:func:`check_model_doc`): its type, its range, that numbers are
+finite, that sizes stay within :data:`LIMITS`, and that every tree is a tree: children after
+their parent (pre-order, hence no cycle), inside the tree, each node with at most one parent,
+no deeper than ``LIMITS["tree_depth"]``, reading only the inputs the model feeds it. Prediction
+then always ends: a step of :func:`~.trees.predict_stacked` moves each row to a later node.
+Records (``tacopt measure``'s JSON lines) are checked the same way (:func:`check_records`).
+
+Every refusal is one line naming the file and the field (``fits.ADD.w[2]: not a finite
+number``). The checks are one function per part of the file, so a new field or format (a
+compact file) adds one entry here.
+
+Examples
+--------
+>>> check_model_doc({"format": "tacopt-learned", "overhead_us": 0.5,
+...                  "fits": {"*": {"w": [1.0, 0.5]}}}, "m.json")
+>>> check_model_doc({"format": "tacopt-learned", "overhead_us": 0.5, "version": 1e400,
+...                  "fits": {"*": {"w": [1.0]}}}, "m.json")
+Traceback (most recent call last):
+...
+tacopt.cost_models.protocol.CostModelError: learned model 'm.json': version: not a whole number ...
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from tacopt.cost_models.learned.fitting.features import FEATURES, FEATURES_BEFORE_12
+from tacopt.cost_models.protocol import CostModelError
+from tacopt.errors import TacoptError
+
+#: Size limits of a learned model (far above what `tacopt fit` writes: 600-800 trees of at
+#: most 61 nodes, 14,000 table entries, about 100 tree inputs).
+LIMITS = {
+    "trees": 100_000,  # trees in one set
+    "tree_nodes": 1 << 16,  # nodes in one tree
+    "tree_depth": 256,  # edges from a root to its deepest leaf
+    "entries": 10_000_000,  # entries of a table, a dict or a list of names
+    "weights": 64,  # weights of a linear fit
+    "version": 1_000,
+    "nesting": 2,  # an adapted model's own model (and its own)
+    "shape_rank": 16,  # dimensions of a record's tensor
+    "dim": 1 << 40,  # one dimension of a record's tensor
+}
+
+#: The ``adapted.tree_inputs`` that adds the corrected net latency after the tree inputs.
+SEES_NET = "features+log_net"
+
+Error = Callable[[str], TacoptError]
+
+
+class _Fields:
+    """Reads fields of one document, raising one line that names the file and the field."""
+
+    def __init__(self, source: str, error: Error, what: str) -> None:
+        self.prefix = f"{what} '{source}'"
+        self.error = error
+
+    def fail(self, path: str, problem: str) -> TacoptError:
+        return self.error(f"{self.prefix}: {path}: {problem}")
+
+    def dict(self, value: Any, path: str, *, optional: bool = True) -> Mapping[str, Any]:
+        if value is None and optional:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(path, f"not an object ({type(value).__name__})")
+        if len(value) > LIMITS["entries"]:
+            raise self.fail(path, f"more than {LIMITS['entries']:,} entries")
+        return value
+
+    def list(self, value: Any, path: str, *, optional: bool = True) -> list[Any]:
+        if value is None and optional:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(path, f"not a list ({type(value).__name__})")
+        if len(value) > LIMITS["entries"]:
+            raise self.fail(path, f"more than {LIMITS['entries']:,} entries")
+        return value
+
+    def number(
+        self, value: Any, path: str, *, low: float = -math.inf, high: float = math.inf,
+        whole: bool = False, infinite: bool = False,
+    ) -> float:  # fmt: skip
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(path, f"not a number ({type(value).__name__})")
+        if whole and not (isinstance(value, int) or (math.isfinite(value) and value.is_integer())):
+            raise self.fail(path, f"not a whole number ({value!r})")
+        if math.isnan(value) or (not infinite and math.isinf(value)):
+            raise self.fail(path, f"not a finite number ({value!r})")
+        if not low <= value <= high:
+            raise self.fail(path, f"{value!r} is out of range [{low:g}, {high:g}]")
+        return float(value)
+
+    def numbers(self, value: Any, path: str, *, sizes: Iterable[int] | None = None) -> None:
+        items = self.list(value, path, optional=False)
+        allowed = None if sizes is None else sorted(set(sizes))
+        if allowed is not None and len(items) not in allowed:
+            raise self.fail(path, f"{len(items)} numbers, not {' or '.join(map(str, allowed))}")
+        for i, item in enumerate(items):
+            self.number(item, f"{path}[{i}]")
+
+    def string(self, value: Any, path: str) -> str:
+        if not isinstance(value, str):
+            raise self.fail(path, f"not a string ({type(value).__name__})")
+        return value
+
+    def strings(self, value: Any, path: str) -> list[str]:
+        items = self.list(value, path)
+        for i, item in enumerate(items):
+            self.string(item, f"{path}[{i}]")
+        return items
+
+    def number_map(self, value: Any, path: str, *, low: float = -math.inf) -> None:
+        for key, item in self.dict(value, path).items():
+            self.number(item, f"{path}.{key}", low=low)
+
+    def trees(self, value: Any, path: str, width: int) -> None:
+        """A set of trees reading rows of ``width`` inputs (:func:`check_trees`)."""
+        check_trees(self.list(value, path), width, lambda problem: self.fail(path, problem))
+
+
+def check_trees(trees: list[Any], width: int, fail: Callable[[str], TacoptError]) -> None:
+    """Whether ``trees`` (``{"feature", "threshold", "left", "right", "value"}``, parallel
+    lists, as :func:`~.trees.fit_lightgbm` writes them) are trees that a row of ``width``
+    inputs walks down to a leaf in at most ``LIMITS["tree_depth"]`` steps.
+
+    >>> leaf = {"feature": [-1], "threshold": [0.0], "left": [-1], "right": [-1], "value": [1.0]}
+    >>> check_trees([leaf], 1, ValueError)
+    >>> loop = {"feature": [0, -1], "threshold": [0.5, 0], "left": [0, -1], "right": [1, -1],
+    ...         "value": [0, 1]}
+    >>> check_trees([loop], 1, ValueError)
+    Traceback (most recent call last):
+    ...
+    ValueError: tree 0 node 0: a child at index 0, not after its parent (a cycle)
+    """
+    keys = ("feature", "threshold", "left", "right", "value")
+    if len(trees) > LIMITS["trees"]:
+        raise fail(f"{len(trees):,} trees, more than {LIMITS['trees']:,}")
+    columns: dict[str, list[Any]] = {k: [] for k in keys}
+    sizes = []
+    for t, tree in enumerate(trees):
+        if not isinstance(tree, dict) or any(not isinstance(tree.get(k), list) for k in keys):
+            raise fail(f"tree {t}: not an object of the lists {', '.join(keys)}")
+        n = len(tree["feature"])
+        if not 1 <= n <= LIMITS["tree_nodes"] or any(len(tree[k]) != n for k in keys):
+            raise fail(f"tree {t}: lists of {[len(tree[k]) for k in keys]} nodes, not one "
+                       f"length in [1, {LIMITS['tree_nodes']:,}]")  # fmt: skip
+        sizes.append(n)
+        for k in keys:
+            columns[k] += tree[k]
+    if not trees:
+        return
+    arrays = {}
+    for k in keys:
+        try:
+            arrays[k] = np.asarray(columns[k], dtype=np.float64)
+        except (TypeError, ValueError, OverflowError):
+            raise fail(f"'{k}' holds a value that is not a number") from None
+        if not np.isfinite(arrays[k]).all():
+            raise fail(f"'{k}' holds a number that is not finite")
+    for k in ("feature", "left", "right"):
+        if (arrays[k] != np.round(arrays[k])).any() or (np.abs(arrays[k]) > 2**31).any():
+            raise fail(f"'{k}' holds a number that is not a node or input index")
+    starts = np.repeat(np.cumsum([0, *sizes[:-1]]), sizes)
+    index = np.arange(len(starts)) - starts
+    size = np.repeat(sizes, sizes)
+    tree_of = np.repeat(np.arange(len(sizes)), sizes)
+    feature = arrays["feature"].astype(np.int64)
+    inner = feature >= 0
+    if (feature < -1).any() or (feature >= width).any():
+        bad = int(np.flatnonzero((feature < -1) | (feature >= width))[0])
+        raise fail(f"tree {tree_of[bad]} node {index[bad]}: input {feature[bad]} is not one "
+                   f"of the {width} the model reads")  # fmt: skip
+    for k in ("left", "right"):
+        child = arrays[k].astype(np.int64)
+        bad_child = inner & ((child <= index) | (child >= size))
+        if bad_child.any():
+            bad = int(np.flatnonzero(bad_child)[0])
+            why = "not after its parent (a cycle)" if child[bad] <= index[bad] else "past the tree"
+            raise fail(f"tree {tree_of[bad]} node {index[bad]}: a child at index {child[bad]}, "
+                       f"{why}")  # fmt: skip
+    # Each node has at most one parent, so walking level by level visits each node once.
+    children = np.concatenate([starts[inner] + arrays[k][inner].astype(np.int64)
+                               for k in ("left", "right")])  # fmt: skip
+    if len(children) and np.bincount(children, minlength=len(starts)).max() > 1:
+        raise fail("a node with two parents (not a tree)")
+    left = starts + arrays["left"].astype(np.int64)
+    right = starts + arrays["right"].astype(np.int64)
+    level = np.cumsum([0, *sizes[:-1]])
+    for _ in range(LIMITS["tree_depth"] + 1):
+        level = level[inner[level]]
+        if not len(level):
+            return
+        level = np.concatenate([left[level], right[level]])
+    raise fail(f"a tree deeper than {LIMITS['tree_depth']} levels")
+
+
+def check_model_doc(
+    doc: Any, source: str, *, error: Error = CostModelError, nesting: int = 0
+) -> None:
+    """Refuse, in one line naming the field, a learned-model document (``tacopt fit``'s format)
+    that the model would misread, crash on or loop over; see the module's description.
+
+    Raises
+    ------
+    CostModelError
+        (or ``error``) naming ``source`` and the field.
+    """
+    f = _Fields(source, error, "learned model")
+    doc = f.dict(doc, "the file", optional=False)
+    if "version" in doc:
+        f.number(doc["version"], "version", low=1, high=LIMITS["version"], whole=True)
+    tree_features = f.strings(doc.get("tree_features"), "tree_features")
+    tree_kinds = f.strings(doc.get("tree_kinds"), "tree_kinds")
+    reductions = "keep_dims" in tree_features
+    base = FEATURES if reductions else FEATURES_BEFORE_12
+    width = len(tree_features) if "tree_features" in doc else len(base) + len(tree_kinds)
+
+    fits = f.dict(doc.get("fits"), "fits", optional=False)
+    if "*" not in fits:
+        raise f.fail("fits", "no global fit '*'")
+    for name, fit in fits.items():
+        fit = f.dict(fit, f"fits.{name}", optional=False)
+        f.numbers(fit.get("w"), f"fits.{name}.w", sizes=range(1, LIMITS["weights"] + 1))
+        if len(fit["w"]) > len(fits["*"]["w"]):
+            most = len(fits["*"]["w"])
+            raise f.fail(f"fits.{name}.w", f"more weights than the global fit's {most}")
+    f.number_map(doc.get("table"), "table")
+    for name, fit in f.dict(doc.get("movement"), "movement").items():
+        f.numbers(fit, f"movement.{name}", sizes=(5, 6, 7))
+    f.trees(doc.get("trees"), "trees", width)
+    for name, trees in f.dict(doc.get("family_trees"), "family_trees").items():
+        f.trees(trees, f"family_trees.{name}", width)
+    for key in ("movement_kinds", "kind_groups", "family_groups", "group_features"):
+        f.strings(doc.get(key), key)
+    _check_kind_models(f, doc.get("kind_models"), len(base))
+    f.number(doc.get("overhead_us"), "overhead_us", low=0)
+    for key in ("net_floor_us", "in_model_spill", "while_trip_us", "per_op_us",
+                "conversion_us_per_element", "fallback_flops_per_us"):  # fmt: skip
+        if doc.get(key) is not None:
+            f.number(doc[key], key, low=0)
+    if doc.get("in_model_scale") is not None:
+        f.number(doc["in_model_scale"], "in_model_scale", low=1e-9)
+    for i, b in enumerate(f.list(doc.get("cache_bytes"), "cache_bytes")):
+        f.number(b, f"cache_bytes[{i}]", low=0)
+    if doc.get("device") is not None:
+        f.string(doc["device"], "device")
+    check_fingerprint(f, doc.get("fingerprint"), "fingerprint")
+    for key in ("anchor_speed", "speed"):
+        f.number_map(doc.get(key), key, low=1e-12)
+    calibrated = f.dict(doc.get("calibrated"), "calibrated")
+    if calibrated.get("speed_index") is not None:
+        f.number(calibrated["speed_index"], "calibrated.speed_index", low=1e-12)
+    _check_adapted(f, doc.get("adapted"), width, source, error, nesting)
+
+
+def _check_kind_models(f: _Fields, value: Any, n_base: int) -> None:
+    # imported here: kind_models imports measurement.records, which reads records through here
+    from tacopt.cost_models.learned.fitting.kind_models import BASE_FEATURES
+
+    for name, fit in f.dict(value, "kind_models").items():
+        path = f"kind_models.{name}"
+        fit = f.dict(fit, path, optional=False)
+        f.numbers(fit.get("w"), f"{path}.w", sizes=(len(BASE_FEATURES) + 1, len(BASE_FEATURES) + 2))
+        kinds = f.strings(fit.get("kinds"), f"{path}.kinds")
+        f.trees(fit.get("trees"), f"{path}.trees", n_base + len(kinds))
+        if fit.get("range") is not None:
+            span = f.list(fit["range"], f"{path}.range")
+            if len(span) != 2:
+                raise f.fail(f"{path}.range", "not [low, high]")
+            low = f.number(span[0], f"{path}.range[0]", infinite=True)
+            f.number(span[1], f"{path}.range[1]", low=low, infinite=True)
+        if fit.get("overhead_us") is not None:
+            f.number(fit["overhead_us"], f"{path}.overhead_us", low=0)
+
+
+def _check_adapted(
+    f: _Fields, value: Any, width: int, source: str, error: Error, nesting: int
+) -> None:
+    adapted = f.dict(value, "adapted")
+    if not adapted:
+        return
+    if adapted.get("overhead_us") is not None:
+        f.number(adapted["overhead_us"], "adapted.overhead_us", low=0)
+    f.number_map(adapted.get("corrections"), "adapted.corrections")
+    f.number_map(adapted.get("table"), "adapted.table")
+    f.number_map(adapted.get("own_weights"), "adapted.own_weights")
+    f.strings(adapted.get("own_families"), "adapted.own_families")
+    inputs = adapted.get("tree_inputs")
+    if inputs is not None:
+        f.string(inputs, "adapted.tree_inputs")
+    seen = width + (1 if inputs == SEES_NET else 0)
+    f.trees(adapted.get("trees"), "adapted.trees", seen)
+    for name, trees in f.dict(adapted.get("family_trees"), "adapted.family_trees").items():
+        f.trees(trees, f"adapted.family_trees.{name}", seen)
+    if adapted.get("own"):
+        if nesting >= LIMITS["nesting"]:
+            raise f.fail("adapted.own", f"models nested more than {LIMITS['nesting']} deep")
+        own = f.dict(adapted["own"], "adapted.own")
+        if own.get("format") != "tacopt-learned":
+            raise f.fail("adapted.own.format", "not 'tacopt-learned'")
+        check_model_doc(own, f"{source} adapted.own", error=error, nesting=nesting + 1)
+
+
+def check_fingerprint(f: _Fields, value: Any, path: str) -> None:
+    """A machine's fingerprint (``measurement.fingerprint``): names are strings, counts whole."""
+    fp = f.dict(value, path)
+    for key in ("arch", "cpu", "delegate", "family", "litert", "os", "resolver", "vendor"):
+        if fp.get(key) is not None:
+            f.string(fp[key], f"{path}.{key}")
+    for key, low in (("cores", 1), ("threads", 1), ("l2_bytes", 0), ("l3_bytes", 0)):
+        if fp.get(key) is not None:
+            f.number(fp[key], f"{path}.{key}", low=low, high=2**53, whole=True)
+    f.strings(fp.get("isa"), f"{path}.isa")
+
+
+# --------------------------------------------------------------------------------------------
+# records
+# --------------------------------------------------------------------------------------------
+
+
+def check_records(
+    records: list[dict[str, Any]], source: str, *, error: Error = CostModelError
+) -> list[dict[str, Any]]:
+    """``records`` (``tacopt measure``'s JSON lines, read from ``source``) if every field a fit
+    or an evaluation reads has its type and a finite value in range; else one line naming the
+    line and the field.
+
+    >>> op = {"type": "op", "kind": "ADD", "latency_us": 1.5,
+    ...       "inputs": [[[1, 8], "float32", False, False]], "outputs": []}
+    >>> len(check_records([op], "r.jsonl"))
+    1
+    >>> check_records([{**op, "latency_us": "fast"}], "r.jsonl")
+    Traceback (most recent call last):
+    ...
+    tacopt.cost_models.protocol.CostModelError: records file 'r.jsonl': line 1: latency_us: not ...
+    """
+    for i, record in enumerate(records):
+        f = _Fields(source, error, "records file")
+        f.prefix = f"records file '{source}': line {i + 1}"
+        _check_finite(f, record, "the record")
+        kind = record.get("type")
+        if kind == "op":
+            _check_op_record(f, record)
+        elif kind == "model":
+            _check_model_record(f, record)
+        elif kind == "device":
+            check_fingerprint(f, record.get("fingerprint"), "fingerprint")
+    return records
+
+
+def _check_op_record(f: _Fields, r: Mapping[str, Any]) -> None:
+    """The fields an op record holds, each checked when present (a test's record may hold a
+    few): names are strings, tensors ``[shape, dtype, ...]``, times finite and not negative."""
+    for key in ("kind", "inference_type"):
+        if r.get(key) is not None:
+            f.string(r[key], key)
+    for side in ("inputs", "outputs"):
+        for j, tensor in enumerate(f.list(r.get(side), side)):
+            if tensor is not None:  # an omitted optional input
+                _check_tensor(f, tensor, f"{side}[{j}]")
+    f.dict(r.get("options"), "options")
+    _check_model_record(f, r)
+
+
+def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
+    if "latency_us" in r and (r["latency_us"] is not None or "skipped" not in r):
+        f.number(r["latency_us"], "latency_us", low=0)
+    _check_times(f, r)
+
+
+def _check_times(f: _Fields, r: Mapping[str, Any]) -> None:
+    """Every other number a fit reads: times, sizes and counts, finite and not negative."""
+    for key, value in r.items():
+        if key.endswith(("_us", "_bytes")) or key in ("flops", "bytes", "repeats", "rejected"):
+            if value is not None and key != "latency_us":
+                f.number(value, key, low=0)
+    f.number_map(r.get("speed"), "speed", low=0)
+    if r.get("key") is not None:
+        f.string(r["key"], "key")
+
+
+def _check_finite(f: _Fields, value: Any, path: str) -> None:
+    """No NaN or infinity anywhere in ``value`` (a fit would carry it into every weight)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise f.fail(path, f"not a finite number ({value!r})")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_finite(f, item, f"{path}.{key}" if path != "the record" else str(key))
+    elif isinstance(value, list):
+        for j, item in enumerate(value):
+            _check_finite(f, item, f"{path}[{j}]")
+
+
+def _check_tensor(f: _Fields, tensor: Any, path: str) -> None:
+    """``[shape, dtype, is_constant, is_quantized]``: whole dimensions, a dtype name."""
+    items = f.list(tensor, path, optional=False)
+    if len(items) < 2:
+        raise f.fail(path, "not [shape, dtype, ...]")
+    shape = f.list(items[0], f"{path} shape", optional=False)
+    if len(shape) > LIMITS["shape_rank"]:
+        raise f.fail(f"{path} shape", f"more than {LIMITS['shape_rank']} dimensions")
+    for d, dim in enumerate(shape):
+        f.number(dim, f"{path} shape[{d}]", low=-1, high=LIMITS["dim"], whole=True)
+    f.string(items[1], f"{path} dtype")
+    for k, flag in enumerate(items[2:4]):
+        if not isinstance(flag, bool):
+            raise f.fail(f"{path}[{k + 2}]", f"not true or false ({type(flag).__name__})")
+
+
+__all__ = ["LIMITS", "check_fingerprint", "check_model_doc", "check_records", "check_trees"]
