@@ -14,6 +14,7 @@ import traceback
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,14 @@ import numpy as np
 
 from tacopt.benchmarks.study import Case
 from tacopt.benchmarks.zoos import BenchmarkError, load_item
-from tacopt.cost_models.base import CostModel
+from tacopt.cost_models.base import CostModel, get_cost_model
 from tacopt.errors import TacoptError
-from tacopt.partitioner.pipeline import PickProposal
+from tacopt.fusion.fuse import fuse
+from tacopt.partitioner.annotate import pinned_ops
+from tacopt.partitioner.pickers import pick, picker_options
+from tacopt.partitioner.pipeline import GRANULARITIES, PickProposal, build_pick_problem
+from tacopt.partitioner.plan import NoPlanError, choice_indices, evaluate_index
+from tacopt.partitioner.problem import index_problem
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +52,6 @@ def build_problem(case: Case) -> BuiltProblem:
     if case.item.kind == "problem":
         n = len(loaded.units)
         return BuiltProblem(loaded, n, "us", time.perf_counter() - started)
-    from tacopt.cost_models.base import get_cost_model
 
     cost_model = get_cost_model(case.cost_model)
     proposal = _proposal(loaded, case, cost_model)
@@ -58,8 +63,6 @@ def build_problem(case: Case) -> BuiltProblem:
 
 
 def _proposal(G: Any, case: Case, cost_model: CostModel) -> PickProposal:
-    from tacopt.partitioner.pipeline import GRANULARITIES, build_pick_problem
-
     if case.granularity not in GRANULARITIES:
         raise BenchmarkError(f"unknown granularity {case.granularity!r}; known: op, subgraph")
     return build_pick_problem(
@@ -73,9 +76,6 @@ def _pins_matching(G: Any, case: Case) -> tuple[tuple[str, str], ...]:
     """The pins of ``case`` that match an op of the graph the pipeline partitions (``G`` fused,
     unless the case is plain): a study's pins span a zoo, and a kind one model lacks is no
     error there."""
-    from tacopt.fusion.fuse import fuse
-    from tacopt.partitioner.annotate import pinned_ops
-
     H = fuse(G).graph if case.fusion == "fused" else G
     hit = set(pinned_ops(H, case.pins).values())
     return tuple(pin for i, pin in enumerate(case.pins) if i in hit)
@@ -97,9 +97,6 @@ def count_moves(problem: Any, assignment: Mapping[str, Any]) -> tuple[int, int]:
     >>> count_moves(p, {"a": gpu, "b": cpu, "c": cpu})
     (1, 1)
     """
-    from tacopt.partitioner.plan import choice_indices, evaluate_index
-    from tacopt.partitioner.problem import index_problem
-
     index = index_problem(problem)
     n_dev = len(index.devices)
     unit_priced = replace(
@@ -155,8 +152,6 @@ def run_case(case: Case, done: Mapping[str, Mapping[str, Any]] | None = None) ->
 
 
 def _run_picker(case: Case, problem: Any, picker: str, record: dict) -> dict:
-    from tacopt.partitioner.pickers import pick, picker_options
-
     try:
         accepted = picker_options(picker)
         wanted = {"time_limit_s": case.time_limit_s, "backend": case.backend, "seed": case.seed}
@@ -249,8 +244,6 @@ def _for_picker(base: dict, case: Case, picker: str) -> dict:
 
 
 def _failed(record: dict, exc: BaseException) -> dict:
-    from tacopt.partitioner.plan import NoPlanError
-
     out = dict(record)
     if isinstance(exc, NoPlanError):  # no plan within the capacities: a result, not a failure
         out["status"], out["error"] = exc.status, str(exc)
@@ -276,8 +269,6 @@ def _jsonable(params: Mapping[str, Any]) -> dict[str, Any]:
 @lru_cache(maxsize=1)
 def versions() -> dict[str, str]:
     """Versions of tacopt, its solver stack and Python, as recorded in every record."""
-    from importlib.metadata import PackageNotFoundError, version
-
     out = {}
     for dist in ("tacopt", "ortools", "numpy", "networkx", "scipy"):
         try:

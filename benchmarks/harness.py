@@ -50,7 +50,7 @@ import sys
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tacopt.benchmarks.cases import (  # noqa: F401  (re-exported: the harness's API)
     BuiltProblem,
@@ -71,12 +71,13 @@ from tacopt.benchmarks.study import (  # noqa: F401  (re-exported)
     check_study,
     expand_cases,
 )
+from tacopt.benchmarks.workers import Worker, WorkerSetup, receive, started
 from tacopt.benchmarks.zoos import BenchmarkError
+from tacopt.cost_models.base import get_cost_model, registered_cost_models
 from tacopt.io import atomic_write, read_json_lines
-
-if TYPE_CHECKING:  # workers imports this module
-    from tacopt.benchmarks.workers import WorkerSetup
-
+from tacopt.partitioner.pickers import get_picker, is_picker_spec, pick
+from tacopt.partitioner.problem.synthetic import layered_dag_problem
+from tacopt.partitioner.targets import get_target
 
 # ---------------------------------------------------------------------------------------------
 # the results file
@@ -321,9 +322,6 @@ def warm_up(pickers: Iterable[str]) -> None:
     """Solve a small problem with each of ``pickers`` so that the first timed solve of a process
     does not include solver start-up (imports, OR-Tools / HiGHS initialisation). Failures are
     ignored: the real cases report them."""
-    from tacopt.partitioner.pickers import pick
-    from tacopt.partitioner.problem.synthetic import layered_dag_problem
-
     for picker in pickers:
         for size in (1, 12):
             try:
@@ -390,8 +388,6 @@ def _execute_processes(
 ) -> Generator[tuple[Case, list[dict]] | None, None, None]:
     """Run ``todo`` on ``jobs`` worker processes, one case each at a time; a worker that dies
     gives CRASH records for its case and is replaced."""
-    from tacopt.benchmarks.workers import Worker, receive, started
-
     queue = list(range(len(todo)))[::-1]  # case indices, next one last
     running = 0
     with started(jobs, setup) as workers:
@@ -438,8 +434,6 @@ def _crashed(case: Case, done: Mapping[str, Any]) -> tuple[Case, list[dict]]:
 def _worker_setup(study: Study, load: Sequence[str]) -> WorkerSetup:
     """What workers import first: ``load``, and the user modules that registered the study's
     pickers, cost models and devices in this process; which pickers they warm up."""
-    from tacopt.benchmarks.workers import WorkerSetup
-
     modules = {}
     for _, obj in _extensions(study):
         name = _module_of(obj)
@@ -455,10 +449,6 @@ def _defined_in_main(study: Study) -> list[str]:
 
 def _extensions(study: Study) -> list[tuple[str, Any]]:
     """(what, object) of each registered picker, cost model and device the study names."""
-    from tacopt.cost_models.base import get_cost_model
-    from tacopt.partitioner.pickers import is_picker_spec
-    from tacopt.partitioner.targets import get_target
-
     out: list[tuple[str, Any]] = [
         (f"picker {p!r}", _picker(p)) for p in study.pickers if not is_picker_spec(p)
     ]
@@ -469,8 +459,6 @@ def _extensions(study: Study) -> list[tuple[str, Any]]:
 
 
 def _picker(name: str) -> Any:
-    from tacopt.partitioner.pickers import get_picker
-
     return get_picker(name)
 
 
@@ -481,9 +469,6 @@ def _module_of(obj: Any) -> str:
 
 def _check_workers_know(study: Study, known: Mapping[str, Sequence[str]]) -> None:
     """Refuse a study naming a picker, device or cost model that worker processes lack."""
-    from tacopt.cost_models.base import registered_cost_models
-    from tacopt.partitioner.pickers import is_picker_spec
-
     wanted = {
         "picker": [p for p in study.pickers if not is_picker_spec(p)],
         "device": sorted({d.strip().upper() for ds in study.device_sets for d in ds}),

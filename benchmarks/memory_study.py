@@ -39,8 +39,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tacopt.benchmarks.plots import pyplot
+from tacopt.benchmarks.zoos import load_item, resolve_zoo
 from tacopt.errors import TacoptError
 from tacopt.io import atomic_write, read_json_lines
+from tacopt.partitioner.pickers import pick
+from tacopt.partitioner.pipeline import build_pick_problem, with_capacity
+from tacopt.partitioner.plan import NoPlanError, validate_plan
 
 FRACTIONS: tuple[float | None, ...] = (None, 0.75, 0.5, 0.25)
 PICKERS = ("exact", "greedy", "tac", "first-fit")
@@ -62,10 +67,6 @@ def study_model(
     time_limit_s: float = 60.0,
 ) -> list[dict[str, Any]]:
     """One record per (capacity, picker) of model ``G`` on ``devices``; see the module docstring."""
-    from tacopt.partitioner.pickers import pick
-    from tacopt.partitioner.pipeline import build_pick_problem, with_capacity
-    from tacopt.partitioner.plan import NoPlanError, validate_plan
-
     base = build_pick_problem(G, list(devices), granularity=granularity).problem
     free = pick(base, "exact", time_limit_s=time_limit_s)
     accelerators = [d for d in free.peak_memory if d != "CPU" and free.peak_memory[d] > 0]
@@ -208,8 +209,6 @@ def _geomean(values: Sequence[float]) -> float:
 def plot_prices(records: Sequence[Mapping[str, Any]], path: str) -> str:
     """Draw each picker's geometric-mean price per capacity (over the cases where it found a
     plan) and every case's exact price as a thin line, to ``path`` (PNG)."""
-    from tacopt.benchmarks.plots import pyplot
-
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4.5))
     fractions = list(FRACTIONS)
@@ -246,8 +245,6 @@ def run(zoo: str, device_sets: Sequence[Sequence[str]], granularity: str,
     """Every model of ``zoo`` (``.tflite`` items) on every device set; each finished case's
     records are appended to ``partial`` (JSON lines) when given, so a long run stopped midway
     keeps them."""
-    from tacopt.benchmarks.zoos import load_item, resolve_zoo
-
     records: list[dict[str, Any]] = []
     for item in resolve_zoo(zoo):
         if item.kind == "problem":

@@ -15,7 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tacopt.benchmarks.zoos import BenchmarkError, load_item, resolve_zoo
 from tacopt.errors import TacoptError
+from tacopt.partitioner.page import compare_plans, page_data, render_page
+from tacopt.partitioner.pickers import picker_names
+from tacopt.partitioner.pipeline import partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +77,6 @@ def plan_pages(records: Sequence[Mapping[str, Any]]) -> list[PlanPage]:
 
 
 def _page(zoo: str, model: str, case: Sequence[Mapping[str, Any]]) -> str:
-    from tacopt.benchmarks.zoos import BenchmarkError, load_item, resolve_zoo
-    from tacopt.partitioner.page import compare_plans, page_data, render_page
-    from tacopt.partitioner.pickers import picker_names
-    from tacopt.partitioner.pipeline import partition
-
     first = case[0]
     if first.get("kind") not in ("tflite", "graph"):
         raise BenchmarkError("a pick problem, not a model: no graph to draw")

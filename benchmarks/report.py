@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.benchmarks.harness import read_records
+from tacopt.benchmarks.pages import pages_markdown, plan_pages
 from tacopt.benchmarks.plots import plot_breakdown, plot_ratio, plot_time, pyplot  # noqa: F401
 from tacopt.benchmarks.tables import (  # noqa: F401  (re-exported: the report's API)
     RATIO_TOL,
@@ -94,8 +95,6 @@ def write_report(
     out.mkdir(parents=True, exist_ok=True)
     made = []
     if pages:
-        from tacopt.benchmarks.pages import pages_markdown, plan_pages
-
         made = plan_pages(records)
         extra += pages_markdown(made, PAGES)
         (out / PAGES).mkdir(exist_ok=True)

@@ -11,7 +11,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tacopt.benchmarks.zoos import BenchmarkError, ZooItem, resolve_zoo
+from tacopt.cost_models.base import get_cost_model
 from tacopt.errors import TacoptError
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.partitioner.pickers import get_picker
+from tacopt.partitioner.pipeline import GRANULARITIES
+from tacopt.partitioner.targets import get_target
 
 #: Device sets of the default study (TAC's examples).
 DEFAULT_DEVICE_SETS: tuple[tuple[str, ...], ...] = (
@@ -173,11 +178,6 @@ def check_study(study: Study) -> None:
     ...
     tacopt.benchmarks.zoos.BenchmarkError: pickers: 'exact' is listed twice
     """
-    from tacopt.cost_models.base import get_cost_model
-    from tacopt.partitioner.pickers import get_picker
-    from tacopt.partitioner.pipeline import GRANULARITIES
-    from tacopt.partitioner.targets import get_target
-
     for devices in study.device_sets:
         where = f"devices {','.join(devices)!r}"
         if not devices or devices == ("",):
@@ -234,8 +234,6 @@ def _no_twice(where: str, values: Sequence[str]) -> None:
 
 def check_models(cases: Iterable[Case]) -> None:
     """Read every ``.tflite`` model of ``cases`` once; a broken one raises, naming its file."""
-    from tacopt.fusion.tflite.reader import read_tflite
-
     seen = set()
     for case in cases:
         if case.item.kind == "tflite" and case.item.source not in seen:

@@ -34,10 +34,14 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, wait
 from typing import Any
 
 from tacopt.benchmarks.zoos import BenchmarkError
+from tacopt.cost_models.base import registered_cost_models
+from tacopt.partitioner.cli import load_module
+from tacopt.partitioner.pickers import picker_names
+from tacopt.partitioner.targets import target_names
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,10 +61,6 @@ class WorkerSetup:
 
 def known_names() -> dict[str, tuple[str, ...]]:
     """Names of the registered pickers, devices and cost models in this process."""
-    from tacopt.cost_models.base import registered_cost_models
-    from tacopt.partitioner.pickers import picker_names
-    from tacopt.partitioner.targets import target_names
-
     return {
         "picker": picker_names(),
         "device": target_names(),
@@ -70,8 +70,6 @@ def known_names() -> dict[str, tuple[str, ...]]:
 
 def prepare(setup: WorkerSetup) -> None:
     """Import what ``setup`` names (``--load`` first); raises a TacoptError naming the module."""
-    from tacopt.partitioner.cli import load_module
-
     for spec in setup.load:
         load_module(spec)
     for name, file in setup.modules:
@@ -161,8 +159,6 @@ def _sigint_ignored() -> Iterator[None]:
 
 def receive(workers: Sequence[Worker]) -> Iterator[tuple[Worker, Any]]:
     """Wait for the next messages of ``workers``; a dead worker's message is ``None``."""
-    from multiprocessing.connection import wait
-
     by_conn = {w.conn: w for w in workers}
     for conn in wait(list(by_conn)):
         worker = by_conn[conn]  # type: ignore[index]

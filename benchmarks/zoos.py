@@ -44,6 +44,8 @@ import numpy as np
 
 from tacopt.errors import TacoptError
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.partitioner.problem.synthetic import layered_dag_problem
 from tacopt.registry import Registry, resolve_spec
 
 #: Folder of the models bundled with the project.
@@ -184,8 +186,6 @@ def load_item(item: ZooItem) -> nx.MultiDiGraph | Any:
     39
     """
     if item.kind == "tflite":
-        from tacopt.fusion.tflite.reader import read_tflite
-
         return read_tflite(item.source)
     if item.kind == "graph":
         return _generator(item, GRAPH_GENERATORS)(item.size)
@@ -469,8 +469,6 @@ def resnet_chain(
 def layered_dag(n_units: int, seed: int) -> Any:
     """A random layered-DAG pick problem
     (``tacopt.partitioner.problem.synthetic.layered_dag_problem``)."""
-    from tacopt.partitioner.problem.synthetic import layered_dag_problem
-
     return layered_dag_problem(n_units, seed=seed)
 
 

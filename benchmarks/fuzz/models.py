@@ -35,6 +35,7 @@ Examples
 from __future__ import annotations
 
 import contextlib
+import datetime
 import functools
 import io
 import os
@@ -49,6 +50,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
+import tacopt.partitioner.pipeline  # noqa: F401 - heavy libraries mapped before _limit_memory
 from tacopt.benchmarks.fuzz.cases import (
     BUNDLED_DIR,
     OBJECT_API_MODELS,
@@ -60,6 +62,9 @@ from tacopt.benchmarks.fuzz.cases import (
     mutants,
     pick_source,
 )
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.partitioner import cli
+from tacopt.partitioner.cli import main
 
 __all__ = [
     "BUNDLED_DIR",
@@ -133,9 +138,6 @@ def run_argv(argv: Sequence[str], out: Path) -> tuple[str, str]:
     another file); ``refused``: exit 2, one stderr line, nothing in ``out``; anything else is a
     failure class of :data:`OUTCOMES`.
     """
-    from tacopt.fusion.tflite.reader import read_tflite
-    from tacopt.partitioner.cli import main
-
     argv = list(argv)
     err = io.StringIO()
     with warnings.catch_warnings(record=True) as caught:
@@ -192,8 +194,6 @@ def run_case(m: Mutant, commands: Sequence[str], workdir: Path) -> list[Outcome]
 
 def _limit_memory(headroom: int) -> None:
     """Cap this process's address space at what it maps now plus ``headroom`` bytes."""
-    import tacopt.partitioner.pipeline  # noqa: F401 - map the heavy libraries before measuring
-
     with open("/proc/self/statm") as f:
         mapped = int(f.read().split()[0]) * resource.getpagesize()
     limit = mapped + headroom
@@ -217,8 +217,6 @@ def _run_chunk(
 def _cache_entry_points() -> None:
     """In a worker only: look the installed entry points up once, not on every command (the CLI
     scans every distribution to build its parser, 60 % of a fast command's time)."""
-    from tacopt.partitioner import cli
-
     if not hasattr(cli.entry_points, "cache_info"):
         cli.entry_points = functools.cache(cli.entry_points)  # type: ignore[assignment]
 
@@ -262,8 +260,6 @@ def run_cases(
 
 def default_seed() -> int:
     """A seed that rotates with the date, so every day's CI run tries new cases."""
-    import datetime
-
     return int(datetime.date.today().strftime("%Y%m%d"))
 
 
