@@ -210,6 +210,46 @@ def test_a_zero_pad_of_h_and_w_before_a_valid_convolution_is_absorbed(
     assert absorbed_reason(G, conv) is None
 
 
+def viewed_net(kind: str = "RESHAPE", *, from_input: bool = False, last: bool = False) -> object:
+    """x -> CONV_2D 1x1 -> view (RESHAPE / EXPAND_DIMS / SQUEEZE and back) -> ADD x -> y
+
+    ``from_input``: the view reads the graph input; ``last``: the view's output is the
+    graph's output (no reader)."""
+    b = GraphBuilder()
+    x = b.input("x", (1, 8, 8, 4))
+    y = x if from_input else b.op("CONV_2D", x, np.ones((4, 1, 1, 4)), np.zeros(4))
+    if kind == "RESHAPE":
+        v = b.op("RESHAPE", y, np.array([1, 64, 4], np.int32))
+        back = b.op("RESHAPE", v, np.array([1, 8, 8, 4], np.int32))
+    else:
+        v = b.op("EXPAND_DIMS", y, np.array(0, np.int32), shape=(1, 1, 8, 8, 4))
+        back = b.op("SQUEEZE", v, squeeze_dims=[0], shape=(1, 8, 8, 4))
+    return b.build(outputs=[back if last else b.op("ADD", back, x)])
+
+
+@pytest.mark.parametrize(
+    "case, elided",
+    [
+        ({}, [True, True]),
+        ({"kind": "EXPAND_DIMS"}, [True, True]),
+        ({"from_input": True}, [False, True]),  # the first reads the graph input
+        ({"last": True}, [True, False]),  # the second is the graph output
+    ],
+)
+def test_a_view_between_ops_xnnpack_runs_costs_nothing_in_the_model(
+    case: dict, elided: list[bool]
+) -> None:
+    from tacopt.cost_models.learned.fitting.model import default_learned_model
+    from tacopt.cost_models.learned.measurement.singleop import VIEW_KINDS, absorbed_reason
+
+    G = viewed_net(**case)
+    views = [n for n, op in ops_of(G) if op.kind in VIEW_KINDS]
+    assert [absorbed_reason(G, n) is not None for n in views] == elided
+    model = default_learned_model()
+    costs = [model.op_cost(G, n, "CPU", "FLOAT") for n in views]
+    assert [c == 0.0 for c in costs] == elided
+
+
 def test_an_absorbed_pad_costs_nothing_in_a_model_under_xnnpack_only(tmp_path: Path) -> None:
     """``measure`` lists the PAD under the model record's ``absorbed`` (and still measures it
     alone); the learned model prices it at zero inside the model, and in the whole-model

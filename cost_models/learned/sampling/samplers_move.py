@@ -363,7 +363,8 @@ def _select_v2(rng: Rng) -> nx.MultiDiGraph:
     cond = shape if rng.random() < 0.6 else (*shape[:-1], 1)
     b = GraphBuilder("select_v2")
     c = b.input("c", cond, dtype="bool")
-    y = b.op("SELECT_V2", c, b.input("x", shape), b.input("y", shape), shape=shape)
+    x, other = b.input("x", shape), b.input("y", shape)
+    y = b.op("SELECT_V2", c, x, other, shape=shape, dtype="float32")  # not the condition's bool
     return finish(b, y)
 
 
