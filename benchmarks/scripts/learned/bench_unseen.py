@@ -1,7 +1,9 @@
 """The learned model on models it has never seen: trained only on the sweep, tested on the zoo.
 
-    python -m tacopt.benchmarks bench_unseen --train benchmarks/results/learned_v4/sweep.jsonl \\
-        --test benchmarks/results/learned_v4/zoo_1.jsonl zoo_2.jsonl ... [--model-out M.json]
+    tacopt measure --sweep --out sweep.jsonl
+    tacopt measure ../shared/zoo --out zoo_1.jsonl      # and again later: zoo_2.jsonl, ...
+    python -m tacopt.benchmarks bench_unseen --train sweep.jsonl \\
+        --test zoo_1.jsonl zoo_2.jsonl ... [--model-out M.json]
 
 Training set: the sweep (``tacopt measure --sweep``: single ops sampled over each kind's
 configuration space from a generic prior, never read from the zoo), so every shared-zoo model is
