@@ -358,7 +358,7 @@ def check_records(
 def _check_op_record(f: _Fields, r: Mapping[str, Any]) -> None:
     """The fields an op record holds, each checked when present (a test's record may hold a
     few): names are strings, tensors ``[shape, dtype, ...]``, times finite and not negative."""
-    for key in ("kind", "inference_type"):
+    for key in ("kind", "inference_type", "priced_by"):  # priced_by: a custom op's rule
         if r.get(key) is not None:
             f.string(r[key], key)
     for side in ("inputs", "outputs"):
