@@ -370,7 +370,9 @@ def _check_op_record(f: _Fields, r: Mapping[str, Any]) -> None:
 
 
 def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
-    if "latency_us" in r and (r["latency_us"] is not None or "skipped" not in r):
+    # None: a model the runtime could not run whole (``untimed`` says why)
+    untimed = "skipped" in r or "untimed" in r
+    if "latency_us" in r and (r["latency_us"] is not None or not untimed):
         f.number(r["latency_us"], "latency_us", low=0)
     _check_times(f, r)
 
