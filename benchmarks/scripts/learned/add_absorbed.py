@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tacopt.cost_models.learned.measurement.records import read_records, write_record
 from tacopt.cost_models.learned.measurement.singleop import absorbed_ops, priced_graph
+from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.io import atomic_write
 
 
@@ -29,7 +30,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--zoo", type=Path, required=True, help="folder of the models' .tflite files")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args(argv)
-    from tacopt.fusion.tflite.reader import read_tflite
 
     records = read_records(args.records)
     added = 0

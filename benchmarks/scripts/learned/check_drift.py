@@ -20,6 +20,7 @@ learned model does), by latency band, and the median speed ratio of the two runs
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
 import os
 import statistics
 import sys
@@ -51,8 +52,6 @@ def _stream(stop: Any) -> None:
 
 
 def measure(out: Path, every: int, background: bool = False) -> int:
-    import multiprocessing as mp
-
     models = sorted(ZOO.glob("*.tflite"))[::every]
     if not models:
         print(f"no models in {ZOO}", file=sys.stderr)

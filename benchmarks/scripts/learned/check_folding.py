@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from tacopt.benchmarks.scripts.zoo.zoo_variants import csr_last_dim
 from tacopt.cost_models.learned.measurement.timing import MeasureConfig, time_model
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph
 from tacopt.fusion.ir.records import Quantization
@@ -53,8 +54,6 @@ def _case(n: int, kind: str) -> bytes:
         ops = [Op("k", "DEQUANTIZE", (const("q", (f32 * 20).astype(np.int8), quantization=q),),
                   ("c",))]  # fmt: skip
     elif kind == "DENSIFY":
-        from tacopt.benchmarks.scripts.zoo.zoo_variants import csr_last_dim
-
         keep = n // 2
         idx = np.concatenate([np.sort(rng.choice(n, keep, replace=False)) for _ in range(n)])
         seg = np.arange(n + 1, dtype=np.int32) * keep

@@ -40,7 +40,17 @@ import numpy as np
 
 from tacopt.cost_models.learned.measurement.measure import measure_models
 from tacopt.cost_models.learned.measurement.records import gate_summary, read_records
-from tacopt.cost_models.learned.measurement.timing import MeasureConfig
+from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
+from tacopt.cost_models.learned.measurement.singleop import (
+    cut_op,
+    fill_constants,
+    model_ops,
+    op_features,
+    op_key,
+)
+from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, Timer, time_models
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.writer import serialize_tflite
 
 ROOT = Path(__file__).resolve().parents[3]
 ZOO = ROOT.parent / "shared" / "zoo"
@@ -58,18 +68,6 @@ def agreement(a: dict[str, dict], b: dict[str, dict], stat: str) -> tuple[int, f
 
 
 def check_retype() -> int:
-    from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
-    from tacopt.cost_models.learned.measurement.singleop import (
-        cut_op,
-        fill_constants,
-        model_ops,
-        op_features,
-        op_key,
-    )
-    from tacopt.cost_models.learned.measurement.timing import time_models
-    from tacopt.fusion.tflite.reader import read_tflite
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
     train = sorted(p.stem for p in ZOO.glob("*.tflite"))[0::2]  # bench_learned.py's split
     pairs: list[bytes] = []
     labels: list[str] = []
@@ -115,11 +113,6 @@ def check_episodes(seconds: float) -> int:
     """Alternate probe reads and one sample of one of 300+ single ops (every 7th op of the first
     12 zoo models) for ``seconds``; print how much slower ops run when the probe shows a slow
     episode, by latency band, and the share of time in slow episodes."""
-    from tacopt.cost_models.learned.measurement.singleop import cut_op, fill_constants, model_ops
-    from tacopt.cost_models.learned.measurement.timing import Gate, Timer
-    from tacopt.fusion.tflite.reader import read_tflite
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
     cfg = MeasureConfig()
     singles = []
     for path in sorted(ZOO.glob("*.tflite"))[:12]:

@@ -34,6 +34,7 @@ from tacopt.partitioner.cli.pick import contest_time_limit
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.pickers import get_picker, pick, picker_options
 from tacopt.partitioner.plan import NoPlanError, validate_plan
+from tacopt.partitioner.problem import index_problem
 from tacopt.partitioner.problem.contest import IopddlError, load_iopddl
 
 #: Lowest valid score of the contest's final results, and XLA's (the contest's XLA row).
@@ -159,8 +160,6 @@ def report(records: Sequence[dict[str, Any]]) -> str:
 
 def read_times(folder: str | os.PathLike[str], runs: int) -> list[dict[str, Any]]:
     """Seconds to read each instance (``load_iopddl``) and to index it, over ``runs`` runs."""
-    from tacopt.partitioner.problem import index_problem
-
     rows = []
     for path in instances(folder):
         load, index = [], []

@@ -10,14 +10,14 @@ import statistics
 import time
 from pathlib import Path
 
+from tacopt.fusion.fuse import fuse
+from tacopt.fusion.tflite.reader import read_tflite
+
 ZOO = Path(__file__).resolve().parents[4] / "shared" / "zoo"
 DEFAULT_MODEL = ZOO / "keras__text_gru_unrolled_float32.tflite"
 
 
 def time_fuse(path: Path, runs: int) -> tuple[list[float], dict]:
-    from tacopt.fusion.fuse import fuse
-    from tacopt.fusion.tflite.reader import read_tflite
-
     G = read_tflite(path)
     walls, result = [], None
     for _ in range(runs):

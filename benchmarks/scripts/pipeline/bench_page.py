@@ -27,14 +27,19 @@ import tempfile
 import time
 from pathlib import Path
 
+from tacopt.benchmarks.zoos import BenchmarkError, resolve_zoo
+from tacopt.cost_models.base import get_cost_model
+from tacopt.fusion.ir import Op, Tensor, make_graph
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.partitioner.page import compare_plans, page_data, render_page
+from tacopt.partitioner.pipeline import partition
+
 DEFAULT_MODELS = ("keras__nasnet_mobile_int8.tflite", "keras__text_gru_unrolled_float32.tflite")
 BUDGET_S = 2.0
 
 
 def synthetic_graph(n_ops: int, *, width: int = 6, seed: int = 0):
     """A layered model of ``n_ops`` float ops: each reads one or two ops of the layers above."""
-    from tacopt.fusion.ir import Op, Tensor, make_graph
-
     rng = random.Random(seed)
     kinds = ("ADD", "MUL", "RELU", "TANH", "LOGISTIC", "SUB", "FLOOR", "ABS")
     shape = (1, 8, 8, 16)
@@ -56,10 +61,6 @@ def synthetic_graph(n_ops: int, *, width: int = 6, seed: int = 0):
 
 def build_page(G, devices: str, granularity: str) -> tuple[str, float, int]:
     """The page's HTML, the seconds to build it (partition included), and its op count."""
-    from tacopt.cost_models.base import get_cost_model
-    from tacopt.partitioner.page import compare_plans, page_data, render_page
-    from tacopt.partitioner.pipeline import partition
-
     start = time.perf_counter()
     model = get_cost_model("tac")
     result = partition(G, devices, granularity=granularity, cost_model=model)
@@ -122,8 +123,6 @@ def main() -> int:
     executable = next(filter(None, map(shutil.which, ("chromium", "chromium-browser"))), None)
     if executable is None:
         parser.error("chromium is not installed (apt-get install chromium)")
-    from tacopt.benchmarks.zoos import BenchmarkError, resolve_zoo
-    from tacopt.fusion.tflite.reader import read_tflite
 
     graphs = [(m.name, read_tflite(m)) for m in args.models]
     if not args.models:

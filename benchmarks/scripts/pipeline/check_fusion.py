@@ -17,23 +17,23 @@ import sys
 import time
 from pathlib import Path
 
+from tacopt.errors import TacoptError
+from tacopt.fusion.fuse import fuse, op_histogram
+from tacopt.fusion.ir import validate_graph
+from tacopt.fusion.tflite.litert import (
+    check_fused_regions,
+    output_mismatches,
+    random_inputs,
+    run_graph,
+)
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.rehydrate import rehydrate
+from tacopt.fusion.unfuse import unfuse
+
 ZOO = Path(__file__).resolve().parents[4] / "shared" / "zoo"
 
 
 def check_model(path: Path, numerics: bool) -> tuple[str, str]:
-    from tacopt.errors import TacoptError
-    from tacopt.fusion.fuse import fuse, op_histogram
-    from tacopt.fusion.ir import validate_graph
-    from tacopt.fusion.tflite.litert import (
-        check_fused_regions,
-        output_mismatches,
-        random_inputs,
-        run_graph,
-    )
-    from tacopt.fusion.tflite.reader import read_tflite
-    from tacopt.fusion.tflite.rehydrate import rehydrate
-    from tacopt.fusion.unfuse import unfuse
-
     G = read_tflite(path)
     U = unfuse(G)
     FU = fuse(U).graph

@@ -43,12 +43,23 @@ import math
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from tacopt.fusion.ir import validate_graph
+from tacopt.fusion.tflite.litert import random_inputs
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.rehydrate import rehydrate
+from tacopt.fusion.tflite.writer import serialize_tflite
+from tacopt.partitioner.apply import apply_plan, chosen_views
+from tacopt.partitioner.export import export_tflite
+from tacopt.partitioner.pipeline import partition
+from tacopt.partitioner.plan import validate_plan
 
 ZOO = Path(__file__).resolve().parents[4] / "shared" / "zoo"
 DEVICE_SETS = ("GPU,CPU", "NNAPI,CPU", "GPU,NNAPI,CPU")
@@ -96,8 +107,6 @@ def run_litert(model: bytes, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 def run_litert_all(model: bytes, inputs: Sequence[np.ndarray]) -> dict[str, np.ndarray]:
     """Every tensor of ``model``'s main graph after a run, by name (for local checks)."""
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "preserve_all_tensors is for debugging"
         interp = _interpreter(model, inputs, experimental_preserve_all_tensors=True)
@@ -158,8 +167,6 @@ def reference_assignment(views: Sequence[Any]) -> dict[str, tuple[str, str]]:
 def local_error(view: Any, values: Mapping[str, np.ndarray]) -> float:
     """A lowered view run alone on the reference's values at its inputs, against the
     reference's values at its outputs (one step for quantized outputs)."""
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
     H = view.graph
     if any(t not in values for t in (*H.graph["inputs"], *H.graph["outputs"])):
         return math.inf
@@ -190,16 +197,6 @@ def rounding_steps(H: Any, out: str) -> float:
 
 def check_model(path: Path, devices: str, granularity: str, *, seed: int = 0) -> Check:
     """Partition, export and compare one model (see the module docstring)."""
-    from tacopt.fusion.ir import validate_graph
-    from tacopt.fusion.tflite.litert import random_inputs
-    from tacopt.fusion.tflite.reader import read_tflite
-    from tacopt.fusion.tflite.rehydrate import rehydrate
-    from tacopt.fusion.tflite.writer import serialize_tflite
-    from tacopt.partitioner.apply import apply_plan, chosen_views
-    from tacopt.partitioner.export import export_tflite
-    from tacopt.partitioner.pipeline import partition
-    from tacopt.partitioner.plan import validate_plan
-
     start = time.perf_counter()
     G = rehydrate(read_tflite(path), seed=seed)
     result = partition(G, devices, granularity=granularity, time_limit_s=20)

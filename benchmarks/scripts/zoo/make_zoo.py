@@ -24,6 +24,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from tacopt.fusion.ir import all_graphs, ops_of
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.rehydrate import strip_weights
+from tacopt.fusion.tflite.writer import write_tflite
+
 #: name -> (builder expression run in the worker, input kind). Image models take 224x224x3.
 ARCHITECTURES: dict[str, str] = {
     "mobilenet_v2": "keras.applications.MobileNetV2(weights=None, input_shape=(224, 224, 3))",
@@ -89,11 +94,6 @@ def convert(name: str, mode: str, out_dir: Path, seed: int, timeout_s: float) ->
 
 def structure_only(source: Path, target: Path) -> dict[str, Any]:
     """Write the structure-only copy of ``source`` to ``target``; return its MANIFEST row."""
-    from tacopt.fusion.ir import all_graphs, ops_of
-    from tacopt.fusion.tflite.reader import read_tflite
-    from tacopt.fusion.tflite.rehydrate import strip_weights
-    from tacopt.fusion.tflite.writer import write_tflite
-
     G = strip_weights(read_tflite(source))
     write_tflite(G, target)
     data = target.read_bytes()

@@ -40,6 +40,9 @@ import networkx as nx
 import numpy as np
 
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, ops_of
+from tacopt.fusion.tflite import schema
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.writer import write_tflite
 
 #: The name suffixes of the variants (``<stem>_fp16``, ``<stem>_sparse``): a variant of a model
 #: belongs to that model's half of the zoo (``bench_learn``).
@@ -146,8 +149,6 @@ def csr_last_dim(
     last one CSR over the flattened rows."""
     import ai_edge_litert.schema_py_generated as fb
 
-    from tacopt.fusion.tflite import schema
-
     dims = []
     for size in shape[:-1]:
         d = fb.DimensionMetadataT()
@@ -165,9 +166,6 @@ def csr_last_dim(
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tacopt.fusion.tflite.reader import read_tflite
-    from tacopt.fusion.tflite.writer import write_tflite
-
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path, help="folder for the variants")
     ap.add_argument("models", nargs="+", type=Path, help=".tflite float models")
