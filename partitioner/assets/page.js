@@ -30,7 +30,8 @@
   // ---- per plan: each op's view, and how it differs from the first plan's -----------------
   // An op differs by device (it moved), by inference type on the same device (int8 instead of
   // float), or only by its view (another variant on the same device and type). The highlight
-  // and the counts keep the kinds apart; an op takes the strongest kind over the plans.
+  // and the header's counts keep the kinds apart and compare one plan with the first: the plan
+  // shown, or the second while the first is shown, so they agree with that plan's table row.
   const viewOf = (p, unit) => D.units[unit].views[D.plans[p].choice[unit]];
   const opView = D.plans.map((_, p) => D.ops.map((op) => viewOf(p, op.unit)));
   const opDevice = opView.map((views) => views.map((v) => v.device));
@@ -40,14 +41,13 @@
     return a.device !== b.device ? MOVED : a.type !== b.type ? RETYPED : a !== b ? REVIEWED : 0;
   };
   const diffKind = new Uint8Array(D.ops.length);
-  D.ops.forEach((_, i) => {
-    for (let p = 1; p < D.plans.length; p++) {
-      const c = change(p, i);
-      if (c && (!diffKind[i] || c < diffKind[i])) diffKind[i] = c;
-    }
-  });
+  let diffOps = [], retypedOps = [], reviewedOps = [];
   const opsOf = (kind) => D.ops.map((_, i) => i).filter((i) => diffKind[i] === kind);
-  const diffOps = opsOf(MOVED), retypedOps = opsOf(RETYPED), reviewedOps = opsOf(REVIEWED);
+  function compareWith(p) {
+    D.ops.forEach((_, i) => { diffKind[i] = change(p, i); });
+    diffOps = opsOf(MOVED); retypedOps = opsOf(RETYPED); reviewedOps = opsOf(REVIEWED);
+  }
+  const anyReviewed = D.plans.some((_, p) => D.ops.some((_, i) => change(p, i) === REVIEWED));
   const DIFF_CLASS = ["", " diff", " retyped", " reviewed"];
 
   // ---- static drawing: units, edges, ops (one innerHTML each) ------------------------------
@@ -90,6 +90,14 @@
   // ---- one plan: colours, marked edges, counts, memory -------------------------------------
   function showPlan(p) {
     state.plan = p;
+    if (D.plans.length > 1) {
+      const q = p > 0 ? p : 1;
+      compareWith(q);
+      $("diff-vs").textContent = `${D.plans[0].picker} and ${D.plans[q].picker}`;
+      $("n-diff").textContent = diffOps.length;
+      $("n-retyped").textContent = retypedOps.length;
+      $("n-reviewed").textContent = reviewedOps.length;
+    }
     const devs = opDevice[p];
     opEls.forEach((el, i) => { el.setAttribute("class", opClass(i)); });
     const marks = [];
@@ -151,7 +159,6 @@
     $("picker-bar").innerHTML = D.plans.map((pl, i) =>
       `<button type="button" role="tab" data-plan="${i}" data-picker="${esc(pl.picker)}">${esc(pl.picker)}</button>`).join("");
     const ref = D.plans[0];
-    const anyReviewed = reviewedOps.length > 0;
     const rows = D.plans.map((pl, p) => {
       const d = pl.objective - ref.objective;
       const pct = ref.objective ? (100 * d / ref.objective) : 0;
@@ -181,9 +188,6 @@
       (D.units.some((u) => u.ops.length > 1) ? `<span class="legend-item"><svg width="22" height="12"><rect x="1" y="1" width="20" height="10" class="unit"></rect></svg> unit</span>` : "");
     if (D.plans.length > 1) {
       $("diff-label").hidden = false;
-      $("n-diff").textContent = diffOps.length;
-      $("n-retyped").textContent = retypedOps.length;
-      $("n-reviewed").textContent = reviewedOps.length;
       $("reviewed-note").hidden = !anyReviewed;
     }
   }
@@ -282,13 +286,15 @@
     viewport.setAttribute("transform", `translate(${state.x},${state.y}) scale(${state.k})`);
     svg.classList.toggle("far", state.k < 0.4);
   }
-  function fit() {
+  // The "fit" button: the whole graph, width and height. At load (whole false): the width,
+  // never so small that the kinds cannot be read (zoom out, or fit, for more).
+  function fit(whole) {
     const r = svg.getBoundingClientRect();
     const [w, h] = D.size;
-    // the whole width, but never so small that the kinds cannot be read (zoom out for more)
-    state.k = Math.max(0.45, Math.min(1, (r.width - 20) / Math.max(w, 1)));
-    state.x = Math.max((r.width - w * state.k) / 2, r.width / 2 - w * state.k / 2);
-    state.y = 10;
+    const kw = (r.width - 20) / Math.max(w, 1), kh = (r.height - 20) / Math.max(h, 1);
+    state.k = whole ? Math.min(1, kw, kh) : Math.max(0.45, Math.min(1, kw));
+    state.x = (r.width - w * state.k) / 2;
+    state.y = whole ? Math.max(10, (r.height - h * state.k) / 2) : 10;
     apply();
   }
   function zoomAt(f, cx, cy) {
@@ -316,10 +322,19 @@
   }
 
   function wire() {
+    // The wheel scrolls (shift+wheel sideways); ctrl+wheel, and a trackpad's pinch, zoom.
     svg.addEventListener("wheel", (e) => {
       e.preventDefault();
       const r = svg.getBoundingClientRect();
-      zoomAt(Math.exp(-e.deltaY * 0.0015), e.clientX - r.left, e.clientY - r.top);
+      if (e.ctrlKey || e.metaKey) {
+        zoomAt(Math.exp(-e.deltaY * 0.0015), e.clientX - r.left, e.clientY - r.top);
+        return;
+      }
+      const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? r.height : 1;  // lines, pages
+      const sideways = e.shiftKey && !e.deltaX;
+      state.x -= (sideways ? e.deltaY : e.deltaX) * unit;
+      state.y -= (sideways ? 0 : e.deltaY) * unit;
+      apply();
     }, { passive: false });
     let drag = null;
     svg.addEventListener("pointerdown", (e) => {
@@ -363,7 +378,7 @@
       const i = state.hits[state.hit];
       centerOn(i); showOp(i);
     });
-    $("fit").addEventListener("click", fit);
+    $("fit").addEventListener("click", () => fit(true));
     $("zoom-in").addEventListener("click", () => { const r = svg.getBoundingClientRect(); zoomAt(1.4, r.width / 2, r.height / 2); });
     $("zoom-out").addEventListener("click", () => { const r = svg.getBoundingClientRect(); zoomAt(1 / 1.4, r.width / 2, r.height / 2); });
   }
@@ -375,7 +390,7 @@
   ioEdgeEls = Array.from($("io-edges").children);
   wire();
   showPlan(0);
-  fit();
+  fit(false);
   // For tests and the load benchmark: which ops differ, and when the page was drawn.
   const names = (list) => list.map((i) => D.ops[i].name);
   window.tacoptPage = { data: D, diffOps: () => names(diffOps), retypedOps: () => names(retypedOps),

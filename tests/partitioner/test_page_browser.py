@@ -333,3 +333,48 @@ def test_pages_of_hostile_names_run_no_script_and_draw_every_op(browser, tmp_pat
     data = page.evaluate("() => tacoptPage.data")
     assert page_problems(html, data) == []
     page.close()
+
+
+def test_header_counts_follow_the_shown_plans_row(browser, bundled_models, tmp_path):
+    """Issue 46: with three plans the header counted ops moved in any plan (2) while the tac
+    row said 1; the header now compares the shown plan (or the second) with the first."""
+    model = bundled_models[MOBILENET_INT8]
+    args = ("GPU,NNAPI,CPU", "--granularity", "op", "--compare", "exact,tac,first-fit")
+    _write_page(model, tmp_path / "three.html", *args)
+    page = Page(browser, tmp_path / "three.html")
+    assert page.errors == []
+    for picker in ("tac", "first-fit", "exact"):
+        page.page.click(f"#picker-bar button[data-picker='{picker}']")
+        row = "tac" if picker == "exact" else picker  # the first plan shown: the second's row
+        assert page.text("#n-diff") == page.text(f"#plans-table tr[data-picker='{row}'] .differ")
+        assert page.text("#diff-vs") == f"exact and {row}"
+
+
+def test_fit_shows_the_whole_graph_and_the_wheel_scrolls(browser, zoo_dir, tmp_path):
+    """Issue 46: "fit" fitted the width only, and the wheel zoomed instead of scrolling."""
+    out = tmp_path / "nasnet.html"
+    model = zoo_dir / "keras__nasnet_mobile_int8.tflite"
+    assert main(["partition", str(model), "--devices", "GPU,CPU", "--granularity", "op",
+                 "--html", str(out)]) == 0  # fmt: skip
+    page = Page(browser, out, width=1200, height=800)
+    transform = "() => document.getElementById('viewport').getAttribute('transform')"
+
+    def scale_and_y() -> tuple[float, float]:
+        t = page.page.evaluate(transform)
+        return float(t.split("scale(")[1].rstrip(")")), float(t.split(",")[1].split(")")[0])
+
+    k0, y0 = scale_and_y()
+    box = page.page.locator("#graph").bounding_box()
+    page.page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.page.mouse.wheel(0, 300)
+    k1, y1 = scale_and_y()
+    assert k1 == k0 and y1 < y0  # scrolled down, not zoomed
+    page.page.keyboard.down("Control")
+    page.page.mouse.wheel(0, 300)
+    page.page.keyboard.up("Control")
+    assert scale_and_y()[0] < k1  # ctrl+wheel zooms out
+    page.page.click("#fit")
+    k, _ = scale_and_y()
+    height = page.page.evaluate("tacoptPage.data.size[1]")
+    assert height * k <= box["height"]  # the whole height is in view
+    assert page.errors == []
