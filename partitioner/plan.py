@@ -36,7 +36,13 @@ import numpy as np
 
 from tacopt.partitioner.errors import PickerError, PlanError
 from tacopt.partitioner.memory import first_overflow, peak_memory
-from tacopt.partitioner.problem import Choice, PickProblem, ProblemIndex, index_problem
+from tacopt.partitioner.problem import (
+    MAX_TOTAL,
+    Choice,
+    PickProblem,
+    ProblemIndex,
+    index_problem,
+)
 
 STATUSES = ("OPTIMAL", "FEASIBLE", "HEURISTIC", "INFEASIBLE", "UNKNOWN")
 
@@ -79,7 +85,9 @@ class Plan:
     ``gap``), or HEURISTIC (no bound: ``bound`` and ``gap`` are None). ``params`` records every
     knob that shaped the answer (seed, time limit, backend, versions). ``cost_unit`` is the
     problem's (``"us"``, ``"tac"``, ...). ``peak_memory`` is each device's peak in bytes and
-    ``capacity`` the problem's capacities (devices without one are unlimited).
+    ``capacity`` the problem's capacities (devices without one are unlimited). A plan that
+    breaks the problem's rules (:func:`infeasibility`) has status INFEASIBLE and ``reason`` says
+    what it breaks (:func:`~tacopt.partitioner.pickers.pick` marks every picker's so).
 
     ``repr`` is one line and ``str`` (and a notebook's display) a short block: picker, status,
     objective with its unit, bound and gap when known, the breakdown and the units per device.
@@ -114,6 +122,7 @@ class Plan:
     cost_unit: str = "cost"
     peak_memory: Mapping[str, float] = field(default_factory=dict)
     capacity: Mapping[str, float] = field(default_factory=dict)
+    reason: str = ""  # why the status, when INFEASIBLE: what the plan breaks (infeasibility)
 
     @property
     def fits(self) -> bool:
@@ -137,6 +146,7 @@ class Plan:
         rows += [("pairwise", b.pairwise)] if b.pairwise else []
         width = max(len(_num(value)) for _, value in rows)
         lines = [f"{self.picker}: {self.status}, {', '.join(head)} ({self.seconds:.3g} s)"]
+        lines += [f"  {'why':<9} {self.reason}"] if self.reason else []
         lines += [f"  {name:<9} {_num(value):>{width}} {unit}" for name, value in rows]
         lines.append(f"  {'units':<9} {self._units_per_device()}")
         if self.capacity:
@@ -194,6 +204,7 @@ class Plan:
                 cost_unit=str(data.get("cost_unit", "cost")),
                 peak_memory={str(d): float(v) for d, v in data.get("peak_memory", {}).items()},
                 capacity={str(d): float(v) for d, v in data.get("capacity", {}).items()},
+                reason=str(data.get("reason", "")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PlanError(f"not a plan: {type(exc).__name__}: {exc}") from None
@@ -224,6 +235,7 @@ class Plan:
             "fits": self.fits,
             "seconds": self.seconds,
             "params": dict(self.params),
+            **({"reason": self.reason} if self.reason else {}),
         }
 
 
@@ -441,8 +453,8 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
 
     Every unit must get one of its own choices (with that choice's cost), no unknown unit may
     appear, the reported breakdown and objective must match :func:`evaluate`, a reported
-    bound may not exceed the objective, and no device may hold more than its capacity at any
-    step (the message names the device, the step and the bytes).
+    bound may not exceed the objective, and the plan must keep the problem's rules
+    (:func:`infeasibility`: no device over its capacity at any step, no forbidden cost).
 
     Examples
     --------
@@ -470,10 +482,9 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
     except PlanError as exc:
         raise PlanError(f"{who}: {exc}") from None
     actual = evaluate_index(index, chosen)
-    if index.has_memory:
-        overflow = first_overflow(index, chosen)
-        if overflow is not None:
-            raise PlanError(f"{who}: does not fit: {overflow}")
+    broken = infeasibility_of(problem, index, chosen)
+    if broken is not None:
+        raise PlanError(f"{who}: {broken}")
     for name in ("compute", "transfer", "quant", "pairwise"):
         got, want = getattr(plan.breakdown, name), getattr(actual, name)
         if not math.isclose(got, want, rel_tol=rel_tol, abs_tol=rel_tol):
@@ -484,3 +495,50 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
         )
     if plan.bound is not None and plan.bound > plan.objective * (1 + rel_tol) + rel_tol:
         raise PlanError(f"{who}: bound {plan.bound} exceeds objective {plan.objective}")
+
+
+def infeasibility(problem: PickProblem, plan: Plan) -> str | None:
+    """Why ``plan`` is not a solution of ``problem`` (one line), or None when it is one.
+
+    A plan breaks the problem's rules when a device holds more than its capacity at some step
+    (the message names the device, the step and the bytes) or when it pays a *forbidden* cost:
+    from :data:`~tacopt.partitioner.problem.MAX_TOTAL` (10^18) on, an IOPDDL contest's
+    infinity (the message names the units). The one check of every picker's answer:
+    :func:`validate_plan` raises with it, :func:`~tacopt.partitioner.pickers.pick` marks the
+    plan INFEASIBLE with it.
+
+    Examples
+    --------
+    >>> from tacopt.partitioner.problem import Link, Pairwise, Unit
+    >>> a = (Choice("CPU", "FLOAT", 1.0), Choice("GPU", "FLOAT", 2.0))
+    >>> p = PickProblem((Unit("a", a), Unit("b", a)), (), Link(0.0, 0.0), 0.0,
+    ...                 pairwise=(Pairwise("a", "b", ((1e18, 0.0), (0.0, 0.0))),))
+    >>> plan = plan_from_choices(p, index_problem(p), np.array([0, 2]), picker="manual",
+    ...                          status="HEURISTIC", started=time.perf_counter())
+    >>> infeasibility(p, plan)
+    "a forbidden pair (cost >= 1e+18): units 'a' and 'b'"
+    """
+    index = index_problem(problem)
+    return infeasibility_of(problem, index, choice_indices(problem, index, plan.assignment))
+
+
+def infeasibility_of(problem: PickProblem, index: ProblemIndex, chosen: np.ndarray) -> str | None:
+    """:func:`infeasibility` on global choice indices (``chosen[u]`` for unit ``u``)."""
+    chosen = np.asarray(chosen, dtype=np.int64).reshape(-1)
+    if index.has_memory:
+        overflow = first_overflow(index, chosen)
+        if overflow is not None:
+            return f"does not fit: {overflow}"
+    names = [unit.name for unit in problem.units]
+    units = np.flatnonzero(index.choice_cost[chosen] >= MAX_TOTAL)
+    if len(units):
+        more = f" (and {len(units) - 1} more)" if len(units) > 1 else ""
+        return f"a forbidden choice (cost >= {MAX_TOTAL:g}): unit {names[units[0]]!r}{more}"
+    if len(index.pair_a):
+        pairs = np.flatnonzero(index.pair_cost[_pair_entries(index, chosen.reshape(1, -1))[0]]
+                               >= MAX_TOTAL)  # fmt: skip
+        if len(pairs):
+            a, b = names[index.pair_a[pairs[0]]], names[index.pair_b[pairs[0]]]
+            more = f" (and {len(pairs) - 1} more)" if len(pairs) > 1 else ""
+            return f"a forbidden pair (cost >= {MAX_TOTAL:g}): units {a!r} and {b!r}{more}"
+    return None

@@ -12,7 +12,12 @@ An IOPDDL contest file (``.json`` or ``.json.gz``, recognised by its content) re
 same pick problem (:mod:`tacopt.partitioner.problem.contest`) and every picker runs on it; its
 time limit defaults to the contest's (A 60 s, B 60 s, G 120 s, M 180 s, S 240 s; else 60 s), and
 ``--solution`` writes the contest's format (each unit's choice index) of the plan (with
-``--compare``, the cheapest one that fits).
+``--compare``, the cheapest one that keeps the rules), and says so in one line; ``--units``
+lists each unit's device and type.
+
+Every picker's plan is checked the same way (:func:`tacopt.partitioner.pickers.pick`, by
+:func:`tacopt.partitioner.plan.infeasibility`): one over a capacity or with a forbidden cost
+(10^18, the contest's infinity) shows as INFEASIBLE, and a line under the table says why.
 
 The time limit counts from the start of the process: starting Python and reading the problem
 come off each picker's budget.
@@ -59,6 +64,7 @@ class PickOptions:
     plan: Path | None
     load: tuple[str, ...] = ()
     solution: Path | None = None
+    units: bool = False
 
 
 def register(subparsers: Any) -> None:
@@ -86,6 +92,9 @@ def register(subparsers: Any) -> None:
         type=output_file,
         metavar="OUT.json",
         help="contest problems: write the solution in the contest's format (strategy indices)",
+    )
+    parser.add_argument(
+        "--units", action="store_true", help="one picker: also print each unit's device/type"
     )
     add_load_option(parser, registers="pickers")
 
@@ -177,7 +186,8 @@ def run_pick(options: PickOptions) -> int:
             try:
                 plan = pick(problem, name, **per_picker[name])
                 records.append(plan.to_dict())
-                if plan.fits and (best is None or plan.objective < best.objective):
+                valid = plan.status != "INFEASIBLE"  # checked by pick: capacity, forbidden costs
+                if valid and (best is None or plan.objective < best.objective):
                     best = plan
             except NoPlanError as exc:
                 if not options.compare:
@@ -196,19 +206,26 @@ def run_pick(options: PickOptions) -> int:
         else:
             # Unit and picker names come from the problem file: shown escaped.
             print(printable(_table(records), keep_newlines=True))
-            if not options.compare:
+            if not options.compare and options.units:
                 print(printable(_assignment(records[0]), keep_newlines=True))
             print(_units_line(problem.cost_unit))
         if failed and len(failed) == len(records):
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
             raise PickerError(f"no picker gave a plan: {failed[0]}{more}; nothing written")
+        wrote = []
         if options.plan is not None:
             out.write(options.plan, json.dumps(payload, indent=1) + "\n")
+            wrote.append(f"wrote the plan{'s' if options.compare else ''} to {options.plan}")
         if options.solution is not None:
             if best is None:
-                raise PickerError("--solution: no plan within the capacities; nothing written")
+                raise PickerError("--solution: no plan keeps the problem's rules (capacity,"
+                                  " forbidden costs); nothing written")  # fmt: skip
             out.write(options.solution,
                       solution_json(solution_indices(problem, best.assignment)))  # fmt: skip
+            wrote.append(f"wrote {best.picker}'s solution ({len(problem.units)} strategy"
+                         f" indices) to {options.solution}")  # fmt: skip
+    for line in wrote:  # after all_or_nothing has put every file in place
+        print(f"tacopt pick: {line}", file=sys.stderr if options.json else sys.stdout)
     if failed:  # as `tacopt bench` warns of failed records
         print(f"tacopt pick: warning: {len(failed)} of {len(records)} pickers gave no plan "
               "(ERROR); the table says why", file=sys.stderr)  # fmt: skip
@@ -317,6 +334,8 @@ def _table(records: Sequence[dict[str, Any]]) -> str:
             why.append(f"{r['picker']}: {one_line(r['error'])}")
             continue
         b = r["breakdown"]
+        if r.get("reason"):  # the one checker's verdict (pickers.pick): what the plan breaks
+            why.append(f"{r['picker']}: {r['status']}: {one_line(r['reason'])}")
         row = [r["picker"], r["status"], _num(r["objective"]), _num(r["bound"]), _gap(r["gap"]),
                _num(b["compute"]), _num(b["transfer"]), _num(b["quant"])]  # fmt: skip
         rows.append(row + ([_num(b["pairwise"])] if pairwise else []) + [f"{r['seconds']:.3f}"])

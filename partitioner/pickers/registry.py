@@ -10,10 +10,11 @@ neither.
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from typing import Any, Protocol
 
 from tacopt.partitioner.errors import PickerError
-from tacopt.partitioner.plan import Plan
+from tacopt.partitioner.plan import Plan, infeasibility
 from tacopt.partitioner.problem import PickProblem
 from tacopt.registry import Registry, resolve_spec
 
@@ -166,6 +167,8 @@ def pick(problem: PickProblem, picker: str = "exact", **options: Any) -> Plan:
     Returns
     -------
     Plan
+        The picker's plan, checked by :func:`~tacopt.partitioner.plan.infeasibility`: a plan
+        over a capacity or with a forbidden cost has status INFEASIBLE and its ``reason``.
 
     Raises
     ------
@@ -181,4 +184,9 @@ def pick(problem: PickProblem, picker: str = "exact", **options: Any) -> Plan:
     plan = get_picker(picker)(problem, **options)
     if not isinstance(plan, Plan):
         raise PickerError(f"picker {picker!r} returned {type(plan).__name__}, not a Plan")
+    # Every picker's answer is checked the same way: one that breaks the problem's rules (a
+    # device over its capacity, a forbidden cost) is INFEASIBLE, whatever the picker said.
+    broken = infeasibility(problem, plan)
+    if broken is not None:
+        plan = replace(plan, status="INFEASIBLE", bound=None, gap=None, reason=broken)
     return plan

@@ -44,6 +44,10 @@ def test_plan_is_written(problem_file: Path, tmp_path: Path, capsys) -> None:
     argv = ["pick", str(problem_file), "--picker", "greedy", "--plan", str(out)]
     assert main(argv) == 0
     assert json.loads(out.read_text())["picker"] == "greedy"
+    printed = capsys.readouterr().out
+    assert "func_0" not in printed  # the units only with --units
+    assert printed.splitlines()[-1] == f"tacopt pick: wrote the plan to {out}"
+    assert main([*argv, "--units"]) == 0
     assert "func_0" in capsys.readouterr().out
 
 

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 
 from tacopt.benchmarks.scripts.picking.bench_iopddl import run_iopddl_bench
 from tacopt.partitioner.cli import main
-from tacopt.partitioner.errors import PickerError
+from tacopt.partitioner.errors import PickerError, PlanError
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.pickers import pick
-from tacopt.partitioner.plan import NoPlanError, evaluate, validate_plan
+from tacopt.partitioner.plan import NoPlanError, evaluate, infeasibility, validate_plan
 from tacopt.partitioner.problem import index_problem
 from tacopt.partitioner.problem.contest import (
     IopddlError,
@@ -42,11 +42,17 @@ def contest_cost(problem, solution: list[int]) -> tuple[int, bool]:
 
 
 def solve(problem, picker: str, **options):
-    """``pick`` and the plan checked; None when the picker says no plan fits."""
+    """``pick`` and the plan checked; the status when the picker says no plan fits. A plan that
+    breaks the rules (a forbidden cost) comes back INFEASIBLE, with the checker's reason."""
     try:
         plan = pick(problem, picker, **options)
     except NoPlanError as exc:
         return exc.status
+    if plan.status == "INFEASIBLE":
+        assert plan.reason and plan.reason == infeasibility(problem, plan)
+        with pytest.raises(PlanError, match="forbidden|does not fit"):
+            validate_plan(problem, plan)
+        return plan
     validate_plan(problem, plan)
     return plan
 
@@ -154,8 +160,9 @@ def test_exact_equals_brute_on_tiny_problems(data: dict) -> None:
     assert exact.objective == contest_evaluate(data, solution) >= brute.objective
     if brute.objective < 10**18:
         assert exact.status == "OPTIMAL" and exact.objective == brute.objective
-    # else every plan holds a forbidden entry (10^18, the contest's infinity): exact finds one
-    # with the fewest, and says FEASIBLE unless it proves more
+    else:  # every plan holds a forbidden entry (10^18, the contest's infinity): exact finds one
+        # with the fewest, and the one checker marks it, as every picker's, INFEASIBLE
+        assert exact.status == brute.status == "INFEASIBLE" and "forbidden" in exact.reason
     for other in ("greedy", "first-fit", "tac"):  # may find none; never one that breaks
         plan = solve(problem, other)
         if not isinstance(plan, str):
@@ -280,3 +287,29 @@ def test_the_benchmark_writes_its_report(tmp_path: Path, capsys) -> None:
     lines = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
     assert [json.loads(line)["picker"] for line in lines] == ["exact", "greedy"]
     assert "| example |" in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_every_pickers_plan_is_checked_the_same_way(tmp_path: Path, capsys) -> None:
+    """A plan with a forbidden pair (10^18) is INFEASIBLE in its row, with why, whichever picker
+    made it; ``--solution`` takes the cheapest plan that keeps the rules and says it wrote it.
+
+    Node costs make (0, 0) the cheapest choice of each node on its own; the edge forbids it.
+    """
+    data = {"problem": {"name": "tiny", "nodes": {
+        "intervals": [[0, 2], [1, 3]], "costs": [[0, 5], [0, 5]], "usages": [[1, 1], [1, 1]]},
+        "edges": {"nodes": [[0, 1]], "costs": [[10**18, 0, 0, 10**18]]}, "usage_limit": 5}}
+    path, out = tmp_path / "tiny.json", tmp_path / "tiny.solution.json"
+    path.write_text(json.dumps(data))
+    argv = ["pick", str(path), "--compare", "exact,first-fit", "--solution", str(out), "--json"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    rows = {r["picker"]: r for r in json.loads(captured.out)["plans"]}
+    assert rows["exact"]["status"] == "OPTIMAL" and rows["exact"]["objective"] == 5
+    assert rows["first-fit"]["status"] == "INFEASIBLE"
+    assert rows["first-fit"]["reason"] == "a forbidden pair (cost >= 1e+18): units '0' and '1'"
+    assert json.loads(out.read_text()) in ([0, 1], [1, 0])
+    wrote = f"tacopt pick: wrote exact's solution (2 strategy indices) to {out}"
+    assert captured.err.strip() == wrote
+    assert main(argv[:-3]) == 0  # the table: the row's status, and why under it
+    table = capsys.readouterr().out
+    assert "first-fit: INFEASIBLE: a forbidden pair" in table
