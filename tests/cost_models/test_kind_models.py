@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -534,3 +535,20 @@ def test_a_bad_whole_model_term_is_refused_in_one_line(field, value, message) ->
     doc = {**read_model_doc(DEFAULT_MODEL), field: value}
     with pytest.raises(CostModelError, match=rf"learned model 'm.json': {message}"):
         LearnedCostModel(doc, source="m.json")
+
+
+def test_evaluate_on_its_own_training_records_prints_no_nan() -> None:
+    """Issue 46: `tacopt evaluate model.json records.jsonl` on the records the model was fitted
+    on printed "configurations not in training: nan %" (every configuration was seen)."""
+    from tacopt.cost_models.learned.fitting.accuracy import model_accuracy, report_lines
+
+    records = spill_records(np.random.default_rng(7), 0.2)
+    m = LearnedCostModel(fit(records))
+    ops_only = [r for r in records if r["type"] != "model"]
+    seen = {r["key"] for r in records if r["type"] == "op"}  # as evaluate passes the table's
+    for recs in (records, ops_only):
+        res = model_accuracy(m, recs, train_keys=seen)
+        assert math.isnan(res["within_10pct_unseen"])
+        text = "\n".join(report_lines(res))
+        assert "nan" not in text and "configurations not in training: none in these records" in text
+    assert "no whole-model records" in text

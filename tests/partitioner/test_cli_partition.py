@@ -420,3 +420,31 @@ def test_main_collects_garbage_less_often_while_it_runs_and_restores_the_thresho
     import peek  # type: ignore[import-not-found]
 
     assert peek.SEEN == (cli.GC_THRESHOLD, *before[1:]) and gc.get_threshold() == before
+
+
+def test_partition_says_what_it_wrote_and_counts_ops_as_the_page_does(
+    bundled_models, tmp_path, capsys
+):
+    """Issue 46: --plan / --dot / --html were written silently, and the op counts included the
+    conversions the applied graph adds (CPU 2, GPU 1, NNAPI 66 against the page's 65 ops)."""
+    int8 = str(bundled_models["keras__mobilenet_v2_int8.tflite"])
+    files = {"--plan": tmp_path / "plan.json", "--dot": tmp_path / "plan.dot",
+             "--html": tmp_path / "plan.html"}  # fmt: skip
+    argv = ["partition", int8, "--devices", "GPU,NNAPI,CPU", "--granularity", "op"]
+    assert main([*argv, *(a for opt, path in files.items() for a in (opt, str(path)))]) == 0
+    out = capsys.readouterr().out
+    wrote = out.splitlines()[-1]
+    assert wrote == "wrote " + ", ".join(f"{path} ({opt})" for opt, path in files.items())
+    plan = json.loads(files["--plan"].read_text())
+    counts: dict[str, int] = {}
+    for name, unit in plan["units"].items():
+        device = plan["assignment"][name]["device"]
+        counts[device] = counts.get(device, 0) + len(unit["ops"])
+    line = next(x for x in out.splitlines() if x.startswith("ops per device: "))
+    shown = line.removeprefix("ops per device: ").split(" (")[0]
+    assert shown == ", ".join(f"{d} {n}" for d, n in sorted(counts.items()))
+    assert sum(counts.values()) == 65 and "conversions on the CPU" in line
+    assert main([*argv, "--json", "--plan", str(files["--plan"])]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # stdout stays one JSON document; the note goes to stderr
+    assert captured.err.strip() == f"wrote {files['--plan']} (--plan)"
