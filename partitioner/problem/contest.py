@@ -51,6 +51,7 @@ import numpy as np
 from tacopt.errors import TacoptError
 from tacopt.io import atomic_write, decode_json
 from tacopt.partitioner.problem import (
+    MAX_TOTAL,
     Choice,
     Link,
     Pairwise,
@@ -185,6 +186,7 @@ def problem_from_dict(data: Any, source: str = "problem") -> PickProblem:
     _first_bad(lens != ulens, f"{where}.nodes.usages", "strategies, not as many as its costs",
                lens=ulens)  # fmt: skip
     _first_bad(lens == 0, f"{where}.nodes.costs", "no strategy", lens=lens)
+    _refuse_overflow(costs, lens, f"{where}.nodes.costs")
     interval = _pairs(intervals, f"{where}.nodes.intervals")
 
     pairs = _field(edges, "nodes", f"{where}.edges", list)
@@ -193,6 +195,7 @@ def problem_from_dict(data: Any, source: str = "problem") -> PickProblem:
     _first_bad(np.asarray(outside), f"{where}.edges.nodes", f"a node index >= {n} nodes")
     mats = _field(edges, "costs", f"{where}.edges", list)
     elens, edge_cost = _ragged(mats, f"{where}.edges.costs")
+    _refuse_overflow(edge_cost, elens, f"{where}.edges.costs")
     if len(elens) != len(edge_nodes):
         raise IopddlError(f"{where}.edges.costs: {len(elens)} matrices for {len(edge_nodes)} edges")
     need = lens[edge_nodes[:, 0]] * lens[edge_nodes[:, 1]] if len(edge_nodes) else elens
@@ -306,6 +309,18 @@ def _integers(flat: list[Any], locate: Any) -> np.ndarray:
 def _locate(lens: np.ndarray, j: int, where: str) -> str:
     row = int(np.searchsorted(np.cumsum(lens), j, side="right"))
     return f"{where}[{row}][{j - int(lens[:row].sum())}]"
+
+
+def _refuse_overflow(values: np.ndarray, lens: np.ndarray, where: str) -> None:
+    """Refuse a cost above the contest's forbidden cost (:data:`MAX_TOTAL`, 10^18): the pickers
+    add a node's cost to its edges' in int64, where two such costs already overflow."""
+    over = np.flatnonzero(values > int(MAX_TOTAL))
+    if len(over):
+        j = int(over[0])
+        raise IopddlError(
+            f"{_locate(lens, j, where)}: {int(values[j])} is above 10^18, the contest's forbidden "
+            "cost; sums of such costs overflow exact integer arithmetic (write 10^18 to forbid)"
+        )
 
 
 def _first_bad(mask: np.ndarray, where: str, what: str, lens: np.ndarray | None = None) -> None:

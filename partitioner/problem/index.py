@@ -190,7 +190,7 @@ def index_problem(problem: ProblemData) -> ProblemIndex:
     if any(u.interval is not None for u in units):
         whole = (0, -1)  # the end is filled in once the last step is known
         spans = np.array([u.interval or whole for u in units], dtype=np.int64).reshape(-1, 2)
-        n_steps = max(n_steps, int(spans[:, 1].max(initial=0)))
+        spans, n_steps = compress_steps(spans, len(units))
         hold_start, hold_end = spans[:, 0].copy(), np.where(spans[:, 1] < 0, n_steps, spans[:, 1])
         hold_end = np.where(np.array([u.interval is None for u in units]), n_steps, hold_end)
 
@@ -234,6 +234,27 @@ def index_problem(problem: ProblemData) -> ProblemIndex:
         choice_cost_int=np.array(costs, dtype=np.int64) if integral else None,
         pair_cost_int=pair_cost_int,
     )
+
+
+def compress_steps(spans: np.ndarray, n_units: int) -> tuple[np.ndarray, int]:
+    """Memory intervals ``spans`` (``[start, end)`` rows; an end of -1: to the end of the run)
+    on a timeline of their distinct endpoints, and its number of steps.
+
+    Steps ``0 .. n_units`` (where tensors live, one unit a step) stay as they are; past them,
+    the steps between two consecutive endpoints hold the same intervals, so each such run
+    becomes one step. Every step's set of intervals, hence every peak, is kept, and the
+    timeline (which the pickers and checkers allocate per device) is bounded by the problem's
+    size, not by its numbers: ``[0, 10**15)`` costs what ``[0, 2)`` costs.
+
+    >>> spans, n = compress_steps(np.array([[0, 10**15], [10**15, 2**62], [5, -1]]), 2)
+    >>> spans.tolist(), n
+    ([[0, 4], [4, 5], [3, -1]], 5)
+    """
+    given = spans[spans >= 0]
+    points = np.union1d(np.arange(n_units + 1, dtype=np.int64), given)
+    ranked = np.searchsorted(points, np.maximum(spans, 0)).astype(np.int64)
+    out = np.where(spans < 0, spans, ranked)
+    return out, max(n_units, int(out[:, 1].max(initial=0)))
 
 
 def _unit_order(problem: ProblemData, tail: np.ndarray, head: np.ndarray) -> np.ndarray:
