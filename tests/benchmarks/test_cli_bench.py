@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tacopt.benchmarks import cli
+from tacopt.benchmarks.cli import bench as cli
 from tacopt.benchmarks.harness import DEFAULT_DEVICE_SETS, DEFAULT_PICKERS, read_records
 from tacopt.partitioner.cli import main
 
