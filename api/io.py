@@ -295,16 +295,13 @@ class Staging:
             raise OutputError(_write_failure(self.what(Path(final)), final, exc)) from None
         return tmp
 
-    def failure(self, exc: OSError) -> OutputError:
-        """``exc``, raised while the outputs were written, as one line naming the output."""
+    def failure(self, exc: OSError) -> OutputError | None:
+        """``exc``, raised while the outputs were written, as one line naming the output it
+        concerns; None when it names none of them (standard output, an input)."""
         for final, tmp in self._staged.items():
             if exc.filename is not None and os.fspath(exc.filename) in (str(tmp), str(final)):
                 return OutputError(_write_failure(self.what(final), final, exc))
-        if len(self._staged) == 1:
-            final = next(iter(self._staged))
-            return OutputError(_write_failure(self.what(final), final, exc))
-        where = f": '{exc.filename}'" if exc.filename is not None else ""
-        return OutputError(f"cannot write the outputs: {exc.strerror or type(exc).__name__}{where}")
+        return None
 
     def _commit(self) -> None:
         for final, tmp in self._staged.items():
@@ -383,8 +380,11 @@ def all_or_nothing(
         yield staging
         staging._commit()
     except OSError as exc:
+        failure = staging.failure(exc)
         staging._discard()
-        raise staging.failure(exc) from None
+        if failure is None:
+            raise
+        raise failure from None
     except BaseException:
         staging._discard()
         raise

@@ -224,7 +224,7 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
     from tacopt.cost_models.learned.measurement.fingerprint import announce_learned_devices
     from tacopt.fusion.tflite.reader import read_tflite
     from tacopt.partitioner.pickers import get_picker
-    from tacopt.partitioner.pipeline import partition
+    from tacopt.partitioner.pipeline import cover_devices, partition
     from tacopt.partitioner.targets import resolve_devices
 
     targets = resolve_devices(opts.devices)
@@ -248,6 +248,9 @@ def _partition(opts: PartitionOptions, out: Any) -> tuple[dict[str, Any], str]:
     summary = result.summary()
     summary["model"] = str(opts.model)
     summary["unit"] = cost_model.unit
+    # --explain and the page price ops as the plan did: a device the model does not know by its
+    # unit's default (roofline for learned), as partition() extends it.
+    cost_model = cover_devices(cost_model, targets)[0]
     explained = ""
     if opts.explain is not None:
         from tacopt.partitioner.explain import explain_op, format_explanation

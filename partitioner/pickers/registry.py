@@ -112,6 +112,12 @@ def _import_picker(spec: str) -> Picker:
             ) from None
     if not callable(obj):
         raise PickerError(f"picker {spec!r}: {type(obj).__name__} is not callable")
+    try:  # a picker is called as picker(problem, **options)
+        inspect.signature(obj).bind(None)
+    except TypeError:
+        raise PickerError(f"picker {spec!r}: {attr} does not take a problem") from None
+    except ValueError:  # no signature to read (some builtins): let the call say
+        pass
     return obj
 
 
