@@ -457,7 +457,7 @@ def test_exact_certificate_from_window_lps_proves_the_same_optimum() -> None:
         assert close(windowed.objective, whole.objective)
 
 
-def test_lp_through_highspy_is_the_lp_linprog_solves() -> None:
+def test_lp_through_the_highs_bindings_is_the_lp_linprog_solves() -> None:
     """``solve_lp`` hands HiGHS (through highspy) the rows as scipy's ``linprog`` does, without
     its Python loop: the same vertex and the same duals (the certificate's regions depend on
     them); and both are an optimal primal-dual pair (complementary slackness)."""
@@ -488,7 +488,7 @@ def test_lp_through_highspy_is_the_lp_linprog_solves() -> None:
     assert solve_lp(model, 0.0) is None  # no time: no LP
 
 
-def test_highspy_and_ortools_load_in_one_process() -> None:
+def test_ortools_loads_after_the_highs_bindings() -> None:
     """highspy and OR-Tools each ship a ``libhighs.so.1`` and a process loads one: with highspy
     loaded first, OR-Tools (SCIP) must still load and solve (it failed with highspy 1.15.1)."""
     code = (
