@@ -41,6 +41,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from tacopt.partitioner.pickers import search as ls
+from tacopt.partitioner.pickers import windows
 from tacopt.partitioner.pickers.bounds import diffusion_bound
 from tacopt.partitioner.pickers.reduce import Compact, ranges
 
@@ -348,6 +349,10 @@ STEP_LEAST = 0.1
 STEP_MOST = 3.0
 #: The usage weight (times the starting one) of the first plan, grown from the lowest usages.
 SAFE_WEIGHT = 20.0
+#: At most this share of the search's time goes to exact moves around the best plan's binding
+#: steps (:mod:`.windows`) once the weighted rounds stall; halved after each slice that finds
+#: nothing better (S: a second per move for 0.2 %), down to a twentieth.
+WINDOW_SHARE = 0.4
 
 
 class _Search:
@@ -365,6 +370,7 @@ class _Search:
         self.hard = np.isfinite(c.limit)
         self.build_s = 0.0
         self.whole_every = whole_every  # rounds without a better choice before a whole solve
+        self.t0, self.window_s, self.window_share = time.monotonic(), 0.0, WINDOW_SHARE
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -490,6 +496,9 @@ class _Search:
                 weight[hit] = weight[hit] * 1.15**step \
                     + step * base * (0.02 + np.minimum(excess[hit], 0.5))  # fmt: skip
             since = 0 if self.best_val < before else since + 1
+            if self.best is not None and since >= 2 and \
+                    self.window_s < self.window_share * (time.monotonic() - self.t0):  # fmt: skip
+                self.window_moves()
             if self.best_val < before:
                 best_w, broke, fitted = used, 0.0, np.inf
             elif whole and best_w is not None:
@@ -499,6 +508,16 @@ class _Search:
             if fixed is not None:
                 self.offer(fixed)
         return self.best if self.best is not None else self.fallback
+
+    def window_moves(self) -> None:
+        """Exact moves that keep the limit around the best plan's binding steps, for a slice."""
+        t, before = time.monotonic(), self.best_val
+        end = min(self.deadline - 1.2, t + max(1.0, 0.05 * self.left()))
+        if end > t and self.best is not None:
+            self.offer(windows.improve_windows(self.c, self.g.nb, self.best, end, self.rng))
+        self.window_s += time.monotonic() - t
+        gained = self.best_val < before
+        self.window_share = WINDOW_SHARE if gained else max(self.window_share / 2, WINDOW_SHARE / 8)
 
     def _slice(self) -> int:
         """CPU seconds for one whole solve: a share of the time left, less the time to build

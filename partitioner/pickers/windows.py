@@ -1,0 +1,177 @@
+"""Exact moves that keep the usage limit: windows around the binding steps, solved by toulbar2.
+
+Where memory takes almost the whole limit, penalties (:mod:`.primal`) find a plan that fits but
+cannot tell which of two plans near the limit is cheaper: moves under penalties either break the
+limit or leave room unused. Here the limit is a hard constraint of the move itself. A *window*
+of nodes around a step where the plan's usage is within a few percent of the limit (a binding
+step) is freed, the other nodes are fixed, and the free nodes are solved exactly by toulbar2
+with their edges as cost functions and the limit as knapsack constraints, one per distinct set
+of free items live together at a step where they could exceed what the fixed items leave
+(:func:`window_rows`). The move never raises the cost and always fits.
+
+Examples
+--------
+>>> import time
+>>> from tacopt.partitioner.problem.contest import problem_from_dict
+>>> from tacopt.partitioner.problem.contest_like import memory_tight
+>>> from tacopt.partitioner.problem import index_problem
+>>> from tacopt.partitioner.pickers.reduce import reduce_problem
+>>> from tacopt.partitioner.pickers import search
+>>> c = reduce_problem(index_problem(problem_from_dict(memory_tight(120, seed=3))))
+>>> nb = search.neighbourhood(c)
+>>> x = search.lowest_usage(c, nb)
+>>> y = improve_windows(c, nb, x, time.monotonic() + 2.0, np.random.default_rng(0))
+>>> bool(search.fits(c, y) and search.objective(c, y) <= search.objective(c, x))
+True
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+
+import numpy as np
+
+from tacopt.partitioner.pickers import search as ls
+from tacopt.partitioner.pickers.reduce import Compact
+
+#: A step binds when the plan's usage there is within this share of the limit.
+BINDING = 0.02
+#: Free nodes per window: first, least and most (adapted to how fast windows are proven).
+WINDOW_NODES = (40, 12, 160)
+
+
+def window_rows(
+    c: Compact, x: np.ndarray, free: np.ndarray
+) -> list[tuple[list[tuple[int, int, int]], int]]:
+    """The usage limit over the ``free`` nodes, the others fixed at ``x``: per distinct set of
+    free items live together at a step where they could exceed the room the fixed items leave,
+    ``(terms, room)`` meaning ``sum of usage above the item's lowest <= room``, each term
+    ``(node, strategy, usage above lowest)`` (terms of one node and strategy summed)."""
+    its = np.flatnonzero(free[c.item_node])
+    if not len(its) or not np.isfinite(c.limit):
+        return []
+    fixed = c.profile(x, np.flatnonzero(~free[c.item_node]))
+    lows = np.minimum.reduceat(c.item_usage, c.item_offset[:-1])[its]
+    highs = np.maximum.reduceat(c.item_usage, c.item_offset[:-1])[its]
+    start, end = c.item_start[its], c.item_end[its]
+    # The free items' live set changes only at their own starts and ends: segments of steps.
+    cuts = np.unique(np.concatenate(([0, c.n_steps], start, end)))
+    cuts = cuts[cuts <= c.n_steps]
+    seg_lo, seg_hi = cuts[:-1], cuts[1:]
+    rows = []
+    for a, b in zip(seg_lo.tolist(), seg_hi.tolist()):
+        live = (start <= a) & (end > a)
+        if not live.any():
+            continue
+        room = float((c.limit - fixed[a:b]).min()) - float(lows[live].sum())
+        if float((highs - lows)[live].sum()) <= room:
+            continue  # cannot bind here
+        terms: dict[tuple[int, int], float] = defaultdict(float)
+        for t in its[live].tolist():
+            use = c.item_usage[c.item_offset[t] : c.item_offset[t + 1]]
+            over = use - use.min()
+            for s in np.flatnonzero(over > 0).tolist():
+                terms[(int(c.item_node[t]), s)] += float(over[s])
+        rows.append(([(i, s, int(round(w))) for (i, s), w in sorted(terms.items())],
+                     int(np.floor(room + 1e-9))))  # fmt: skip
+    return rows
+
+
+def window_move(
+    c: Compact, nb: ls.Neighbourhood, x: np.ndarray, free: np.ndarray, seconds: int = 1
+) -> tuple[np.ndarray, bool]:
+    """The cheapest choice of the ``free`` nodes within the limit, the others fixed at ``x``
+    (which fits), by toulbar2 within ``seconds`` of CPU: ``(choice, proven)``; the choice is
+    ``x`` unless a cheaper one that fits was found."""
+    import pytoulbar2
+
+    free = free & (c.k > 1)
+    nodes = np.flatnonzero(free)
+    if not len(nodes):
+        return x, True
+    ent = ~free[nb.nbr]  # edges to fixed neighbours fold into the free nodes' costs
+    w = nb.w[nb.base[ent] + nb.stride[ent] * x[nb.nbr[ent]]]
+    local = c.cost + np.bincount(nb.g[ent], weights=w, minlength=len(c.cost))
+    pos = np.full(c.n_nodes, -1)
+    pos[nodes] = np.arange(len(nodes))
+    u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
+    inner = np.flatnonzero(free[u] & free[v])
+    shift = np.minimum.reduceat(local, c.offset[:-1])[nodes]
+    before = ls.objective(c, x)
+    cur = float((local[c.offset[nodes] + x[nodes]] - shift).sum())
+    cur += float(nb.w[c.edge_offset[inner] + x[u[inner]] * c.k[v[inner]] + x[v[inner]]].sum())
+    cfn = pytoulbar2.CFN(ubinit=cur, resolution=0, verbose=-1, seed=1)  # strictly below x
+    for i in nodes.tolist():
+        cfn.AddVariable(f"x{i}", range(int(c.k[i])))
+    for j, i in enumerate(nodes.tolist()):
+        cfn.AddFunction([j], (local[c.offset[i] : c.offset[i + 1]] - shift[j]).tolist())
+    for e in inner.tolist():
+        cfn.AddFunction([int(pos[u[e]]), int(pos[v[e]])],
+                        nb.w[c.edge_offset[e] : c.edge_offset[e + 1]].tolist())  # fmt: skip
+    for terms, room in window_rows(c, x, free):
+        if room < 0:
+            return x, False  # x itself does not fit here: nothing to keep
+        cfn.AddGeneralizedLinearConstraint([(int(pos[i]), s, w) for i, s, w in terms], "<=",
+                                           room)  # fmt: skip
+    limit = max(1, int(seconds))
+    cpu = time.process_time()
+    try:
+        res = cfn.Solve(timeLimit=limit)
+    except Exception:  # toulbar2 signals some contradictions by exceptions: nothing below x
+        return x, True
+    ended = time.process_time() - cpu < 0.9 * limit  # toulbar2's limit is CPU time
+    if not res:  # nothing below x found: proven so if the search ended before the limit
+        return x, ended
+    y = x.copy()
+    y[nodes] = np.asarray(res[0], dtype=np.int64)
+    proven = ended and float(cfn.GetDDualBound()) >= float(res[1]) - 0.5
+    if ls.objective(c, y) < before and ls.fits(c, y):
+        return y, proven
+    return x, proven
+
+
+def binding_window(
+    c: Compact, nb: ls.Neighbourhood, x: np.ndarray, rng: np.random.Generator, size: int
+) -> np.ndarray:
+    """About ``size`` movable nodes around a random binding step ``t`` of ``x``: the nodes whose
+    items start nearest ``t`` (program order: neighbours in the graph, mostly), and a third
+    drawn from the long-lived items live at ``t`` (they hold memory at every step near it)."""
+    prof = c.profile(x)
+    free = np.zeros(c.n_nodes, dtype=bool)
+    if not len(prof):
+        return free
+    binding = np.flatnonzero(prof >= (1.0 - BINDING) * c.limit)
+    if not len(binding):
+        binding = np.array([int(np.argmax(prof))])
+    t = int(rng.choice(binding))
+    movable = c.k[c.item_node] > 1
+    near = np.flatnonzero(movable)
+    order = near[np.argsort(np.abs(c.item_start[near] - t) + rng.random(len(near)), kind="stable")]
+    free[c.item_node[order[: max(1, (2 * size) // 3)]]] = True
+    live = np.flatnonzero(movable & (c.item_start <= t) & (c.item_end > t) & ~free[c.item_node])
+    if len(live):
+        free[rng.choice(c.item_node[live], size=min(len(live), size // 3), replace=False)] = True
+    return free
+
+
+def improve_windows(
+    c: Compact,
+    nb: ls.Neighbourhood,
+    x: np.ndarray,
+    deadline: float,
+    rng: np.random.Generator,
+    size: int = WINDOW_NODES[0],
+) -> np.ndarray:
+    """Window moves (:func:`binding_window`, :func:`window_move`) from ``x`` (which fits) until
+    ``deadline`` (a move started before it may take a CPU second); windows grow while
+    toulbar2 proves them fast and shrink when it does not."""
+    least, most = WINDOW_NODES[1], WINDOW_NODES[2]
+    while time.monotonic() < deadline:  # a move may take a CPU second past it
+        free = binding_window(c, nb, x, rng, size)
+        t = time.monotonic()
+        x, proven = window_move(c, nb, x, free)
+        took = time.monotonic() - t
+        size = min(int(size * 1.2) + 1, most) if proven and took < 0.3 else \
+            max(int(size * 0.8), least) if not proven else size  # fmt: skip
+    return x
