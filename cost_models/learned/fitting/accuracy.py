@@ -15,6 +15,7 @@ from tacopt.cost_models.base import (
 )
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.fitting.whole_model import net_latency
+from tacopt.cost_models.learned.measurement.fingerprint import describe
 from tacopt.cost_models.learned.measurement.records import ops_and_bytes, records_by_key
 from tacopt.cost_models.learned.measurement.speed import normalize_records
 
@@ -142,8 +143,6 @@ def _share(x: float, absent: str) -> str:
 def report_lines(result: Mapping[str, Any]) -> list[str]:
     """The text form of :func:`evaluate`'s result (``tacopt fit --eval``, ``tacopt evaluate``),
     with the fingerprints of the model and the records when ``result`` holds them."""
-    from tacopt.cost_models.learned.measurement.fingerprint import describe
-
     r = result
     lines = [
         f"ops {r['ops']}, models {r['models']}",

@@ -66,6 +66,7 @@ driver.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -94,6 +95,8 @@ from tacopt.cost_models.learned.measurement.singleop import (
 from tacopt.cost_models.learned.measurement.speed import SpeedTracker, memory_reference
 from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, time_model
 from tacopt.cost_models.ops import trip_count
+from tacopt.fusion.tflite.reader import read_tflite
+from tacopt.fusion.tflite.writer import serialize_tflite
 
 
 class Meter(NamedTuple):
@@ -146,9 +149,6 @@ def measure_models(
         Counts: ``measured``, ``reused`` (already measured configurations), ``skipped``,
         ``folded`` (ops of constants, computed at init), ``models``.
     """
-    from tacopt.fusion.tflite.reader import read_tflite
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
     cfg = MeasureConfig() if cfg is None else cfg
     out = Path(out)
     done_keys, _, done_models, done_devices = _recorded(out, ("op", "skip", "folded"))
@@ -284,8 +284,6 @@ def _time_whole(
     runtime cannot run that, the model as stored (``timed`` says which, and why); and
     ``dram_us``, the memory reference read just before and just after it
     (:func:`_memory_read`)."""
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
     why = ""
     before = _memory_read(cfg, gate)
     for label, graph in (("priced", priced), ("stored", stored)):
@@ -361,10 +359,6 @@ def measure_graphs(
         Counts: ``measured``, ``reused`` (labels or configurations done), ``skipped``,
         ``left`` (not reached within ``max_s``).
     """
-    import time
-
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
     cfg = MeasureConfig() if cfg is None else cfg
     out = Path(out)
     done_keys, done_labels, _, done_devices = _recorded(out, ("op", "skip"))

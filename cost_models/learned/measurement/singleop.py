@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 
 from tacopt.cost_models.ops import inference_type, op_counts, trip_count
+from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse
 from tacopt.fusion.ir import DTYPE_NBYTES, Buffer, Op, Tensor, make_graph, ops_of
 from tacopt.fusion.tflite.rehydrate import rehydrate
 
@@ -380,8 +381,6 @@ def priced_graph(
         The graph, the folded ops (:func:`fold_constants`) and None; or, when fusion refuses
         the model, the folded graph unfused and a note saying why.
     """
-    from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse
-
     H, folded = fold_constants(G)
     try:
         return fuse(H, rules=BUILTIN_ONLY_RULES).graph, folded, None

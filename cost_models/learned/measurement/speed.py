@@ -48,9 +48,12 @@ from tacopt.cost_models.learned.measurement.records import (
     records_by_key,
     spill_level,
 )
+from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, time_models
 from tacopt.cost_models.ops import MOVEMENT, RECURRENT
 from tacopt.fusion.ir import Quantization
 from tacopt.fusion.ir.builder import GraphBuilder
+from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
+from tacopt.fusion.tflite.writer import serialize_tflite
 
 #: Chunks the running median of a reference's latency spans.
 SPEED_WINDOW = 9
@@ -102,8 +105,6 @@ def lstm_graph(
     """A float UNIDIRECTIONAL_SEQUENCE_LSTM (no peepholes, projection or layer norm) as the LSTM
     fusions emit it, its weights drawn from ``rng``: the ``lstm`` reference and the sweep's
     LSTM sampler (``samplers_net``)."""
-    from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
-
     b = GraphBuilder(name)
     x = b.input("x", (steps, batch, n_in) if time_major else (batch, steps, n_in))
     w_in = [rng.normal(0, 0.1, (units, n_in)) for _ in range(4)]
@@ -221,8 +222,6 @@ def family_indices(speed: Mapping[str, float], anchor: Mapping[str, float]) -> d
 @cache
 def reference_models() -> dict[str, bytes]:
     """The reference models as .tflite bytes, by name."""
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
     return {name: serialize_tflite(build()) for name, build in sorted(REFERENCES.items())}
 
 
@@ -245,8 +244,6 @@ MEMORY_SLOPE = 0.09
 @cache
 def memory_reference() -> bytes:
     """The memory reference model (:data:`MEMORY_SHAPE`) as .tflite bytes."""
-    from tacopt.fusion.tflite.writer import serialize_tflite
-
     return serialize_tflite(_add(MEMORY_SHAPE, name="ref_dram"))
 
 
@@ -316,8 +313,6 @@ class SpeedTracker:
 def measure_speed(rounds: int = 5, cfg: object | None = None) -> dict[str, float]:
     """Time the reference models ``rounds`` times (gated, as ops are timed) and return the
     median latency of each, in us: the machine's speed now (``tacopt calibrate``)."""
-    from tacopt.cost_models.learned.measurement.timing import Gate, MeasureConfig, time_models
-
     mcfg = cfg if isinstance(cfg, MeasureConfig) else MeasureConfig()
     gate = Gate(mcfg)
     names = list(reference_models())

@@ -39,7 +39,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS, check_resolver
 from tacopt.fusion.ir import Op, Tensor, make_graph
+from tacopt.fusion.tflite.writer import serialize_tflite
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,8 +119,6 @@ class MeasureConfig:
         """A LiteRT interpreter of ``model`` with this run's threads and op resolver."""
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-        from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS, check_resolver
-
         kind = RESOLVERS[check_resolver(self.resolver)][0]
         return Interpreter(
             model_content=bytes(bytearray(model)),
@@ -185,8 +185,6 @@ class Gate:
     """
 
     def __init__(self, cfg: MeasureConfig) -> None:
-        from tacopt.fusion.tflite.writer import serialize_tflite
-
         self.cfg = cfg
         probe_cfg = replace(cfg, sample_s=cfg.probe_s)
         self._probe = Timer(serialize_tflite(neg_graph()), None, probe_cfg, seed=0, samples=1)
@@ -391,8 +389,6 @@ def runs_delegated(interp: Any, resolver: str) -> bool | None:
     kernels, often several times slower than in the delegate's. Records carry it as data: a
     model that priced such ops as kinds of their own did no better on the zoo's tuning half
     (docs/cost-models.md, the 2026-11-27 session)."""
-    from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS, check_resolver
-
     if RESOLVERS[check_resolver(resolver)][1] is None:
         return None
     # LiteRT lists the nodes after delegation: the model's own, then one per delegated part

@@ -38,18 +38,29 @@ import os
 import statistics
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from typing import Any
 
-from tacopt.cost_models.learned.fitting.features import as_kernel_kind
+import numpy as np
+
+from tacopt.cost_models.learned.fitting.features import as_kernel_kind, op_vector
+from tacopt.cost_models.learned.fitting.fit import fit, fit_sources
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel, blend_net
 from tacopt.cost_models.learned.fitting.sources import fold
+from tacopt.cost_models.learned.fitting.trees import fit_lightgbm
 from tacopt.cost_models.learned.fitting.whole_model import net_latency
+from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
+from tacopt.cost_models.learned.measurement.records import fingerprint_caches
 from tacopt.cost_models.learned.measurement.speed import (
     FAMILIES,
     family,
     normalize_records,
     run_speed,
 )
+from tacopt.cost_models.learned.sampling.samplers import BASE_SAMPLERS, SAMPLERS
+from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
+from tacopt.cost_models.learned.sampling.samplers_net import NET_RNN_PRIOR
 
 #: Pseudo-records pulling a group's correction towards its parent's (family, then global).
 SHRINK = 3.0
@@ -182,8 +193,6 @@ def adapt(
     ValueError
         When ``records`` hold no op record carrying ``speed``.
     """
-    from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-
     base_doc = {k: v for k, v in base_doc.items() if k != "adapted"}
     ops = [r for r in records if r.get("type") == "op" and r.get("speed")]
     if not ops:
@@ -205,8 +214,6 @@ def adapt(
     for r in norm:
         table[r["key"]].append(r["latency_us"])
     corr = corrections(base, norm)
-    from tacopt.cost_models.learned.measurement.fingerprint import records_fingerprint
-    from tacopt.cost_models.learned.measurement.records import fingerprint_caches
 
     doc = dict(base_doc)
     doc["speed"] = speed
@@ -250,8 +257,6 @@ def _own_model(
     The folds and the final fit run in ``workers`` processes (default: one per CPU this process
     may use, for :data:`PARALLEL_OPS` records or more, where ``fork`` exists), with the same
     result as one."""
-    from tacopt.cost_models.learned.fitting.fit import fit, fit_sources
-
     device = str(adapted.get("device", "CPU"))
     # the own model's sources (kind, family or copy models) are chosen once, on every record
     sources = fit_sources(ops, device=device)
@@ -288,9 +293,6 @@ def _fold_hits(
 ) -> dict[str, list[int]]:
     """Per kernel family, fold ``k``'s held-out ops and how many of them each weight of
     :data:`OWN_WEIGHTS` puts within ±10 %, both sides fitted on the other folds."""
-    from tacopt.cost_models.learned.fitting.fit import fit
-    from tacopt.cost_models.learned.fitting.model import LearnedCostModel, blend_net
-
     train = [r for r in ops if fold(r, folds=OWN_FOLDS) != k]
     test = [r for r in ops if fold(r, folds=OWN_FOLDS) == k]
     doc = adapt(base_doc, train, own=False, base_memo=memo)
@@ -323,7 +325,6 @@ def _run_all(tasks: Sequence[tuple[Any, ...]], workers: int) -> list[Any]:
     this one when one, or without ``fork``)."""
     if workers <= 1 or "fork" not in mp.get_all_start_methods():
         return [fn(*args) for fn, *args in tasks]
-    from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(min(workers, len(tasks)), mp_context=mp.get_context("fork")) as ex:
         futures = [ex.submit(fn, *args) for fn, *args in tasks]
@@ -352,12 +353,6 @@ def _residual_trees(
     (corrections and trees, no model of the device's own; docs/cost-models.md). For a base
     before version 6, on its gross latency, from the tree features alone. ``memo``: the base's
     predictions by record key (:func:`adapt`)."""
-    import numpy as np
-
-    from tacopt.cost_models.learned.fitting.features import op_vector
-    from tacopt.cost_models.learned.fitting.model import LearnedCostModel
-    from tacopt.cost_models.learned.fitting.trees import fit_lightgbm
-
     model = LearnedCostModel(doc)
     model.base_memo = memo
     rows = [op_vector(r, model.tree_kinds, reductions=model.reductions) for r in norm]
@@ -391,10 +386,6 @@ def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
     >>> w["ADD"] < w["CONV_2D"] and w["CONV_2D_NET"] == w["CONV_2D"]
     True
     """
-    from tacopt.cost_models.learned.sampling.samplers import BASE_SAMPLERS, SAMPLERS
-    from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
-    from tacopt.cost_models.learned.sampling.samplers_net import NET_RNN_PRIOR
-
     prior = {**{k: SAMPLERS[k][1] for k in BASE_SAMPLERS}, **NET_RNN_PRIOR, **MOVE_PRIOR}
     fits = base_doc.get("fits", {})
     resid: dict[str, float] = {}

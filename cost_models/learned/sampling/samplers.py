@@ -15,6 +15,7 @@ from collections.abc import Callable
 import networkx as nx
 import numpy as np
 
+from tacopt.fusion.ir import Quantization
 from tacopt.fusion.ir.builder import GraphBuilder, window_out
 
 CHANNELS = (
@@ -412,8 +413,6 @@ def _batch_matmul(rng: Rng) -> nx.MultiDiGraph:
 
 def _convert(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
-        from tacopt.fusion.ir import Quantization
-
         shape = draw_shape(rng)
         q = Quantization(scale=(0.02,), zero_point=(int(rng.integers(-128, 32)),))
         b = GraphBuilder(kind.lower())

@@ -32,6 +32,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.cost_models.learned.measurement.speed import lstm_graph
 from tacopt.cost_models.learned.sampling.samplers import (
     MAX_ELEMENTS,
     MAX_MACS,
@@ -41,6 +42,8 @@ from tacopt.cost_models.learned.sampling.samplers import (
     finish,
 )
 from tacopt.fusion.ir.builder import GraphBuilder, window_out
+from tacopt.fusion.rnn.bilstm import BIDI_INPUTS, N_WEIGHTS
+from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
 
 #: Input resolutions of typical vision models.
 RESOLUTIONS = (128, 160, 192, 224, 224, 224, 240, 256, 299, 300, 320)
@@ -438,8 +441,6 @@ def sample_net_chain(seed: int, i: int) -> nx.MultiDiGraph:
 def _lstm(rng: Rng) -> nx.MultiDiGraph:
     """A float UNIDIRECTIONAL_SEQUENCE_LSTM (time- or batch-major; no peepholes, projection or
     layer norm), as the LSTM fusions emit it: 8-128 steps, 16-256 units, batch 1-8."""
-    from tacopt.cost_models.learned.measurement.speed import lstm_graph
-
     while True:
         steps, batch = int(rng.choice([8, 16, 32, 64, 128])), int(rng.choice([1, 1, 1, 2, 4, 8]))
         n_in, units = (int(rng.choice([16, 32, 64, 128, 256])) for _ in range(2))
@@ -455,9 +456,6 @@ def _bilstm(rng: Rng) -> nx.MultiDiGraph:
     35-38, no auxiliary input; merged outputs (one ``2 x units`` output) or two, never merged
     for a batch-major batch of more than one (LiteRT's kernel gets those wrong, so fusion
     never emits them). 8-128 steps, 16-256 units, batch 1-8."""
-    from tacopt.fusion.rnn.bilstm import BIDI_INPUTS, N_WEIGHTS
-    from tacopt.fusion.rnn.lstm_ops import LSTM_OPTIONS
-
     while True:
         steps, batch = int(rng.choice([8, 16, 32, 64, 128])), int(rng.choice([1, 1, 1, 2, 4, 8]))
         n_in, units = (int(rng.choice([16, 32, 64, 128, 256])) for _ in range(2))

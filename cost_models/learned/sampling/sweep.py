@@ -18,6 +18,7 @@ train.jsonl``.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -25,6 +26,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
+from tacopt.cost_models.learned.fitting.fit import fit
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.retype import RetypeError, retype_op
 from tacopt.cost_models.learned.sampling.samplers import (
     BASE_SAMPLERS,
@@ -115,11 +119,6 @@ def adaptive_weights(
     weights stay the same while a sweep of ``seed`` resumes. Kinds without records keep their
     prior weight.
     """
-    import hashlib
-
-    from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
-    from tacopt.cost_models.learned.fitting.fit import fit
-    from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 
     def seed_of(r: Mapping[str, Any]) -> int:
         parts = str(r.get("model", "")).split(":")
