@@ -43,6 +43,7 @@ import numpy as np
 from tacopt.partitioner.pickers import search as ls
 from tacopt.partitioner.pickers import windows
 from tacopt.partitioner.pickers.bounds import diffusion_bound
+from tacopt.partitioner.pickers.portfolio import Incumbent, run_portfolio
 from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 T = TypeVar("T")
@@ -121,39 +122,16 @@ def search(
     deadline -= 0.03 * max(0.0, deadline - time.monotonic())
     g = graph if graph is not None else prepare(c)
     if threads > 1 and time.monotonic() < deadline - 2.0:
-        return _parallel(c, g, deadline, seed, start, threads)
+        return run_portfolio(lambda s, shared: _one(c, g, deadline, s, start, shared),
+                             [seed + i for i in range(threads)], c.n_nodes, deadline,
+                             lambda x: ls.objective(c, x))  # fmt: skip
+    return _one(c, g, deadline, seed, start)
+
+
+def _one(c, g, deadline, seed, start, shared: Incumbent | None = None) -> np.ndarray | None:
     # two kinds of thread: even seeds mostly cheap forest rounds, odd ones more whole solves
     every = 8 if seed % 2 == 0 else 3
-    return _Search(c, g, np.random.default_rng(seed), deadline, every).run(start)
-
-
-def _parallel(c, g, deadline, seed, start, threads) -> np.ndarray | None:
-    """This process searches with ``seed``, ``threads - 1`` forked ones with the next seeds;
-    the cheapest result wins (a child late past the deadline is stopped and ignored)."""
-    ctx = mp.get_context("fork")
-    kids = []
-    for i in range(1, threads):
-        recv, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(_one, (c, g, deadline, seed + i, start), send))
-        proc.start()
-        send.close()
-        kids.append((proc, recv))
-    found = [search(c, deadline, seed=seed, start=start, graph=g)]
-    for proc, recv in kids:
-        try:
-            if recv.poll(max(0.0, deadline - time.monotonic()) + 0.2):
-                found.append(recv.recv())
-        except (EOFError, OSError):
-            pass
-        finally:
-            if proc.is_alive():
-                proc.kill()
-            proc.join()
-            recv.close()
-    plans: list[np.ndarray] = [x for x in found if x is not None]
-    if not plans:
-        return None
-    return min(plans, key=lambda x: ls.objective(c, x))
+    return _Search(c, g, np.random.default_rng(seed), deadline, every, shared).run(start)
 
 
 class SearchProcess:
@@ -222,10 +200,6 @@ def _search_then_bound(c, deadline, seed, start, bound_until, send) -> None:
             send.send((x, diffusion_bound(c, bound_until, memory=True, target=target), True))
     finally:
         send.close()
-
-
-def _one(c, g, deadline, seed, start):
-    return (search(c, deadline, seed=seed, start=start, graph=g),)
 
 
 def penalties(c: Compact, g: Graph, weight: np.ndarray) -> np.ndarray:
@@ -359,7 +333,13 @@ class _Search:
     """One search thread (state of the adaptive weights and the best choice)."""
 
     def __init__(
-        self, c: Compact, g: Graph, rng: np.random.Generator, deadline: float, whole_every: int = 8
+        self,
+        c: Compact,
+        g: Graph,
+        rng: np.random.Generator,
+        deadline: float,
+        whole_every: int = 8,
+        shared: Incumbent | None = None,
     ):
         self.c, self.g, self.rng, self.deadline = c, g, rng, deadline
         self.best: np.ndarray | None = None
@@ -371,6 +351,7 @@ class _Search:
         self.build_s = 0.0
         self.whole_every = whole_every  # rounds without a better choice before a whole solve
         self.t0, self.window_s, self.window_share = time.monotonic(), 0.0, WINDOW_SHARE
+        self.shared = shared  # the portfolio's best plan (portfolio.py)
 
     def left(self) -> float:
         return self.deadline - time.monotonic()
@@ -381,6 +362,8 @@ class _Search:
         val = ls.objective(self.c, x)
         if val < self.best_val:
             self.best, self.best_val = x.copy(), val
+            if self.shared is not None and np.isfinite(val):
+                self.shared.offer(x, val)
         elif self.best is None:  # forbidden pairs: kept in case nothing better turns up
             fallback = penalised(self.c, self.g, x, np.zeros(len(self.c.cost)))
             if fallback < self.fallback_val:
@@ -448,6 +431,8 @@ class _Search:
             before = self.best_val
             due = since >= self.whole_every or rounds - last >= 2 * self.whole_every
             whole = due and self._slice() > 0
+            if whole:
+                self.adopt()
             if whole and best_w is not None and self.best is not None:
                 # A whole solve is dear (seconds to tens of seconds): spend it near the best
                 # plan and its weights (tuning on M: 12 of 13 whole solves at the drifted
@@ -509,8 +494,15 @@ class _Search:
                 self.offer(fixed)
         return self.best if self.best is not None else self.fallback
 
+    def adopt(self) -> None:
+        """Take the portfolio's best plan if it beats this search's."""
+        got = self.shared.take(self.best_val) if self.shared is not None else None
+        if got is not None:
+            self.best_val, self.best = got
+
     def window_moves(self) -> None:
         """Exact moves that keep the limit around the best plan's binding steps, for a slice."""
+        self.adopt()
         t, before = time.monotonic(), self.best_val
         end = min(self.deadline - 1.2, t + max(1.0, 0.05 * self.left()))
         if end > t and self.best is not None:
