@@ -35,8 +35,7 @@ from collections.abc import Sequence
 import networkx as nx
 import numpy as np
 
-from tacopt.cost_models.base import CostModel, CostModelError, check_costs, for_model
-from tacopt.cost_models.base import view_cost as model_view_cost
+from tacopt.cost_models.base import CostModel, CostModelError, check_costs, for_model, view_cost
 from tacopt.fusion.ir.vocabulary import PRICED_DTYPE_NBYTES
 from tacopt.partitioner.problem import Choice, Link, PickProblem, TensorEdge, Unit
 from tacopt.partitioner.subgraphs import boundary
@@ -44,7 +43,7 @@ from tacopt.partitioner.targets import Target, TargetError, get_target, pricing_
 from tacopt.partitioner.views import UNFUSED, UnitViews, View
 
 
-def view_cost(view: View, target: Target, cost_model: CostModel) -> float | None:
+def price_view(view: View, target: Target, cost_model: CostModel) -> float | None:
     """The cost of ``view`` on its target; None when the cost model cannot price one of its ops.
 
     Raises
@@ -54,7 +53,7 @@ def view_cost(view: View, target: Target, cost_model: CostModel) -> float | None
     """
     device, speedup = pricing_device(target, cost_model)
     nodes = list(view.graph.nodes)
-    cost = model_view_cost(cost_model, view.graph, nodes, device, view.inference_type)
+    cost = view_cost(cost_model, view.graph, nodes, device, view.inference_type)
     if cost is None:
         if view.device == "CPU":
             costs = check_costs(
@@ -109,7 +108,7 @@ def build_problem(
     for uv in units:
         choices, views = [], []
         for view in uv.views:
-            cost = view_cost(view, by_name[view.device], cost_model)
+            cost = price_view(view, by_name[view.device], cost_model)
             if cost is not None:
                 # A unit's unfused form is another choice of the same device and type: its
                 # variant tells the two apart (a plan names its choice by all three).

@@ -24,6 +24,7 @@ Examples
 
 from __future__ import annotations
 
+import difflib
 import glob
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,12 +32,17 @@ from typing import Any
 
 import networkx as nx
 
-from tacopt.cost_models.base import CostModel
+from tacopt.cost_models.base import CostModel, for_model, get_cost_model
 from tacopt.errors import printable
 from tacopt.fusion.ir import ops_of
 from tacopt.partitioner.annotate import Annotation, annotated_inference_type
+from tacopt.partitioner.costing import price_view
+from tacopt.partitioner.pipeline import partition
+from tacopt.partitioner.plan import NoPlanError
 from tacopt.partitioner.refusals import REASONS, Refusal, refusal, runnable_refusal
-from tacopt.partitioner.targets import Target
+from tacopt.partitioner.subgraphs import Partition, Subgraph
+from tacopt.partitioner.targets import PartitionError, Target
+from tacopt.partitioner.views import enumerate_views
 
 
 def op_refusals(
@@ -110,20 +116,15 @@ def op_costs(
     """The cost of op ``node`` alone on each device that can run it (its cheapest view there).
 
     Views are enumerated as for a unit of this one op in inference type ``itype`` (a quantized
-    op in float too) and priced as :func:`tacopt.partitioner.costing.view_cost` prices them.
+    op in float too) and priced as :func:`tacopt.partitioner.costing.price_view` prices them.
     """
-    from tacopt.cost_models.base import for_model
-    from tacopt.partitioner.costing import view_cost
-    from tacopt.partitioner.subgraphs import Partition, Subgraph
-    from tacopt.partitioner.views import enumerate_views
-
     unit = Subgraph(node, "CPU", itype, (node,))
     (views,) = enumerate_views(G, Partition((unit,)), targets)
     by_name = {t.name: t for t in targets}
     cost_model = for_model(cost_model, G)  # the op as a part of the whole model
     out: dict[str, float] = {}
     for v in views.views:
-        cost = view_cost(v, by_name[v.device], cost_model)
+        cost = price_view(v, by_name[v.device], cost_model)
         if cost is not None and cost < out.get(v.device, float("inf")):
             out[v.device] = cost
     return out
@@ -212,15 +213,8 @@ def explain_op(
     PartitionError
         When ``op`` is not an op of ``result.source`` (the message lists a few close names).
     """
-    from tacopt.cost_models.base import get_cost_model
-    from tacopt.partitioner.pipeline import partition
-    from tacopt.partitioner.plan import NoPlanError
-    from tacopt.partitioner.targets import PartitionError
-
     source = result.source
     if op not in source:
-        import difflib
-
         close = difflib.get_close_matches(op, [str(n) for n in source], n=3)
         hint = f"; close: {', '.join(close)}" if close else ""
         raise PartitionError(

@@ -44,7 +44,14 @@ import networkx as nx
 import numpy as np
 
 from tacopt.cost_models.base import CostModel
+from tacopt.errors import TacoptError, one_line
+from tacopt.partitioner.apply import apply_plan
 from tacopt.partitioner.draw import DEVICE_COLORS
+from tacopt.partitioner.explain import op_costs, op_refusals
+from tacopt.partitioner.memory import graph_usage
+from tacopt.partitioner.pickers import pick, picker_options
+from tacopt.partitioner.plan import choice_indices, unit_label
+from tacopt.partitioner.problem import activation_format, index_problem
 from tacopt.partitioner.targets import PartitionError, Target, get_target
 
 #: Node box and gaps of the layout, in SVG user units.
@@ -263,10 +270,6 @@ def compare_plans(
     >>> [r.plan.picker for r in results], failed
     (['tac', 'exact'], {})
     """
-    from tacopt.errors import TacoptError, one_line
-    from tacopt.partitioner.apply import apply_plan
-    from tacopt.partitioner.pickers import pick, picker_options
-
     accepted = {name: picker_options(name) for name in pickers}  # unknown names fail here
     out, failed = [], {}
     for name in pickers:
@@ -338,11 +341,6 @@ def page_data(
     PartitionError
         For no results, or results of different problems.
     """
-    from tacopt.partitioner.explain import op_costs, op_refusals
-    from tacopt.partitioner.memory import graph_usage
-    from tacopt.partitioner.plan import choice_indices, unit_label
-    from tacopt.partitioner.problem import activation_format, index_problem
-
     if not results:
         raise PartitionError("no plan to show")
     first = results[0]

@@ -9,7 +9,7 @@ from tacopt.cost_models.base import CostModelError, get_cost_model
 from tacopt.fusion.ir import Quantization
 from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.partitioner.annotate import annotate_targets
-from tacopt.partitioner.costing import build_problem, view_cost
+from tacopt.partitioner.costing import build_problem, price_view
 from tacopt.partitioner.problem import Link, load_problem, save_problem, validate_problem
 from tacopt.partitioner.subgraphs import op_units, raise_subgraphs
 from tacopt.partitioner.targets import resolve_devices
@@ -186,7 +186,7 @@ def test_view_cost_sums_the_view_ops():
     sub_gpu = next(v for u in units for v in u.views if v.unit == "sub_3" and v.device == "GPU")
     assert sub_gpu.graph.number_of_nodes() == 2  # ADD + MUL(-1)
     expected = sum(TAC.op_cost(sub_gpu.graph, n, "GPU", "FLOAT") for n in sub_gpu.graph)
-    assert view_cost(sub_gpu, targets[0], TAC) == pytest.approx(expected)
+    assert price_view(sub_gpu, targets[0], TAC) == pytest.approx(expected)
 
 
 def test_a_learned_model_prices_each_unit_at_the_whole_models_in_model_scale():
