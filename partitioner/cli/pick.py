@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tacopt.cli_options import add_command, names, options_of, output_file, seconds
+from tacopt.cli_options import add_command, at_least, names, options_of, output_file, seconds
 from tacopt.errors import TacoptError, one_line, printable
 from tacopt.partitioner.cli import OptionError, add_load_option, align_columns
 
@@ -58,6 +58,7 @@ class PickOptions:
     compare: bool
     time_limit_s: float | None
     backend: str | None
+    jobs: int | None
     method: str | None
     seed: int | None
     json: bool
@@ -85,6 +86,11 @@ def register(subparsers: Any) -> None:
         "monolithic (branch-and-bound on the whole model)",
     )
     parser.add_argument("--seed", type=int, help="random seed of the solver")
+    parser.add_argument(
+        "--jobs", type=at_least(1), metavar="N",
+        help="exact picker: processes it may run at once, a portfolio of searches sharing their"
+        " best plan (default: the cores available)",
+    )  # fmt: skip
     parser.add_argument("--json", action="store_true", help="print the plan as one JSON object")
     parser.add_argument("--plan", type=output_file, metavar="OUT.json", help="write the plan here")
     parser.add_argument(
@@ -121,6 +127,7 @@ _OPTION_FLAGS = {
     "backend": "--backend",
     "method": "--method",
     "seed": "--seed",
+    "threads": "--jobs",
 }
 
 
@@ -150,10 +157,14 @@ def run_pick(options: PickOptions) -> int:
                 ("backend", options.backend),
                 ("method", options.method),
                 ("seed", options.seed),
+                ("threads", options.jobs),
             )
             if value is not None
         }
         per_picker = _options_per_picker(options, given)
+        for name, chosen in per_picker.items():  # every core by default
+            if "threads" in picker_options(name):
+                chosen.setdefault("threads", len(os.sched_getaffinity(0)))
         if contest is not None and "time_limit_s" not in given:  # the contest's own limit
             limit = contest_time_limit(options.problem)
             for name, chosen in per_picker.items():

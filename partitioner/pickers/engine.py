@@ -198,7 +198,8 @@ def pairwise_stage(run: Run) -> Plan | None:
     if isinstance(reduced, Infeasible):
         raise NoPlanError(f"exact picker: no plan fits the capacities: {reduced.reason}",
                           "INFEASIBLE")  # fmt: skip
-    best, bound, proven = pairwise.search_and_prove(reduced, True, deadline, run.seed, params)
+    best, bound, proven = pairwise.search_and_prove(reduced, True, deadline, run.seed,
+                                                        params, run.threads)
     # a plan with a forbidden pair left (the primal search's last resort) is kept for the end
     last_resort = None
     if best is not None and not np.isfinite(search.objective(reduced, best)):
@@ -211,7 +212,8 @@ def pairwise_stage(run: Run) -> Plan | None:
             raise NoPlanError(f"exact picker: no plan fits the capacities: {again.reason}",
                               "INFEASIBLE")  # fmt: skip
         reduced = again
-        best, bound, proven = pairwise.search_and_prove(reduced, True, deadline, run.seed, params)
+        best, bound, proven = pairwise.search_and_prove(reduced, True, deadline, run.seed,
+                                                        params, run.threads)
     if best is None and last_resort is not None:
         (reduced, best), proven = last_resort, False
     if best is None:

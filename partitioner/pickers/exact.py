@@ -64,8 +64,10 @@ def pick_exact(
         model with the time left if that leaves a gap; ``"monolithic"`` runs
         branch-and-bound at once. Other backends are always monolithic.
     threads : int
-        How many of the certificate's independent integer programs run at once (each on
-        single-threaded HiGHS); the plan does not depend on it.
+        Processes the picker may run at once (``tacopt pick --jobs``): the certificate's
+        independent integer programs (each on single-threaded HiGHS; the plan does not depend
+        on it), and on large problems in pairwise form the primal search's portfolio
+        (:mod:`~tacopt.partitioner.pickers.portfolio`).
     seed, num_workers : int
         Fixed for reproducibility; ``num_workers`` only matters for CP-SAT.
     hint : bool

@@ -59,9 +59,12 @@ SEARCH_SHARE = 0.8
 LNS_NODES = (25, 25)
 
 
-def search_and_prove(c: Compact, prove: bool, deadline: float, seed: int, info: dict):
+def search_and_prove(
+    c: Compact, prove: bool, deadline: float, seed: int, info: dict, threads: int = 2
+):
     """The heuristic, then (``prove``) the program and the neighbourhood search, on the reduced
-    problem ``c``: ``(best plan or None, lower bound, proven)``; figures go into ``info``."""
+    problem ``c``: ``(best plan or None, lower bound, proven)``; figures go into ``info``.
+    ``threads``: processes of the primal search's portfolio on large problems."""
     t0 = time.monotonic()
     info.update(reduced_nodes=int((c.k > 1).sum()), reduced_edges=len(c.edge_nodes))
     nb = search.neighbourhood(c)
@@ -71,7 +74,7 @@ def search_and_prove(c: Compact, prove: bool, deadline: float, seed: int, info: 
         quick = search.price_search(c, nb, search.greedy_start(c, nb), min(deadline, t0 + 2.0))
         target = None if quick is None else search.objective(c, quick)
         beside = BoundProcess(c, t0 + BOUND_SHARE * (deadline - t0), target)
-        best = primal.search(c, deadline, seed=seed, threads=2)
+        best = primal.search(c, deadline, seed=seed, threads=threads)
         info["primal_s"] = round(time.monotonic() - t0, 3)
         lagrangian = beside.result()
         info["lagrangian_bound"] = lagrangian
