@@ -286,13 +286,13 @@ def test_a_read_only_folder_is_refused(bundled_models, tmp_path, capsys):
 
 
 def test_a_failure_after_staging_leaves_nothing(bundled_models, tmp_path, capsys, monkeypatch):
-    import tacopt.partitioner.export as export
     from tacopt.errors import ModelFormatError
+    from tacopt.partitioner.cli import partition_run
 
     def broken(result, path):
         raise ModelFormatError("cannot write this model")
 
-    monkeypatch.setattr(export, "export_tflite", broken)
+    monkeypatch.setattr(partition_run, "export_tflite", broken)
     argv = ["partition", str(bundled_models[MODEL]), "--devices", "GPU", *outputs(tmp_path)]
     assert main(argv) == 2
     assert "cannot write this model" in capsys.readouterr().err

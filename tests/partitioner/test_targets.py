@@ -13,7 +13,7 @@ from tacopt.cost_models.base import get_cost_model
 from tacopt.errors import TacoptError
 from tacopt.fusion.ir import Buffer, Op, Quantization, Tensor, make_graph
 from tacopt.fusion.ir.builder import GraphBuilder
-from tacopt.partitioner.cli.partition import load_module
+from tacopt.partitioner.cli import load_module
 from tacopt.partitioner.pipeline import partition
 from tacopt.partitioner.problem import Link
 from tacopt.partitioner.targets import (
