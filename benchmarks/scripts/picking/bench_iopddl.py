@@ -30,7 +30,7 @@ from typing import Any
 
 from tacopt.errors import print_error
 from tacopt.io import atomic_write, check_output_folder
-from tacopt.partitioner.cli.pick import contest_time_limit
+from tacopt.partitioner.cli.pick_run import contest_time_limit
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.pickers import get_picker, pick, picker_options
 from tacopt.partitioner.plan import NoPlanError, validate_plan

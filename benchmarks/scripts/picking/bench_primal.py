@@ -40,7 +40,7 @@ from typing import Any
 
 from tacopt.benchmarks.scripts.picking.bench_iopddl import BEST_KNOWN, instances
 from tacopt.errors import TacoptError
-from tacopt.partitioner.cli.pick import contest_time_limit
+from tacopt.partitioner.cli.pick_run import contest_time_limit
 from tacopt.partitioner.memory import fits_batch
 from tacopt.partitioner.plan import evaluate_index
 from tacopt.partitioner.problem import index_problem
