@@ -79,12 +79,15 @@ def search_and_prove(
         lagrangian = beside.result()
         info["lagrangian_bound"] = lagrangian
         bound = edge_split_bound(c)
+        info["bound_by"] = "edge split" if lagrangian is None or lagrangian <= bound else \
+            "lagrangian"  # fmt: skip
         return best, bound if lagrangian is None else max(bound, lagrangian), False
     x = search.greedy_start(c, nb)
     heuristic_end = min(deadline, t0 + max(1.0, HEURISTIC_SHARE * (deadline - t0)))
     best = search.price_search(c, nb, x, heuristic_end)
     info["heuristic_s"] = round(time.monotonic() - t0, 3)
     bound = edge_split_bound(c)
+    info["bound_by"] = "edge split"  # which stage gave the bound returned
     proven = False
     if best is not None and not np.isfinite(search.objective(c, best)):
         best = None  # a forbidden pair left: not a solution of the reduced problem
@@ -105,7 +108,8 @@ def search_and_prove(
             info["beside_wait_s"] = round(time.monotonic() - t, 3)
             info["lagrangian_bound"] = lagrangian
             info["beside_objective"] = None if found is None else _value_or_inf(c, found)
-            bound = bound if lagrangian is None else max(bound, lagrangian)
+            if lagrangian is not None and lagrangian > bound:
+                bound, info["bound_by"] = lagrangian, "lagrangian"
             if found is not None and search.fits(c, found) and \
                     search.objective(c, found) < _value_or_inf(c, best):  # fmt: skip
                 best = found
@@ -130,7 +134,8 @@ def _exact(c, nb, best, bound, deadline, seed, info):
         stopped = MipResult(None, math.inf, -math.inf, False, "stopped after its time share")
         end = t + share + min(2.0, 0.05 * (deadline - t))
         res = primal.bounded(_whole_program, end, stopped, (c, everything, start, share))
-        bound = max(bound, res.bound)
+        if res.bound > bound:
+            bound, info["bound_by"] = res.bound, "integer program"
         info["mip_status"] = res.status
         info["mip_s"] = round(time.monotonic() - t, 3)
         if res.x is not None and search.fits(c, res.x) and np.isfinite(search.objective(c, res.x)):

@@ -10,7 +10,8 @@ unless ``--time-limit`` is given. The wall time is the whole command's, start-up
 included; the solution file is scored again by the one checker. A row gives the score, its
 ratio to the best known value (the "best known now" table of ``--best-known``, by default the
 instances' ``README.md``), the bound the command reports and the gap to it, the stage that
-answered, the wall time against the limit, the load average before and after, and the cores.
+gave the bound (else the one that answered), the wall time against the limit, the load average
+before and after, and the cores.
 ``--jobs N`` (or any ``--extra`` options) are passed to the command; ``--jobs 1,2`` runs each
 instance at both, one after the other, for the portfolio's ratio at equal wall-clock time.
 
@@ -40,10 +41,10 @@ from tacopt.benchmarks.scripts.picking.sweep_iopddl import (
 )
 from tacopt.errors import print_error
 from tacopt.io import atomic_write, check_output_folder
-from tacopt.partitioner.cli.pick import contest_time_limit
+from tacopt.partitioner.cli.pick_run import contest_time_limit
 
 HEADER = (f"{'instance':<22} {'jobs':>4} {'status':>9} {'score':>16} {'vs best':>8} "
-          f"{'bound':>16} {'gap':>8} {'stage':>10} {'wall/limit s':>13} {'load':>11} cores")
+          f"{'bound':>16} {'gap':>8} {'bound by':>16} {'wall/limit s':>13} {'load':>11} cores")
 
 
 def gap_of(score: float | None, bound: float | None) -> float | None:
@@ -63,7 +64,8 @@ def row(r: dict[str, Any]) -> str:
     return (f"{r['instance']:<22} {str(r.get('jobs') or '-'):>4} {r['status']:>9} "
             f"{num(r['score']):>16} {'-' if ratio is None else f'{ratio:.5f}':>8} "
             f"{num(r['bound']):>16} {'-' if gap is None else f'{100 * gap:.3f}%':>8} "
-            f"{str(r.get('stage')):>10} {r['wall_s']:>7.1f}/{r['time_limit_s']:<5g} "
+            f"{str(r.get('bound_by') or r.get('stage')):>16} "
+            f"{r['wall_s']:>7.1f}/{r['time_limit_s']:<5g} "
             f"{r['load_before']:>5.2f}->{r['load_after']:<5.2f} {r['cores']:>3}"
             f"{'' if r['valid'] else '  NOT VALID: ' + str(r.get('reason'))}")  # fmt: skip
 

@@ -52,7 +52,7 @@ from typing import Any
 from tacopt.cli_options import at_least, names, seconds
 from tacopt.errors import TacoptError, print_error
 from tacopt.io import atomic_write, check_output_folder
-from tacopt.partitioner.cli.pick import contest_time_limit
+from tacopt.partitioner.cli.pick_run import contest_time_limit
 from tacopt.partitioner.plan import evaluate_index, infeasibility_of
 from tacopt.partitioner.problem import PickProblem, ProblemIndex, index_problem
 from tacopt.partitioner.problem.contest import IopddlError, load_iopddl, read_solution
@@ -132,8 +132,9 @@ def run_one(path: str, seed: int, limit_s: float, picker: str, extra: Sequence[s
             reported = json.loads(done.stdout)
         except json.JSONDecodeError:
             reported = {}
+        params = reported.get("params", {})
         record.update(status=reported.get("status", "ERROR"), bound=reported.get("bound"),
-                      stage=reported.get("params", {}).get("stage"))  # fmt: skip
+                      stage=params.get("stage"), bound_by=params.get("bound_by"))  # fmt: skip
         if done.returncode != 0 or not solution.exists():
             record["reason"] = (done.stderr.strip().splitlines() or ["no solution written"])[-1]
             return record
