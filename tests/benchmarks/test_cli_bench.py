@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tacopt.benchmarks.cli import bench as cli
+from tacopt.benchmarks.cli.bench_run import default_out
 from tacopt.benchmarks.harness import DEFAULT_DEVICE_SETS, DEFAULT_PICKERS, read_records
 from tacopt.partitioner.cli import main
 
@@ -28,7 +29,7 @@ def test_no_arguments_is_the_default_study() -> None:
     assert args.run is cli.run_bench and args.zoo is None and args.devices is None
     assert args.granularity == ("subgraph", "op")
     assert args.pickers is None and DEFAULT_PICKERS == ("exact", "tac", "greedy", "first-fit")
-    assert args.out is None and cli.default_out([]) == Path("tacopt-bench/results.jsonl")
+    assert args.out is None and default_out([]) == Path("tacopt-bench/results.jsonl")
     assert DEFAULT_DEVICE_SETS == (("GPU", "CPU"), ("NNAPI", "CPU"), ("GPU", "NNAPI", "CPU"))
 
 
