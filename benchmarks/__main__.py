@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tacopt.benchmarks import scripts
 from tacopt.errors import TacoptError, print_error, run_as_program
+from tacopt.partitioner.cli import main as tacopt_main
 
 #: Runnable modules of the study that are not under ``scripts/``.
 STUDY = {
@@ -71,8 +72,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name == "bench":  # the main study: the same as ``tacopt bench``
-        from tacopt.partitioner.cli import main as tacopt_main
-
         return tacopt_main(["bench", *rest])
     if name not in table:
         return print_error("python -m tacopt.benchmarks",

@@ -487,6 +487,7 @@ def _execute_dask(
     todo: Sequence[tuple[Case, dict[str, dict]]], scheduler: str | Any
 ) -> Iterable[tuple[Case, list[dict]]]:
     try:
+        # Deferred: dask is optional (the [dask] extra), needed only with --scheduler.
         from dask.distributed import Client, as_completed
     except ImportError:
         raise BenchmarkError(
@@ -511,6 +512,7 @@ def _execute_dask(
 
 def _progress_bar(total: int, initial: int) -> Any:
     try:
+        # Deferred: the progress bar is optional; without tqdm the study runs without one.
         from tqdm import tqdm
     except ImportError:
         return None

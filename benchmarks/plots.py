@@ -32,11 +32,12 @@ from tacopt.benchmarks.zoos import BenchmarkError
 def pyplot() -> Any:
     """matplotlib.pyplot with the report's style (Agg backend); BenchmarkError without it."""
     try:
+        # Deferred: matplotlib (~0.4 s to import) only when a report draws its plots.
         import matplotlib
     except ImportError:
         raise BenchmarkError("plots need matplotlib: pip install 'tacopt[plots]'") from None
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after the backend is chosen
 
     plt.rcParams.update(
         {
@@ -54,7 +55,7 @@ def pyplot() -> Any:
 
 
 def _colors(pickers: Sequence[str]) -> dict[str, Any]:
-    import matplotlib
+    import matplotlib  # deferred as in pyplot(): only when a report draws its plots
 
     cmap = matplotlib.colormaps["tab10"]
     return {p: cmap(i % 10) for i, p in enumerate(pickers)}

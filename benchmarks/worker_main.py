@@ -5,6 +5,7 @@ the connection. It ignores Ctrl-C (the study stops it) and dies with the study's
 
 from __future__ import annotations
 
+import ctypes
 import signal
 import sys
 from collections.abc import Sequence
@@ -20,8 +21,6 @@ def _die_with_parent() -> None:
     if not sys.platform.startswith("linux"):
         return
     try:
-        import ctypes
-
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass

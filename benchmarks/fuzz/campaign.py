@@ -79,6 +79,7 @@ PICKERS = "exact,tac,greedy,first-fit"
 def problem_cases(seed: int, n: int) -> Iterator[tuple[str, bytes]]:
     """(description, file bytes) of ``n`` mutated pick problems, if ``fuzz_problems`` exists."""
     try:
+        # Deferred: the problem fuzzer is optional (this campaign runs without it).
         from tacopt.benchmarks.fuzz import problems as fuzz_problems
     except ImportError:
         return

@@ -67,6 +67,7 @@ def run_tflite(
     ExecutionError
         If the interpreter rejects the model or an input is missing.
     """
+    # Deferred: LiteRT (ai_edge_litert, ~0.3 s to import) only when a model is run.
     from ai_edge_litert.interpreter import Interpreter
 
     try:

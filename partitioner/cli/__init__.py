@@ -30,7 +30,13 @@ import importlib.util
 import os
 import sys
 from collections.abc import Sequence
-from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, entry_points
+from importlib.metadata import (
+    EntryPoint,
+    PackageNotFoundError,
+    distribution,
+    entry_points,
+    version,
+)
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -69,14 +75,18 @@ def registered_names(lists: Sequence[str] = REGISTRIES) -> str:
     """One line per registry in ``lists``: the names registered now, and how to add more."""
     lines = []
     if "devices" in lists:
+        # Deferred for start-up (here and below): the registries (numpy, networkx, the devices'
+        # tables) load only when a --help lists them, not for every command that builds a parser.
         from tacopt.partitioner.targets import target_names
 
         lines.append(f"devices: {', '.join(target_names())} (more with --load FILE.py)")
     if "pickers" in lists:
+        # Deferred: see above.
         from tacopt.partitioner.pickers import picker_names
 
         lines.append(f"pickers: {', '.join(picker_names())} (or pkg.mod:Name)")
     if "cost models" in lists:
+        # Deferred: see above.
         from tacopt.cost_models.base import registered_cost_models
 
         names = ", ".join(registered_cost_models())
@@ -165,8 +175,6 @@ def _all_commands(command: str | None) -> list[EntryPoint]:
 
 def version_line() -> str:
     """``tacopt --version``: the installed distribution's version and the Python running it."""
-    from importlib.metadata import version
-
     try:
         mine = version("tacopt")
     except PackageNotFoundError:  # run from a source tree that was never installed

@@ -210,8 +210,8 @@ def seconds_since_start() -> float:
 
 
 #: Starting Python and importing tacopt, up to this module (``tacopt pick`` imports it as its
-#: run starts, after the parser). Held at 3 s: a process that imported it later (a test run, a notebook) did other
-#: work before, which no pick should pay for.
+#: run starts, after the parser). Held at 3 s: a process that imported it later (a test run, a
+#: notebook) did other work before, which no pick should pay for.
 _STARTUP_S = min(seconds_since_start(), 3.0)
 
 

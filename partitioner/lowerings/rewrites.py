@@ -16,6 +16,7 @@ import numpy as np
 
 from tacopt.fusion.ir import FLOAT_DTYPES, Buffer, Op, Quantization, Tensor, make_graph
 from tacopt.fusion.rules.base import Rewrite
+from tacopt.fusion.unfuse import unfuse as unfuse_graph
 
 # --------------------------------------------------------------------------------------------
 # building blocks
@@ -359,12 +360,10 @@ def unfusable(tensors: dict[str, Tensor], op: Op) -> bool:
 
 def unfuse(tensors: dict[str, Tensor], op: Op) -> Rewrite:
     """The primitive ops fusion made ``op`` from (fusion's own unfusing, used as a lowering)."""
-    from tacopt.fusion.unfuse import unfuse
-
     names = list(dict.fromkeys([*(t for t in op.inputs if t is not None), *op.outputs]))
     inputs = [t for t in names if t not in op.outputs and not tensors[t].is_constant]
     alone = make_graph(op.name, [tensors[t] for t in names], [op], inputs, op.outputs)
-    expanded = unfuse(alone)
+    expanded = unfuse_graph(alone)
     added = tuple(t for name, t in expanded.graph["tensors"].items() if name not in tensors)
     ops = tuple(data["op"] for _, data in expanded.nodes(data=True))
     return Rewrite((op.name,), ops, added)

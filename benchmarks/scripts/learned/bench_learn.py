@@ -29,6 +29,7 @@ from typing import Any
 from tacopt.benchmarks.scripts.zoo.zoo_variants import VARIANT_SUFFIXES
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
+from tacopt.cost_models.learned.measurement.fingerprint import describe
 from tacopt.cost_models.learned.measurement.records import read_records
 from tacopt.cost_models.learned.measurement.speed import family_indices, run_speed
 from tacopt.cost_models.model_file import read_model_doc
@@ -46,12 +47,7 @@ def fingerprint_of(doc_or_records: Any) -> str:
         fp = next((r for r in doc_or_records if r.get("type") == "device"), None)
     if not fp:
         return "no fingerprint"
-    try:
-        from tacopt.cost_models.learned.measurement.fingerprint import describe
-
-        return describe(fp.get("fingerprint", fp) if "fingerprint" in fp else fp)
-    except ImportError:  # before fingerprints landed
-        return json.dumps(fp, sort_keys=True)[:160]
+    return describe(fp.get("fingerprint", fp) if "fingerprint" in fp else fp)
 
 
 def half_models(recs: list[dict[str, Any]]) -> set[str]:

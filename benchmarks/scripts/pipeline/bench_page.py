@@ -76,6 +76,7 @@ def load_times(
     """Load ms by the page's clock, wall s by Playwright, and the renderer's main-thread busy s
     (Chromium's TaskDuration: what the page costs, less sensitive to a loaded machine) of
     ``runs`` fresh opens."""
+    # Deferred: Playwright is a test extra, needed only by this timing of the page.
     from playwright.sync_api import sync_playwright
 
     loads, walls, busy = [], [], []

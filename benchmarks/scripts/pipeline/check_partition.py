@@ -89,6 +89,7 @@ class Check:
 
 
 def _interpreter(model: bytes, inputs: Sequence[np.ndarray], **kwargs: Any) -> Any:
+    # Deferred: LiteRT (ai_edge_litert, ~0.3 s to import) only when a check runs a model.
     from ai_edge_litert.interpreter import Interpreter
 
     interp = Interpreter(model_content=model, num_threads=1, **kwargs)

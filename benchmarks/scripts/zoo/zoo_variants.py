@@ -147,6 +147,7 @@ def csr_last_dim(
 ) -> dict[str, object]:
     """TFLite sparsity parameters (as the IR's plain dict): the leading dimensions dense, the
     last one CSR over the flattened rows."""
+    # Deferred: LiteRT's schema module only for the sparse variants.
     import ai_edge_litert.schema_py_generated as fb
 
     dims = []

@@ -51,6 +51,8 @@ def model_accuracy(
     the share of predictions per source and ``per_kind``: the same figures per (kind, inference
     type).
     """
+    # Deferred: scipy only when an accuracy report is asked for (a model that only prices
+    # does not load it).
     from scipy.stats import spearmanr
 
     # measured on another day or machine: put the times in the model's units first

@@ -59,6 +59,7 @@ def movement_fits(
     >>> [round(v, 4) for v in movement_fits(ops)["TRANSPOSE|FLOAT"]]
     [0.5, 0.0003, 0.0, 40.0, 40000.0, 0.0, 0.0]
     """
+    # Deferred: scipy only when fitting (pricing with a learned model does not load it).
     from scipy.optimize import nnls
 
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)

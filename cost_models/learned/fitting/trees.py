@@ -49,6 +49,7 @@ def fit_lightgbm(
     >>> np.round(predict_trees(trees, np.array([[5.0], [30.0]])), 2)
     array([0., 1.])
     """
+    # Deferred: LightGBM only when fitting trees (a fitted model predicts from JSON lists).
     import lightgbm as lgb
 
     opts = {k: v for k, v in params.items() if k != "num_boost_round"}

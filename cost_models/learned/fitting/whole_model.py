@@ -125,6 +125,7 @@ def _fit_scale(rows: Sequence[tuple[float, float, float, float]]) -> tuple[float
     y, a, n, s = (np.array(c, dtype=float) for c in zip(*rows, strict=True))
     if len(rows) < 3:
         return round(float(np.median(y / a)), 4), 0.0, 0.0
+    # Deferred: scipy only when fitting (pricing with a learned model does not load it).
     from scipy.optimize import least_squares
 
     top = 4.0 if s.any() else 1e-12  # nothing to fit it on: held at 0

@@ -348,6 +348,8 @@ def _evaluate(op: Op, tensors: Mapping[str, Tensor]) -> list[np.ndarray | None]:
             x = (x - zero) * scale
         return [x.astype(np.float32).reshape(out.shape)]
     try:
+        # Deferred: LiteRT (ai_edge_litert, ~0.3 s to import) and the writer only when a
+        # constant op is folded by running it.
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
         from tacopt.fusion.tflite.writer import serialize_tflite
