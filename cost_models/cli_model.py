@@ -10,6 +10,7 @@ from typing import Any
 
 from tacopt.cli_options import add_command
 from tacopt.cost_models.cli import check_records_file, read_learned_doc
+from tacopt.errors import printable
 
 
 def register_evaluate(subparsers: Any) -> None:
@@ -43,7 +44,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, sort_keys=True))
     else:
-        print("\n".join(report_lines(result)))
+        print("\n".join(printable(line) for line in report_lines(result)))  # names from files
     return 0
 
 
@@ -124,25 +125,27 @@ def run_inspect_model(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(info, sort_keys=True))
         return 0
-    print(f"{args.model}: {doc.get('format')} version {doc.get('version')}")
-    print(f"fitted on: {describe(fp)}")
+    lines: list[str] = []  # every line goes through printable: strings from the file
+    lines.append(f"{args.model}: {doc.get('format')} version {doc.get('version')}")
+    lines.append(f"fitted on: {describe(fp)}")
     for k, v in sorted((fp or {}).items()):
-        print(f"  {k}: {json.dumps(v)}")
+        lines.append(f"  {k}: {json.dumps(v)}")
     if doc.get("trained_on"):
-        print(f"trained on: {json.dumps(doc['trained_on'], sort_keys=True)}")
+        lines.append(f"trained on: {json.dumps(doc['trained_on'], sort_keys=True)}")
     if doc.get("calibrated"):
-        print(f"calibrated: {json.dumps(doc['calibrated'], sort_keys=True)}")
+        lines.append(f"calibrated: {json.dumps(doc['calibrated'], sort_keys=True)}")
     terms = ", ".join(f"{k} {json.dumps(v)}" for k, v in info["whole_model"].items())
-    print(f"whole models: {terms}")
+    lines.append(f"whole models: {terms}")
     if adapted:
         a = info["adapted"]
         own = ", ".join(f"{f} (weight {w:g})" for f, w in sorted(a["own_weights"].items()))
         own = own or "none"
-        print(f"adapted on {a['ops']} ops from: {describe(a['base_fingerprint'])}")
-        print(f"  kernel families priced by a model of this device's own: {own}")
-    print(f"this machine: {describe(host)}")
+        lines.append(f"adapted on {a['ops']} ops from: {describe(a['base_fingerprint'])}")
+        lines.append(f"  kernel families priced by a model of this device's own: {own}")
+    lines.append(f"this machine: {describe(host)}")
     if diff is None:
-        print("same device: unknown (the model records no fingerprint)")
+        lines.append("same device: unknown (the model records no fingerprint)")
     else:
-        print("same device: " + ("yes" if not diff else "no (" + "; ".join(diff) + ")"))
+        lines.append("same device: " + ("yes" if not diff else "no (" + "; ".join(diff) + ")"))
+    print("\n".join(printable(line) for line in lines))
     return 0

@@ -96,6 +96,9 @@ KIND_PARAMS: dict[str, dict[str, Any]] = {
 _FIT = {"lightgbm": fit_lightgbm}
 _BASE_COLUMNS = [FEATURES.index(f) for f in BASE_FEATURES]
 _BASE_W = 1 + len(BASE_FEATURES)
+#: The largest log-latency priced: e^700 µs is far past any plan's total and e^710 overflows a
+#: float, which a model file's weights (data from anyone) may otherwise ask for.
+EXP_MAX = 700.0
 
 
 def group_of(features: Mapping[str, Any]) -> str:
@@ -257,4 +260,4 @@ class KindModels:
         if name in self.trees:
             log_latency += float(predict_stacked(self.trees[name], x)[0])
         lo, hi = self.range[name]
-        return self.overhead[name] + math.exp(min(max(log_latency, lo), hi))
+        return self.overhead[name] + math.exp(min(max(log_latency, lo), hi, EXP_MAX))

@@ -90,7 +90,7 @@ from tacopt.cost_models.learned.fitting.features import (
     design_row,
     op_vector,
 )
-from tacopt.cost_models.learned.fitting.kind_models import KindModels, group_of
+from tacopt.cost_models.learned.fitting.kind_models import EXP_MAX, KindModels, group_of
 from tacopt.cost_models.learned.fitting.movement import predict_movement
 from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_trees
 from tacopt.cost_models.learned.fitting.whole_model import LEGACY_FLOOR_US
@@ -314,7 +314,9 @@ class LearnedCostModel(CostModelBase):
         if not self.corrections:
             return p
         c = correction_of(self.corrections, features["kind"], features.get("inference_type"))
-        net = max(p.latency_us - self.base_overhead_us, self.floor_us) * math.exp(c)
+        net = max(p.latency_us - self.base_overhead_us, self.floor_us) * math.exp(
+            min(c, EXP_MAX)
+        )
         if self.adapt_trees is None:
             return Prediction(self.overhead_us + net, p.source)
         row = op_vector(features, self.tree_kinds, reductions=self.reductions)
@@ -323,7 +325,7 @@ class LearnedCostModel(CostModelBase):
         trees = self.adapt_family_trees.get(
             family(features["kind"], features.get("inference_type")), self.adapt_trees
         )
-        tree = math.exp(float(predict_stacked(trees, np.asarray([row]))[0]))
+        tree = math.exp(min(float(predict_stacked(trees, np.asarray([row]))[0]), EXP_MAX))
         if self.net_trees:
             return Prediction(self.overhead_us + net * tree, p.source)
         return Prediction((self.overhead_us + net) * tree, p.source)  # before version 6
@@ -376,9 +378,11 @@ class LearnedCostModel(CostModelBase):
             x = np.asarray([op_vector(features, self.tree_kinds, reductions=self.reductions)])
             tree = float(predict_stacked(trees, x)[0])
         if self.net_trees:
-            gross = self.base_overhead_us + math.exp(log_net + tree)
+            gross = self.base_overhead_us + math.exp(min(log_net + tree, EXP_MAX))
         else:  # files before version 6: the trees corrected the gross latency
-            gross = (self.base_overhead_us + math.exp(log_net)) * math.exp(tree)
+            gross = (self.base_overhead_us + math.exp(min(log_net, EXP_MAX))) * math.exp(
+                min(tree, EXP_MAX)
+            )
         if source == "fallback" and self.gemm_rate > 0:
             # an unseen kind (a fused LSTM, ...) is at least as slow as a GEMM of its FLOPs
             gross = max(gross, self.base_overhead_us + features.get("flops", 0.0) / self.gemm_rate)

@@ -49,6 +49,9 @@ LIMITS = {
     "dim": 1 << 40,  # one dimension of a record's tensor
 }
 
+#: The least measured latency a record may hold (µs): a time, so above 0.
+MIN_LATENCY_US = 1e-6
+
 #: The ``adapted.tree_inputs`` that adds the corrected net latency after the tree inputs.
 SEES_NET = "features+log_net"
 
@@ -292,6 +295,11 @@ def _check_adapted(
     f.number_map(adapted.get("table"), "adapted.table")
     f.number_map(adapted.get("own_weights"), "adapted.own_weights")
     f.strings(adapted.get("own_families"), "adapted.own_families")
+    for fam, choice in f.dict(adapted.get("family_choice"), "adapted.family_choice").items():
+        f.string(choice, f"adapted.family_choice.{fam}")  # the model checks it is a choice
+    for fam, counts in f.dict(adapted.get("guard"), "adapted.guard").items():
+        f.number_map(counts, f"adapted.guard.{fam}", low=0)
+    check_fingerprint(f, adapted.get("base_fingerprint"), "adapted.base_fingerprint")
     inputs = adapted.get("tree_inputs")
     if inputs is not None:
         f.string(inputs, "adapted.tree_inputs")
@@ -332,7 +340,7 @@ def check_records(
     or an evaluation reads has its type and a finite value in range; else one line naming the
     line and the field.
 
-    >>> op = {"type": "op", "kind": "ADD", "latency_us": 1.5,
+    >>> op = {"type": "op", "key": "k1", "kind": "ADD", "latency_us": 1.5,
     ...       "inputs": [[[1, 8], "float32", False, False]], "outputs": []}
     >>> len(check_records([op], "r.jsonl"))
     1
@@ -345,9 +353,14 @@ def check_records(
         f = _Fields(source, error, "records file")
         f.prefix = f"records file '{source}': line {i + 1}"
         _check_finite(f, record, "the record")
+        for key in ("key", "device", "model", "graph", "op", "resolver", "method"):
+            if record.get(key) is not None:
+                f.string(record[key], key)
         kind = record.get("type")
         if kind == "op":
             _check_op_record(f, record)
+        elif kind in ("skip", "folded"):
+            _check_op_record(f, record, measured=False)
         elif kind == "model":
             _check_model_record(f, record)
         elif kind == "device":
@@ -355,25 +368,52 @@ def check_records(
     return records
 
 
-def _check_op_record(f: _Fields, r: Mapping[str, Any]) -> None:
-    """The fields an op record holds, each checked when present (a test's record may hold a
-    few): names are strings, tensors ``[shape, dtype, ...]``, times finite and not negative."""
-    for key in ("kind", "inference_type", "priced_by"):  # priced_by: a custom op's rule
-        if r.get(key) is not None:
-            f.string(r[key], key)
+def _check_op_record(f: _Fields, r: Mapping[str, Any], *, measured: bool = True) -> None:
+    """An op record (a ``skip`` or ``folded`` one when not ``measured``): its key and kind
+    strings, tensors ``[shape, dtype, ...]``, options an object, times finite and not negative;
+    a measured op has all of them and its ``latency_us``."""
+    for key in ("key", "kind", "inference_type"):
+        if r.get(key) is not None or measured:
+            f.string(r.get(key), key)
     for side in ("inputs", "outputs"):
-        for j, tensor in enumerate(f.list(r.get(side), side)):
+        for j, tensor in enumerate(f.list(r.get(side), side, optional=not measured)):
             if tensor is not None:  # an omitted optional input
                 _check_tensor(f, tensor, f"{side}[{j}]")
-    f.dict(r.get("options"), "options")
-    _check_model_record(f, r)
+    _check_options(f, f.dict(r.get("options"), "options"))
+    if measured:  # above 0: accuracy divides by it
+        f.number(r.get("latency_us"), "latency_us", low=MIN_LATENCY_US)
+    _check_times(f, r)
+
+
+#: Whole-number options the features compute with, and their least value.
+_WHOLE_OPTIONS = {"stride_h": 1, "stride_w": 1, "dilation_h_factor": 1, "dilation_w_factor": 1,
+                  "filter_height": 1, "filter_width": 1, "depth_multiplier": 1, "block_size": 1,
+                  "num": 0, "num_splits": 0, "values_count": 0, "batch_dims": -16, "axis": -16}
+
+
+def _check_options(f: _Fields, options: Mapping[str, Any]) -> None:
+    """An op's options as a record holds them: plain values or lists of them (SQUEEZE's
+    ``squeeze_dims``, RESHAPE's ``new_shape``; no object, no nested list), and the whole
+    numbers the features compute with in range."""
+    for key, value in options.items():
+        items = value if isinstance(value, list) else [value]
+        if any(isinstance(v, (list, dict)) for v in items):
+            raise f.fail(f"options.{key}", f"not a plain value ({type(value).__name__})")
+        if key in _WHOLE_OPTIONS:
+            f.number(value, f"options.{key}", low=_WHOLE_OPTIONS[key], high=2**31, whole=True)
 
 
 def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
-    # None: a model the runtime could not run whole (``untimed`` says why)
-    untimed = "skipped" in r or "untimed" in r
-    if "latency_us" in r and (r["latency_us"] is not None or not untimed):
-        f.number(r["latency_us"], "latency_us", low=0)
+    """A whole model's record: ``latency_us`` a number (or null when untimed), and each of
+    ``ops``, ``folded``, ``absorbed`` a list of ``[key, count]``."""
+    if r.get("latency_us") is not None:
+        f.number(r["latency_us"], "latency_us", low=MIN_LATENCY_US)
+    for part in ("ops", "folded", "absorbed"):
+        for j, pair in enumerate(f.list(r.get(part), part)):
+            if not (isinstance(pair, list) and len(pair) == 2):
+                raise f.fail(f"{part}[{j}]", "not [key, count]")
+            f.string(pair[0], f"{part}[{j}][0]")
+            f.number(pair[1], f"{part}[{j}][1]", low=0, whole=True)
     _check_times(f, r)
 
 
@@ -381,11 +421,9 @@ def _check_times(f: _Fields, r: Mapping[str, Any]) -> None:
     """Every other number a fit reads: times, sizes and counts, finite and not negative."""
     for key, value in r.items():
         if key.endswith(("_us", "_bytes")) or key in ("flops", "bytes", "repeats", "rejected"):
-            if value is not None and key != "latency_us":
+            if key != "latency_us" and (value is not None or key != "dram_us"):
                 f.number(value, key, low=0)
     f.number_map(r.get("speed"), "speed", low=0)
-    if r.get("key") is not None:
-        f.string(r["key"], "key")
 
 
 def _check_finite(f: _Fields, value: Any, path: str) -> None:
@@ -393,6 +431,8 @@ def _check_finite(f: _Fields, value: Any, path: str) -> None:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise f.fail(path, f"not a finite number ({value!r})")
+    elif isinstance(value, int) and abs(value) > 2**53:  # beyond float64's whole numbers
+        raise f.fail(path, f"{value} is too large a number")
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_finite(f, item, f"{path}.{key}" if path != "the record" else str(key))
@@ -402,7 +442,7 @@ def _check_finite(f: _Fields, value: Any, path: str) -> None:
 
 
 def _check_tensor(f: _Fields, tensor: Any, path: str) -> None:
-    """``[shape, dtype, is_constant, is_quantized]``: whole dimensions, a dtype name."""
+    """``[shape, dtype, is_constant, is_quantized]``: whole dimensions of at least 1, a dtype."""
     items = f.list(tensor, path, optional=False)
     if len(items) < 2:
         raise f.fail(path, "not [shape, dtype, ...]")
@@ -410,11 +450,18 @@ def _check_tensor(f: _Fields, tensor: Any, path: str) -> None:
     if len(shape) > LIMITS["shape_rank"]:
         raise f.fail(f"{path} shape", f"more than {LIMITS['shape_rank']} dimensions")
     for d, dim in enumerate(shape):
-        f.number(dim, f"{path} shape[{d}]", low=-1, high=LIMITS["dim"], whole=True)
+        # a measured tensor has every dimension (the features divide by and take logs of them)
+        f.number(dim, f"{path} shape[{d}]", low=1, high=LIMITS["dim"], whole=True)
     f.string(items[1], f"{path} dtype")
     for k, flag in enumerate(items[2:4]):
         if not isinstance(flag, bool):
             raise f.fail(f"{path}[{k + 2}]", f"not true or false ({type(flag).__name__})")
+    if len(items) > 5:
+        raise f.fail(path, f"{len(items)} entries, not [shape, dtype, constant, quantized, values]")
+    if len(items) == 5:  # a small integer constant's values (axes, permutations, paddings)
+        values = f.list(items[4], f"{path}[4]", optional=False)
+        for k, value in enumerate(values[:1024]):
+            f.number(value, f"{path}[4][{k}]", low=-(2**31), high=2**31, whole=True)
 
 
 __all__ = ["LIMITS", "check_fingerprint", "check_model_doc", "check_records", "check_trees"]

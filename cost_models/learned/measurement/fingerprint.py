@@ -49,7 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, TextIO
 
-from tacopt.errors import TacoptError
+from tacopt.errors import TacoptError, printable
 
 #: Op resolvers a measurement can run with: name -> (LiteRT ``OpResolverType`` name, delegate).
 RESOLVERS: dict[str, tuple[str, str | None]] = {
@@ -163,7 +163,7 @@ def describe(fp: Mapping[str, Any] | None) -> str:
     kernels = fp.get("delegate") or {"builtin": "builtin kernels", "ref": "reference kernels"}.get(
         str(fp.get("resolver")), str(fp.get("resolver"))
     )
-    return (
+    return printable(  # a model file's strings reach the terminal
         f"{fp.get('cpu', '?')} ({fp.get('arch', '?')}; {isa}; {fp.get('cores', '?')} cores), "
         f"LiteRT {fp.get('litert', '?')}, {kernels}, {threads} thread{'s' if threads > 1 else ''}"
     )
