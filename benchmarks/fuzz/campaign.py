@@ -38,8 +38,11 @@ from tacopt.benchmarks.fuzz.models import (
 )
 
 
-def _done(state: Path, seed: int) -> tuple[set[int], Counter[tuple[str, str]], list[dict]]:
-    """Case indices already run for ``seed``, their counts and failures, from the state file."""
+def _done(
+    state: Path, seed: int, kind: str = "models"
+) -> tuple[set[int], Counter[tuple[str, str]], list[dict]]:
+    """Case indices of ``kind`` already run for ``seed``, their counts and failures, from the
+    state file."""
     done: set[int] = set()
     counts: Counter[tuple[str, str]] = Counter()
     failures: list[dict] = []
@@ -47,7 +50,7 @@ def _done(state: Path, seed: int) -> tuple[set[int], Counter[tuple[str, str]], l
         return done, counts, failures
     for line in state.read_text().splitlines():
         row = json.loads(line)
-        if row.get("seed") != seed or row.get("kind", "models") != "models":
+        if row.get("seed") != seed or row.get("kind", "models") != kind:
             continue
         done.update(range(row["start"], row["stop"]))
         counts.update({tuple(k.split("/", 1)): v for k, v in row["counts"].items()})
@@ -114,6 +117,42 @@ def run_problems(seed: int, n: int) -> tuple[Counter[tuple[str, str]], list[dict
     return counts, failures
 
 
+def run_file_kinds(
+    seed: int, n: int, kinds: list[str], state: Path | None, workers: int, chunk: int,
+    timeout_s: float,
+) -> tuple[Counter[tuple[str, str]], list[dict], dict[str, int]]:  # fmt: skip
+    """Cases ``0 .. n - 1`` of each file kind (:mod:`~tacopt.benchmarks.fuzz.files`), resumable
+    like the models; returns the counts per command and outcome, the failures and the cases run
+    per kind."""
+    from tacopt.benchmarks.fuzz.files import run_file_cases
+
+    counts: Counter[tuple[str, str]] = Counter()
+    failures: list[dict] = []
+    cases: dict[str, int] = {}
+    for kind in kinds:
+        done, c0, f0 = _done(state, seed, kind) if state else (set(), Counter(), [])
+        counts.update(c0)
+        failures += f0
+        todo = [i for i in range(n) if i not in done]
+        print(f"{kind}: {n:,} cases, {len(done):,} done before, {len(todo):,} to run", flush=True)
+        start, ran = time.perf_counter(), 0
+        for outcomes in run_file_cases(kind, seed, todo, workers=workers, chunk=chunk,
+                                       timeout_s=timeout_s):  # fmt: skip
+            c, f = _summarise(outcomes)
+            counts.update(c)
+            failures += f
+            indices = sorted({o.index for o in outcomes})
+            ran += len(indices)
+            _record(state, {"seed": seed, "kind": kind, "start": indices[0],
+                            "stop": indices[-1] + 1, "failures": f,
+                            "counts": {f"{k[0]}/{k[1]}": v for k, v in c.items()}})  # fmt: skip
+            if ran % 2000 < chunk:
+                rate = ran / (time.perf_counter() - start)
+                print(f"  {kind}: {ran:,} run ({rate:.0f}/s), {len(failures)} failures", flush=True)
+        cases[kind] = len(done) + ran
+    return counts, failures, cases
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", type=int, default=100_000)
@@ -124,6 +163,11 @@ def main() -> int:
     parser.add_argument("--chunk", type=int, default=200)
     parser.add_argument("--state", type=Path, default=None, help="JSON-lines file to resume from")
     parser.add_argument("--no-zoo", action="store_true", help="bundled models only")
+    parser.add_argument("--files", type=int, default=0, metavar="N",
+                        help="also N cases of each file kind (learned, records, names)")
+    parser.add_argument("--kinds", default="learned,records,names", help="file kinds to run")
+    parser.add_argument("--case-timeout", type=float, default=30.0, metavar="S",
+                        help="a file case running longer is a hang (default 30)")
     args = parser.parse_args()
     seed = default_seed() if args.seed is None else args.seed
     zoo = None if args.no_zoo else ZOO_DIR
@@ -151,6 +195,13 @@ def main() -> int:
         c, f = run_problems(seed, args.problems)
         counts.update(c)
         failures += f
+    if args.files:
+        kinds = [k for k in args.kinds.split(",") if k]
+        c, f, per_kind = run_file_kinds(seed, args.files, kinds, args.state, args.workers,
+                                        args.chunk, args.case_timeout)  # fmt: skip
+        counts.update(c)
+        failures += f
+        print("file cases per kind: " + ", ".join(f"{k} {n:,}" for k, n in per_kind.items()))
     print(f"\ncounts per command and outcome (seed {seed}; failures: {', '.join(OUTCOMES[2:])})")
     commands = sorted({k[0] for k in counts})
     print(f"{'command':<14}" + "".join(f"{o:>10}" for o in OUTCOMES))

@@ -29,7 +29,7 @@ swapping the machine.
 Examples
 --------
 >>> OUTCOMES[:2], sorted(FAILURES)[:3], PIPELINE[0]
-(('ok', 'refused'), ['crash', 'died', 'memory'], 'fuse')
+(('ok', 'refused'), ['crash', 'died', 'hang'], 'fuse')
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ __all__ = [
 ]
 
 #: Outcome classes: the first two are passes, every other one is a failure.
-OUTCOMES = ("ok", "refused", "crash", "multiline", "warning", "partial", "memory", "died")
+OUTCOMES = ("ok", "refused", "crash", "multiline", "warning", "partial", "memory", "died",
+            "hang", "unsafe")  # fmt: skip
 FAILURES = frozenset(OUTCOMES[2:])
 
 #: Address-space cap of a worker, above what it maps after its imports: 2 GiB. The largest
@@ -131,19 +132,24 @@ def run_command(command: str, model: Path, out: Path) -> tuple[str, str]:
     return run_argv([a.format(m=model, o=out) for a in COMMANDS[command]], out)
 
 
-def run_argv(argv: Sequence[str], out: Path) -> tuple[str, str]:
+def run_argv(
+    argv: Sequence[str], out: Path, *, stdout: io.StringIO | None = None,
+    stderr: io.StringIO | None = None,
+) -> tuple[str, str]:  # fmt: skip
     """Run ``tacopt argv`` in-process, writing only into the empty folder ``out``; classify it.
 
     ``ok``: exit 0, no warning, and every file in ``out`` is a .tflite that reads back valid (or
     another file); ``refused``: exit 2, one stderr line, nothing in ``out``; anything else is a
-    failure class of :data:`OUTCOMES`.
+    failure class of :data:`OUTCOMES`. ``stdout`` / ``stderr``, when given, receive the
+    command's output (for the caller's own checks).
     """
     argv = list(argv)
-    err = io.StringIO()
+    err = io.StringIO() if stderr is None else stderr
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            shown = io.StringIO() if stdout is None else stdout
+            with contextlib.redirect_stdout(shown), contextlib.redirect_stderr(err):
                 code = main(argv)
         except MemoryError:
             return "memory", "MemoryError"

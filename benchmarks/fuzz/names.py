@@ -120,9 +120,10 @@ class _Scripts(HTMLParser):
             self.scripts[-1] += data
 
 
-def page_problems(html: str, data: dict) -> list[str]:
+def page_problems(html: str, data: dict | None = None) -> list[str]:
     """What is unsafe in a plan page: an element tacopt does not write, a script other than the
-    page's two, JSON data with a raw ``<``, ``>`` or ``&``, or data that does not read back."""
+    page's two, JSON data with a raw ``<``, ``>`` or ``&``, or data that does not read back (as
+    ``data``, when given)."""
     parser = _Scripts()
     parser.feed(html)
     problems = []
@@ -137,7 +138,8 @@ def page_problems(html: str, data: dict) -> list[str]:
         if re.search("[<>&\u2028\u2029]", payload):
             problems.append("raw <, >, & or a line separator in the embedded JSON")
         try:
-            if json.loads(payload) != json.loads(json.dumps(data)):
+            read = json.loads(payload)
+            if data is not None and read != json.loads(json.dumps(data)):
                 problems.append("the embedded JSON does not read back as the page's data")
         except ValueError as exc:
             problems.append(f"the embedded JSON is broken: {exc}")
