@@ -111,9 +111,9 @@ def _header(study: Study, link: str) -> list[str]:
     return lines + ([""] + [d["about"]] if d.get("about") else [])
 
 
-def figures_page(studies: Sequence[Study], others: Sequence[str] = ()) -> str:
-    """The text of ``docs/figures.md``; ``others`` are study folders without a
-    ``figures.json``, listed at the end with a link to their README."""
+def figures_page(studies: Sequence[Study]) -> str:
+    """The text of ``docs/figures.md`` (a study folder without a ``figures.json`` is not on it:
+    its README alone holds its figures until it gets one)."""
     out = [
         "# Figures",
         "",
@@ -131,17 +131,7 @@ def figures_page(studies: Sequence[Study], others: Sequence[str] = ()) -> str:
         out += ["", f'<a id="{s.folder}"></a>', "", f"## {s.data['title']}", ""]
         out += _header(s, f"../benchmarks/results/{s.folder}/")
         out += [""] + _rows(s)
-    if others:
-        out += ["", '<a id="other-studies"></a>', "", "## Other studies", ""]
-        out += ["Studies whose figures are in their own README (no `figures.json` yet):", ""]
-        out += [f"- [`{name}`](../benchmarks/results/{name}/README.md)" for name in others]
     return "\n".join(out) + "\n"
-
-
-def other_studies(results: Path = RESULTS) -> list[str]:
-    """The study folders without a ``figures.json`` (their README holds their figures)."""
-    return sorted(p.name for p in results.iterdir() if p.is_dir() and
-                  not (p / "figures.json").is_file())  # fmt: skip
 
 
 def study_readme(study: Study) -> str:
@@ -161,7 +151,7 @@ def study_readme(study: Study) -> str:
 def written_files(results: Path = RESULTS, page: Path = PAGE) -> dict[Path, str]:
     """Each file the command writes, with its text."""
     studies = read_studies(results)
-    files = {page: figures_page(studies, other_studies(results))}
+    files = {page: figures_page(studies)}
     files.update({results / s.folder / "README.md": study_readme(s) for s in studies})
     return files
 
