@@ -26,7 +26,7 @@ from tacopt.benchmarks.report import default_title, report_file, summary_table, 
 from tacopt.benchmarks.scripts.picking.bench_iopddl import report, run_iopddl_bench
 from tacopt.benchmarks.zoos import BenchmarkError
 from tacopt.errors import EXIT_INTERRUPTED
-from tacopt.io import atomic_write, check_output_folder, check_output_path
+from tacopt.io import atomic_write, check_output_folder, check_output_path, read_json_lines
 from tacopt.partitioner.cli import load_module
 
 DEFAULT_OUT = Path("tacopt-bench") / "results.jsonl"
@@ -127,6 +127,12 @@ def _run_contest(args: argparse.Namespace, zoos: list[str], report_dir: Path | N
     report (``report.md``) to the report folder."""
     if len(zoos) != len(args.zoo):
         raise BenchmarkError("iopddl:DIR zoos run on their own, not with model zoos")
+    if args.out.is_file() and any(
+        "key" in r for r in read_json_lines(args.out, what="results file", error=BenchmarkError)
+    ):  # the contest's records replace the file: never a model study's
+        raise BenchmarkError(
+            f"results file '{args.out}' holds the records of a model study: give --out a new file"
+        )
     limit = args.time_limit
     pickers = args.pickers or ("exact", "greedy")
     records = []

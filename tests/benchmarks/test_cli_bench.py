@@ -75,6 +75,11 @@ def test_a_second_zoo_gets_its_own_folder_and_never_mixes_into_a_results_file(
     err = capsys.readouterr().err.strip()
     assert "holds the records of another study (zoo shared)" in err and "\n" not in err
     assert out.read_text().count("\n") == 1  # untouched
+    study = tmp_path / "tacopt-bench" / "layered-10" / "results.jsonl"
+    before = study.read_text()
+    assert main(["bench", "--zoo", f"iopddl:{tmp_path}", "--out", str(study)]) == 2
+    assert "holds the records of a model study" in capsys.readouterr().err
+    assert study.read_text() == before  # the contest's records would have replaced them
 
 
 def test_bad_input_exits_2_with_one_line(
