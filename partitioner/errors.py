@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from tacopt.errors import TacoptError
+from dataclasses import dataclass
+from typing import Any
+
+from tacopt.errors import TacoptError, one_line
 
 
 class ProblemError(TacoptError):
@@ -15,3 +18,31 @@ class PlanError(TacoptError):
 
 class PickerError(TacoptError):
     """A picker misused: unknown name, duplicate registration, a problem outside its scope."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerFailure:
+    """What a picker's forked worker sends in place of its result when it failed: the error on
+    one line, for the parent to raise (:func:`worker_result`) instead of the worker printing a
+    traceback while the command goes on to exit 0."""
+
+    message: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> WorkerFailure:
+        return cls(one_line(f"{type(exc).__name__}: {exc}"))
+
+
+def worker_result(message: Any) -> Any:
+    """``message`` received from a worker, or a :class:`PickerError` when it is a failure.
+
+    >>> worker_result(3)
+    3
+    >>> worker_result(WorkerFailure("ValueError: x"))
+    Traceback (most recent call last):
+    ...
+    tacopt.partitioner.errors.PickerError: a picker's worker process failed: ValueError: x
+    """
+    if isinstance(message, WorkerFailure):
+        raise PickerError(f"a picker's worker process failed: {message.message}")
+    return message

@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+from tacopt.partitioner.errors import WorkerFailure, worker_result
 from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 
@@ -268,7 +269,7 @@ class BoundProcess:
             return None
         try:
             if self.receive.poll(max(self.deadline - time.monotonic(), 0.0) + 0.5):
-                return float(self.receive.recv())
+                return float(worker_result(self.receive.recv()))
             return None
         except (EOFError, OSError):
             return None
@@ -283,5 +284,9 @@ class BoundProcess:
 
 
 def _bound_worker(c: Compact, deadline: float, target: float | None, send) -> None:
-    send.send(diffusion_bound(c, deadline, memory=True, target=target))
+    try:
+        result: float | WorkerFailure = diffusion_bound(c, deadline, memory=True, target=target)
+    except Exception as exc:  # sent to the parent, which raises it (no traceback here)
+        result = WorkerFailure.of(exc)
+    send.send(result)
     send.close()

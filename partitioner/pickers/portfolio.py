@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from tacopt.partitioner.errors import WorkerFailure, worker_result
+
 
 class Incumbent:
     """The best plan (one strategy per node) and its value, shared by forked processes."""
@@ -78,7 +80,7 @@ def run_portfolio(
     for proc, recv in kids:
         try:
             if recv.poll(max(0.0, deadline - time.monotonic()) + 0.2):
-                found.append(recv.recv())
+                found.append(worker_result(recv.recv()))
         except (EOFError, OSError):
             pass
         finally:
@@ -93,6 +95,10 @@ def run_portfolio(
 
 def _child(one, seed, shared, send) -> None:
     try:
-        send.send(one(seed, shared))
+        try:
+            result = one(seed, shared)
+        except Exception as exc:  # sent to the parent, which raises it (no traceback here)
+            result = WorkerFailure.of(exc)
+        send.send(result)
     finally:
         send.close()

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from tacopt.partitioner.errors import WorkerFailure, worker_result
 from tacopt.partitioner.pickers import search as ls
 from tacopt.partitioner.pickers import windows
 from tacopt.partitioner.pickers.bounds import diffusion_bound
@@ -173,7 +174,7 @@ class SearchProcess:
             return x, bound
         try:
             while self.receive.poll(max(self.until - time.monotonic(), 0.0) + 0.1):
-                x, bound, done = self.receive.recv()
+                x, bound, done = worker_result(self.receive.recv())
                 if done:
                     break
         except (EOFError, OSError):
@@ -198,6 +199,8 @@ def _search_then_bound(c, deadline, seed, start, bound_until, send) -> None:
         if more:
             target = None if x is None else ls.objective(c, x)
             send.send((x, diffusion_bound(c, bound_until, memory=True, target=target), True))
+    except Exception as exc:  # sent to the parent, which raises it (no traceback here)
+        send.send(WorkerFailure.of(exc))
     finally:
         send.close()
 
@@ -622,7 +625,7 @@ def bounded(fn: Callable[..., tuple[Any, ...]], deadline: float, fallback: T, ar
     out = fallback
     try:
         if recv.poll(max(0.0, deadline - time.monotonic())):
-            out = recv.recv()
+            out = worker_result(recv.recv())
     except (EOFError, OSError):
         out = fallback
     finally:
@@ -635,7 +638,11 @@ def bounded(fn: Callable[..., tuple[Any, ...]], deadline: float, fallback: T, ar
 
 def _child(fn, args, send) -> None:
     try:
-        send.send(fn(*args)[0])
+        try:
+            result = fn(*args)[0]
+        except Exception as exc:  # sent to the parent, which raises it (no traceback here)
+            result = WorkerFailure.of(exc)
+        send.send(result)
     finally:
         send.close()
 

@@ -6,6 +6,7 @@ import json
 import resource
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -69,3 +70,17 @@ def test_a_cost_above_the_forbidden_cost_is_one_line(where, tmp_path, capsys):
     data["problem"][where]["costs"][0][0] = 10**18  # the contest's forbidden cost is taken
     path.write_text(json.dumps(data))
     assert main(["pick", str(path)]) == 0
+
+
+def test_a_failing_worker_is_one_error_not_a_traceback(monkeypatch, capfd):
+    """A forked worker that raises sends its error to the parent, which raises it as one
+    PickerError; the worker prints no traceback."""
+    from tacopt.partitioner.errors import PickerError
+    from tacopt.partitioner.pickers import primal
+
+    def broken(*args):
+        raise ValueError("broken on purpose")
+
+    with pytest.raises(PickerError, match="worker process failed: ValueError: broken on purpose"):
+        primal.bounded(broken, deadline=time.monotonic() + 10, fallback=None, args=())
+    assert "Traceback" not in capfd.readouterr().err

@@ -340,7 +340,8 @@ def check_records(
     or an evaluation reads has its type and a finite value in range; else one line naming the
     line and the field.
 
-    >>> op = {"type": "op", "key": "k1", "kind": "ADD", "latency_us": 1.5,
+    >>> op = {"type": "op", "key": "k1", "kind": "ADD", "inference_type": "FLOAT",
+    ...       "latency_us": 1.5,
     ...       "inputs": [[[1, 8], "float32", False, False]], "outputs": []}
     >>> len(check_records([op], "r.jsonl"))
     1
