@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tacopt.cli_options import add_command, at_least, positive
-from tacopt.cost_models.cli import add_resolver_option, read_learned_doc
+from tacopt.cost_models.cli.measure import add_resolver_option
+from tacopt.cost_models.cli.measure_run import read_learned_doc
 from tacopt.cost_models.learned.measurement.contention import CONTENTION_SHARE, OtherLoad
 
 if TYPE_CHECKING:
@@ -161,7 +162,8 @@ def run_learn(args: argparse.Namespace) -> int:
     fitted on another device with few samples instead. Resumable: re-run the same command to go
     on. It times the machine: run it while nothing else keeps the cores busy.
     """
-    from tacopt.cost_models.cli import check_output_path, check_records_file
+    from tacopt.cost_models.cli.measure_run import check_records_file
+    from tacopt.io import check_output_path
 
     minutes = args.minutes if args.minutes is not None else (3.0 if args.base else 15.0)
     check_output_path(args.out, what="-o")
@@ -320,7 +322,7 @@ def _measure_phase(
     base_doc: Mapping[str, Any] | None,
     meter: Meter | None,
 ) -> Meter | None:
-    from tacopt.cost_models.cli import silence_xnnpack_banner
+    from tacopt.cost_models.cli.measure_run import silence_xnnpack_banner
     from tacopt.cost_models.learned.measurement.measure import Meter, measure_graphs
     from tacopt.cost_models.learned.sampling.sweep import PRIORS, iter_samples
 
@@ -454,10 +456,10 @@ def _fit_and_write(
     with all_or_nothing([("-o", args.out)]) as out:
         if base_doc is not None:
             from tacopt.cost_models.learned.measurement.records import MeasureError
-            from tacopt.cost_models.learned.sampling.adapt import adapt
+            from tacopt.cost_models.learned.sampling.guard import guarded_adapt
 
             try:
-                doc = adapt(base_doc, recs)
+                doc = guarded_adapt(base_doc, recs)
             except ValueError as exc:
                 raise MeasureError(f"learn: {exc} (give more --minutes)") from None
         else:
@@ -481,6 +483,11 @@ def _fit_and_write(
         + (f" ({slow} more left out: no quiet sample)" if slow else "")
         + (" (adapted from --from)" if base_doc is not None else "")
     )
+    if base_doc is not None:
+        from tacopt.cost_models.learned.sampling.guard import choice_lines
+
+        print("per kernel family, as judged on the ops the fit did not see:")
+        print("\n".join(choice_lines(doc["adapted"])) or "  (no probes: the base everywhere)")
     busy = math.isnan(others_share) or others_share >= CONTENTION_SHARE
     if rejected >= BUSY_SHARE and busy:
         print(

@@ -183,6 +183,44 @@ def test_grouped_convolutions_are_a_kind_of_their_own_from_version_8() -> None:
     assert old.predict(probes[0]).latency_us < 0.7 * probes[0]["latency_us"]
 
 
+def _slice_record(i: int, n: int, *, stride: int = 1, shrink: int = 0) -> dict:
+    """A STRIDED_SLICE of ``(1, n, 64)`` along axis 1; XNNPACK's copy runs at ~10 GB/s, the
+    builtin kernel (strides, a shrunk axis) at ~2 ns an element."""
+    out = [1, n // stride, 64] if not shrink else [1, 64]
+
+    def t(s: list, c: bool = False, v: list | None = None) -> list:
+        return [s, "int32" if c else "float32", c, False, *([v] if v else [])]
+
+    elements = 64 * (n // stride if not shrink else 1)
+    net = 0.002 * elements if (stride != 1 or shrink) else 0.0004 * elements
+    return {"type": "op", "key": f"ss{i}", "kind": "STRIDED_SLICE", "inference_type": "FLOAT",
+            "model": "m", "flops": 0.0, "bytes": 8.0 * elements,
+            "inputs": [t([1, n, 64]), t([3], True, [0, 0, 0]), t([3], True, [1, n, 64]),
+                       t([3], True, [1, stride, 1])],
+            "outputs": [t(out)], "options": {"shrink_axis_mask": shrink},
+            "latency_us": 0.5 + net, "overhead_us": 0.5}  # fmt: skip
+
+
+def test_a_strided_slice_xnnpack_refuses_is_a_kind_of_its_own_from_version_14() -> None:
+    from tacopt.cost_models.learned.fitting.features import kernel_kind
+
+    sizes = [16 * 2**k for k in range(9)]
+    recs = [_slice_record(i, n) for i, n in enumerate(sizes * 3)]
+    recs += [_slice_record(100 + i, n, stride=2) for i, n in enumerate(sizes)]
+    recs += [_slice_record(200 + i, n, shrink=2) for i, n in enumerate(sizes[:4])]
+    assert [kernel_kind(r) for r in (recs[0], recs[-1], recs[-5])] == [
+        "STRIDED_SLICE", "STRIDED_SLICE_BUILTIN", "STRIDED_SLICE_BUILTIN"
+    ]  # fmt: skip
+    doc = json.loads(json.dumps(fit(recs)))
+    assert doc["version"] >= 14
+    model = LearnedCostModel(doc)
+    probe = _slice_record(999, 3000, stride=3)
+    assert model.predict(probe).latency_us == pytest.approx(probe["latency_us"], rel=0.1)
+    old = LearnedCostModel({**doc, "version": 13})  # every STRIDED_SLICE one kind
+    assert not old.strided_slices
+    assert old.predict(probe).latency_us < 0.7 * probe["latency_us"]
+
+
 def test_a_conv_of_one_channel_per_group_is_priced_as_a_depthwise_one_from_version_9() -> None:
     """XNNPACK runs a CONV_2D of one input channel per group as a depthwise convolution: a model
     that saw only DEPTHWISE_CONV_2D records prices it within 10 %; read as version 8 (a

@@ -111,6 +111,33 @@ def _sized(n: int, i: int, net_us: float, speed: float = 10.0) -> dict:
             "speed": {"add": speed, "conv": 10.0}}  # fmt: skip
 
 
+def test_a_guarded_adaptation_keeps_the_base_where_it_cannot_show_it_helps() -> None:
+    """Each kernel family is priced the way that did best on a quarter of the ops held out of
+    the fit: a device twice as slow on ADDs gets the adaptation; the same device as the base's
+    (nothing to gain) keeps the base, as does a family no probe reached."""
+    from tacopt.cost_models.learned.sampling.guard import MIN_PROBES, choice_lines, guarded_adapt
+
+    rng = np.random.default_rng(1)
+    sizes = [int(v) for v in 10 ** rng.uniform(2, 6, 160)]
+    base = fit([_sized(n, i, n / 1000) for i, n in enumerate(sizes)])
+    slower = [_sized(n, 1000 + i, 2 * n / 1000) for i, n in enumerate(sizes)]
+    doc = guarded_adapt(base, slower, own=False)
+    guard, choice = doc["adapted"]["guard"], doc["adapted"]["family_choice"]
+    assert guard["elementwise"]["probes"] >= MIN_PROBES
+    assert guard["elementwise"]["base"] < guard["elementwise"]["corrected"]
+    assert choice["elementwise"] != "base" and choice["gemm_float"] == "base"
+    model = LearnedCostModel(doc)  # loads, and prices as it chose
+    probe = _sized(50_000, 9999, 50.0)
+    assert model.predict(probe).latency_us == pytest.approx(
+        model.choosing({"elementwise": choice["elementwise"]}).predict(probe).latency_us
+    )
+    assert "elementwise: " in choice_lines(doc["adapted"])[0]
+    same = [_sized(n, 2000 + i, n / 1000) for i, n in enumerate(sizes)]
+    kept = guarded_adapt(base, same, own=False)["adapted"]
+    assert kept["family_choice"]["elementwise"] == "base"  # a tie goes to the base
+    assert len(kept["table"]) == len(same)  # every measured configuration is looked up
+
+
 def test_adapt_learns_afresh_the_families_it_corrects_badly(tmp_path: Path, capsys) -> None:
     """A base that knows nothing true of the new device (fitted on timings of pure noise): its
     predictions are no basis to correct, and a model of the device's own records prices it."""

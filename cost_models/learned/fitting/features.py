@@ -55,7 +55,11 @@ def fc_as_pointwise_conv(features: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def kernel_kind(
-    features: Mapping[str, Any], *, depthwise: bool = True, gemm_rows: bool = True
+    features: Mapping[str, Any],
+    *,
+    depthwise: bool = True,
+    gemm_rows: bool = True,
+    strided: bool = True,
 ) -> str:
     """The kind of kernel an op runs: its kind, except for a CONV_2D whose filter sees a slice
     of the input channels (``groups`` > 1, ConvNeXt / ResNeXt exports):
@@ -82,6 +86,14 @@ def kernel_kind(
     ViT's at 0.87-1.32x, where the convolutions' model priced them at 0.99-1.07x.
     One row (a GEMV, memory-bound) stays a FULLY_CONNECTED.
 
+    A STRIDED_SLICE with a stride other than 1 or an axis shrunk away (``strided``, version
+    14) is a ``"STRIDED_SLICE_BUILTIN"``: XNNPACK does not take it (in a 15-minute learn's
+    records, none of 59 such slices and all 141 others), and LiteRT's builtin kernel walks it
+    element by element. An audio model's harmonic stacking (every third bin of a
+    ``(1, 128, 172, 16)`` map) took 381-391 us each on the 2-core Zen 4, where a model pricing
+    it with the contiguous slices XNNPACK copies said 15 us (benchmarks/scripts/learned/
+    families.py, 2026-11-29).
+
     >>> t = lambda *s: [list(s), "float32", False, False]
     >>> kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 56, 56, 96), t(96, 7, 7, 1), t(96)]})
     'DEPTHWISE_CONV_2D'
@@ -99,6 +111,12 @@ def kernel_kind(
     kind = str(features.get("kind"))
     if kind == "FULLY_CONNECTED" and gemm_rows and _gemm_rows(features) > 1:
         return "CONV_2D"
+    if kind == "STRIDED_SLICE" and strided:
+        ins = features.get("inputs") or []
+        rank = len(ins[0][0]) if ins and ins[0] else 0
+        shrink = (features.get("options") or {}).get("shrink_axis_mask", 0)
+        if shrink or any(s != 1 for s in _slice_strides(features, rank)):
+            return "STRIDED_SLICE_BUILTIN"
     if kind == "CONV_2D":
         ins = [d for d in features.get("inputs", []) if d]
         if len(ins) > 1 and len(ins[0][0]) == 4 and len(ins[1][0]) == 4:
@@ -123,7 +141,11 @@ def _gemm_rows(features: Mapping[str, Any]) -> int:
 
 
 def as_kernel_kind(
-    features: Mapping[str, Any], *, depthwise: bool = True, gemm_rows: bool = True
+    features: Mapping[str, Any],
+    *,
+    depthwise: bool = True,
+    gemm_rows: bool = True,
+    strided: bool = True,
 ) -> Mapping[str, Any]:
     """``features`` with its ``kind`` replaced by :func:`kernel_kind` (the same mapping when it
     is unchanged). A CONV_2D named a depthwise convolution gets that op's filter layout
@@ -135,7 +157,7 @@ def as_kernel_kind(
     >>> f["kind"], f["inputs"][1][0], f["options"]
     ('DEPTHWISE_CONV_2D', [1, 3, 3, 8], {'stride_h': 1, 'depth_multiplier': 2})
     """
-    kind = kernel_kind(features, depthwise=depthwise, gemm_rows=gemm_rows)
+    kind = kernel_kind(features, depthwise=depthwise, gemm_rows=gemm_rows, strided=strided)
     if kind == features.get("kind", kind):
         return features
     if features.get("kind") == "FULLY_CONNECTED":

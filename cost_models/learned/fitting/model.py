@@ -106,7 +106,10 @@ from tacopt.cost_models.learned.measurement.speed import (
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
-VERSION = 13
+#: How an adapted model may price a kernel family (:mod:`~..sampling.guard`), simplest first:
+#: the base re-anchored, the base corrected per kind and family, the adaptation as fitted.
+CHOICES = ("base", "corrected", "adapted")
+VERSION = 14
 
 
 def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
@@ -181,6 +184,14 @@ class LearnedCostModel(CostModelBase):
             #: version 11: a FULLY_CONNECTED of more than one row is a 1x1 CONV_2D's GEMM, and a
             #: pad of the channels copies one run per pixel (copy_runs)
             self.gemm_rows = self.pad_pixels = version >= 11
+            #: version 14: a STRIDED_SLICE XNNPACK refuses (strides, a shrunk axis) is a kind
+            self.strided_slices = version >= 14
+            #: how this model names an op's kernel (:func:`~.features.as_kernel_kind`)
+            self.kernel_kind_flags = {
+                "depthwise": self.depthwise_groups,
+                "gemm_rows": self.gemm_rows,
+                "strided": self.strided_slices,
+            }
             #: version 12: the trees see a reduction's keep_dims and axes (features.FEATURES),
             #: as the file's tree features say
             self.reductions = "keep_dims" in (doc.get("tree_features") or [])
@@ -207,6 +218,12 @@ class LearnedCostModel(CostModelBase):
             self.adapt_family_trees = {
                 str(f): stack_trees(t) for f, t in (adapted.get("family_trees") or {}).items()
             }
+            #: per kernel family, how a guarded adaptation prices it (CHOICES; a family not
+            #: listed: the base); None: every family as adapted (files before the guard)
+            fc = adapted.get("family_choice")
+            self.family_choice = None if fc is None else {str(k): str(v) for k, v in fc.items()}
+            if any(v not in CHOICES for v in (self.family_choice or {}).values()):
+                raise ValueError(f"adapted.family_choice: not one of {CHOICES}")
             #: the adapted trees also see the corrected net latency (after the tree features)
             self.adapt_trees_see_net = adapted.get("tree_inputs") == "features+log_net"
             #: a model of the adapted device's own, for the kernel families it prices better
@@ -288,10 +305,15 @@ class LearnedCostModel(CostModelBase):
         if key is not None and key in self.adapt_table:
             return Prediction(self.adapt_table[key], "exact")
         if self.kernel_kinds:
-            features = as_kernel_kind(
-                features, depthwise=self.depthwise_groups, gemm_rows=self.gemm_rows
-            )
+            features = as_kernel_kind(features, **self.kernel_kind_flags)
         own, fam = self.own, family(features["kind"], features.get("inference_type"))
+        choice = "adapted" if self.family_choice is None else self.family_choice.get(fam, "base")
+        if choice == "base" and self.corrections:
+            p = self._predict_base(features, key=key)
+            net = max(p.latency_us - self.base_overhead_us, self.floor_us)
+            return Prediction(self.overhead_us + net, p.source)
+        if choice == "corrected":
+            return self._predict_corrected(features, key=key, trees=False)
         weight = 0.0 if own is None else self.own_weights.get(fam, 0.0)
         if own is None or weight <= 0:
             return self._predict_corrected(features, key=key)
@@ -307,9 +329,11 @@ class LearnedCostModel(CostModelBase):
                         self.floor_us)  # fmt: skip
         return Prediction(self.overhead_us + blend_net(net, corrected, weight), f"blend {p.source}")
 
-    def _predict_corrected(self, features: Mapping[str, Any], *, key: str | None) -> Prediction:
-        """The base's prediction, corrected (an adapted model) by the op's kind or family and the
-        residual trees."""
+    def _predict_corrected(
+        self, features: Mapping[str, Any], *, key: str | None, trees: bool = True
+    ) -> Prediction:
+        """The base's prediction, corrected (an adapted model) by the op's kind or family and
+        (``trees``) the residual trees."""
         p = self._predict_base(features, key=key)
         if not self.corrections:
             return p
@@ -317,7 +341,7 @@ class LearnedCostModel(CostModelBase):
         net = max(p.latency_us - self.base_overhead_us, self.floor_us) * math.exp(
             min(c, EXP_MAX)
         )
-        if self.adapt_trees is None:
+        if self.adapt_trees is None or not trees:
             return Prediction(self.overhead_us + net, p.source)
         row = op_vector(features, self.tree_kinds, reductions=self.reductions)
         if self.adapt_trees_see_net:
@@ -413,10 +437,17 @@ class LearnedCostModel(CostModelBase):
         for n in S:
             f = op_features(S, n, root=S)
             if self.kernel_kinds:
-                f = as_kernel_kind(f, depthwise=self.depthwise_groups, gemm_rows=self.gemm_rows)
+                f = as_kernel_kind(f, **self.kernel_kind_flags)
             p = self._predict_fitted(f)
             net += max(p.latency_us - self.base_overhead_us, self.floor_us)
         return Prediction(self.base_overhead_us + net, f"rule {description}")
+
+    def choosing(self, choices: Mapping[str, str]) -> LearnedCostModel:
+        """This adapted model pricing each kernel family as ``choices`` says (:data:`CHOICES`;
+        a family not named: the base)."""
+        out = copy.copy(self)
+        out.family_choice = dict(choices)
+        return out
 
     def with_own_weights(self, weights: Mapping[str, float]) -> LearnedCostModel:
         """This adapted model with other weights of its own model per kernel family."""

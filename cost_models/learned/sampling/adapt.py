@@ -207,7 +207,7 @@ def adapt(
     norm: list[Mapping[str, Any]] = list(normalize_records(ops, anchor))
     if base.kernel_kinds:  # the groups its predictions are corrected by
         norm = [
-            as_kernel_kind(r, depthwise=base.depthwise_groups, gemm_rows=base.gemm_rows)
+            as_kernel_kind(r, **base.kernel_kind_flags)
             for r in norm
         ]
     table: dict[str, list[float]] = defaultdict(list)
@@ -334,7 +334,7 @@ def _run_all(tasks: Sequence[tuple[Any, ...]], workers: int) -> list[Any]:
 def _family(r: Mapping[str, Any], model: Any) -> str:
     """The kernel family ``model`` prices record ``r`` in (by its kernel kind)."""
     if model.kernel_kinds:
-        r = as_kernel_kind(r, depthwise=model.depthwise_groups, gemm_rows=model.gemm_rows)
+        r = as_kernel_kind(r, **model.kernel_kind_flags)
     return family(r["kind"], r.get("inference_type"))
 
 
