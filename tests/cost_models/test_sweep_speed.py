@@ -331,7 +331,7 @@ def test_adaptive_weights_favour_kinds_predicted_worst() -> None:
 def test_sweep_without_n_runs_the_whole_recipe_resumably(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:
-    from tacopt.cost_models import cli as cost_cli
+    from tacopt.cost_models.cli import measure_run as cost_cli
 
     recipe = ((0, "generic", 6, False), (1, "generic", 4, True), (3, "net-rnn", 50, False))
     monkeypatch.setattr(cost_cli, "SWEEP_RECIPE", recipe)
