@@ -73,9 +73,9 @@ def whole_model_terms(
     their ops' sum at the median, those over the 32 MB L3 at 1.05-1.10x, and the zoo's tuning
     half at 1.05x. Refitted on those learns' own records, one scale for all (1.008-1.052) priced
     the tuning half's models at a median error of 3.3-5.8 % (mean 4.3), the spill at 2.4-5.8 %
-    (mean 3.9; ``benchmarks/results/learn_v22/spill_variants.py``). The network chains now
-    repeat their blocks (``samplers_net.CHAIN_REPEATS``) so the spill is fitted on chains of
-    real size.
+    (mean 3.9; ``benchmarks/results/learn_v22/spill_variants.py`` at commit b3211eb). The
+    network chains now repeat their blocks (``samplers_net.CHAIN_REPEATS``) so the spill is
+    fitted on chains of real size.
 
     Every loop-free model, not only those of 8 ops or more (on their own they gave scales of
     1.027-1.078 over four learns, a median whole-model error of 3.3-5.9 %).

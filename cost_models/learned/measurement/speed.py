@@ -236,8 +236,9 @@ MEMORY_KEY = "dram"
 #: chains run slower when the machine's memory is: on the Zen 4 VM of the 2026-11-27 sessions,
 #: eight chains past 16 MB timed in 299 interleaved rounds over 9 minutes moved with the 48 MB
 #: ADD at r 0.65 and a slope of 0.093, and hardly with the L3-streaming ``add`` reference (r
-#: 0.04-0.26; ``benchmarks/results/learn_v24/corr_report.txt``). Six fresh learns there fitted
-#: their in-model scale at full spill between 1.018 and 1.050 from such chains.
+#: 0.04-0.26; ``benchmarks/results/learn_v24/corr_report.txt`` at commit b3211eb). Six fresh
+#: learns there fitted their in-model scale at full spill between 1.018 and 1.050 from such
+#: chains.
 MEMORY_SLOPE = 0.09
 
 
