@@ -76,6 +76,22 @@ def _heads(rng: Rng) -> tuple[int, int, int]:
             return s, h, d
 
 
+#: Narrow innermost widths of detection and audio tensors: a box's 4 coordinates, a score,
+#: 12 keypoint coordinates, 16 regressors, a few channels of a spectrogram map.
+_NARROW = (1, 2, 4, 8, 12, 16)
+
+
+def _rows(rng: Rng) -> tuple[int, ...]:
+    """Many short rows: ``(1, N, k)`` anchors of a detector (N up to 16,384) or ``(1, T, F, k)``
+    a spectrogram map of a few channels, ``k`` from :data:`_NARROW`: XNNPACK walks such a
+    tensor row by row, and a model that saw only wide rows priced a box decode at 0.3x."""
+    k = int(rng.choice(_NARROW))
+    if rng.random() < 0.65:
+        return (1, int(rng.choice([256, 896, 2048, 2304, 4096, 8192, 13824, 16384])), k)
+    t, f = int(rng.choice([32, 64, 96, 128])), int(rng.choice([28, 57, 86, 88, 172, 264]))
+    return (1, t, f, k)
+
+
 def _transpose_op(b: GraphBuilder, shape: tuple[int, ...], perm: list[int]) -> str:
     out = tuple(shape[p] for p in perm)
     x = b.input("x", shape)
@@ -235,9 +251,9 @@ def _depth_to_space(rng: Rng) -> nx.MultiDiGraph:
 
 
 def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
-    """A STRIDED_SLICE of rank 1-5: a range of one axis, a crop, every second element (stride
-    2: a subsampling), one index of an axis shrunk away (a class token, a box coordinate), with
-    begin / end masks as converters write them."""
+    """A STRIDED_SLICE of rank 1-5: a range of one axis, a crop, every second to fourth
+    element (a subsampling, harmonic stacking), one index of an axis shrunk away (a class
+    token, a box coordinate), with begin / end masks as converters write them."""
     rank = int(rng.choice([1, 2, 3, 3, 4, 4, 5]))
     if rank == 1:
         shape: tuple[int, ...] = (int(rng.choice([2, 4, 8, 64, 512, 4096])),)
@@ -246,6 +262,9 @@ def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
         shape = (1, h, w, 2, max(c // 2, 1))
     else:
         shape = draw_shape(rng, rank)
+    if rng.random() < 0.25:  # boxes or keypoints cut off a detector's regressors
+        shape = _rows(rng)
+        rank = len(shape)
     begin, end, strides = [0] * rank, list(shape), [1] * rank
     begin_mask = end_mask = shrink = 0
     ax = int(rng.integers(1 if rank > 1 else 0, rank))
@@ -254,8 +273,8 @@ def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
         i = int(rng.integers(0, shape[ax]))
         begin[ax], end[ax], shrink = i, i + 1, 1 << ax
     elif form == "stride" and shape[ax] > 1:
-        strides[ax] = 2
-        begin[ax] = int(rng.integers(0, 2))
+        strides[ax] = int(rng.choice([2, 2, 3, 4]))  # 3: an audio model's harmonic stacking
+        begin[ax] = int(rng.integers(0, strides[ax]))
     elif form == "crop" and rank >= 3:
         for a in range(1, rank - 1):
             if shape[a] > 2:
@@ -289,12 +308,18 @@ def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
 def _broadcast(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     """A binary op whose second operand broadcasts and is computed at run time:
     squeeze-and-excitation's ``(1, 1, 1, C)`` gate, an attention map's ``(1, H, W, 1)``, a
-    token gate's ``(1, S, 1)``, a per-channel ``(1, 1, C)`` scale of tokens; a quarter of the
-    time the operand is a constant ``(1, 1, 1, C)`` (a folded normalization)."""
+    token gate's ``(1, S, 1)``, a per-channel ``(1, 1, C)`` scale of tokens; or a constant
+    ``(1, 1, 1, C)`` (a folded normalization), or a detector's box decode over many short rows
+    (:func:`_rows`) by a constant row or a scalar."""
 
     def build(rng: Rng) -> nx.MultiDiGraph:
-        form = str(rng.choice(["se", "se", "spatial", "tokens", "channels", "const"]))
-        if form in ("se", "spatial", "const"):
+        form = str(rng.choice(["se", "se", "spatial", "tokens", "channels", "const", "rows",
+                               "rows"]))  # fmt: skip
+        if form == "rows":  # a box decode: (1, N, 4) x a constant (1, 1, 4), or x a scalar
+            shape = _rows(rng)
+            other = (1,) * (len(shape) - 1) + (shape[-1],) if rng.random() < 0.7 else (1,)
+            form = "const"
+        elif form in ("se", "spatial", "const"):
             h, w, c = _plane(rng)
             shape = (1, h, w, c)
             other: tuple[int, ...] = (1, h, w, 1) if form == "spatial" else (1, 1, 1, c)
@@ -341,6 +366,13 @@ def _average_pool(rng: Rng) -> nx.MultiDiGraph:
     return finish(b, y)
 
 
+def _post_shape(rng: Rng) -> tuple[int, ...]:
+    """A post-processing tensor: small (50 %), many short rows (30 %, :func:`_rows`) or a
+    feature map."""
+    u = rng.random()
+    return _small_shape(rng) if u < 0.5 else _rows(rng) if u < 0.8 else draw_shape(rng)
+
+
 def _small_shape(rng: Rng) -> tuple[int, ...]:
     """A small tensor: a few boxes or scores, a pooled vector, a landmark set."""
     rank = int(rng.choice([1, 2, 2, 3, 4]))
@@ -359,7 +391,7 @@ def _shape_op(rng: Rng) -> nx.MultiDiGraph:
 def _select_v2(rng: Rng) -> nx.MultiDiGraph:
     """SELECT_V2 of a post-processing step (a mask picks scores or boxes), small or a feature
     map, the condition broadcast or not."""
-    shape = _small_shape(rng) if rng.random() < 0.6 else draw_shape(rng)
+    shape = _post_shape(rng)
     cond = shape if rng.random() < 0.6 else (*shape[:-1], 1)
     b = GraphBuilder("select_v2")
     c = b.input("c", cond, dtype="bool")
@@ -369,11 +401,11 @@ def _select_v2(rng: Rng) -> nx.MultiDiGraph:
 
 
 def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
-    """A reduction of a small tensor or the last axis of a feature map (a score's max, a
-    norm's sum)."""
+    """A reduction of a small tensor, of many short rows, or of an axis of a feature map (a
+    score's max over the anchors, a spectrogram's sum over its few channels)."""
 
     def build(rng: Rng) -> nx.MultiDiGraph:
-        shape = _small_shape(rng) if rng.random() < 0.6 else draw_shape(rng)
+        shape = _post_shape(rng)
         axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(0, len(shape)))
         keep = bool(rng.random() < 0.5)
         out = tuple(1 if a == axis else d for a, d in enumerate(shape) if keep or a != axis)
@@ -389,24 +421,37 @@ def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     return build
 
 
+def _concat_rows(rng: Rng) -> nx.MultiDiGraph:
+    """A detector's output assembled along the last axis of many short rows: boxes, keypoints
+    and a score (``(1, N, 4) + (1, N, 12) + (1, N, 1)``), 2-4 narrow parts."""
+    rows = _rows(rng)
+    parts = [int(rng.choice(_NARROW)) for _ in range(int(rng.integers(2, 5)))]
+    b = GraphBuilder("concatenation_rows")
+    xs = [b.input(f"x{i}", (*rows[:-1], k)) for i, k in enumerate(parts)]
+    y = b.op("CONCATENATION", *xs, axis=len(rows) - 1, shape=(*rows[:-1], sum(parts)))
+    return finish(b, y)
+
+
 #: Element-wise kinds drawn on a few elements (a box decode's arithmetic, a mask, a cast).
 _SMALL_ELEMENTWISE = ("ADD", "MUL", "SUB", "DIV", "MAXIMUM", "LESS", "GREATER", "CAST")
 
 
 def _small_elementwise(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
-    """An element-wise op of a few elements: its latency is the invoke path of the kernel that
-    takes it, not its work."""
+    """An element-wise op of post-processing: of a few elements (its latency is the invoke
+    path of the kernel that takes it), or over many short rows (a threshold of every anchor's
+    score, against a scalar 40 % of the time: the builtin kernels' broadcast path)."""
 
     def build(rng: Rng) -> nx.MultiDiGraph:
-        shape = _small_shape(rng)
+        shape = _small_shape(rng) if rng.random() < 0.5 else _rows(rng)
+        other = (1,) if rng.random() < 0.4 else shape
         b = GraphBuilder(f"small_{kind.lower()}")
         x = b.input("x", shape)
         if kind == "CAST":
             y = b.op(kind, x, shape=shape, dtype="int32")
         elif kind in ("LESS", "GREATER"):
-            y = b.op(kind, x, b.input("z", shape), shape=shape, dtype="bool")
+            y = b.op(kind, x, b.input("z", other), shape=shape, dtype="bool")
         else:
-            y = b.op(kind, x, b.input("z", shape), shape=shape)
+            y = b.op(kind, x, b.input("z", other), shape=shape)
         return finish(b, y)
 
     return build
@@ -426,6 +471,7 @@ MOVE_PRIOR: dict[str, float] = {
     "MUL_MOVE": 2.0,
     "ADD_MOVE": 1.0,
     "AVERAGE_POOL_2D_MOVE": 1.5,
+    "CONCATENATION_ROWS": 1.0,
     "SHAPE_SMALL": 0.7,
     "SELECT_V2_SMALL": 0.8,
     "REDUCE_MAX_SMALL": 0.8,
@@ -447,6 +493,7 @@ _MOVE_BUILDERS: dict[str, Callable[[Rng], nx.MultiDiGraph]] = {
     "MUL_MOVE": _broadcast("MUL"),
     "ADD_MOVE": _broadcast("ADD"),
     "AVERAGE_POOL_2D_MOVE": _average_pool,
+    "CONCATENATION_ROWS": _concat_rows,
     "SHAPE_SMALL": _shape_op,
     "SELECT_V2_SMALL": _select_v2,
     "REDUCE_MAX_SMALL": _small_reduce("REDUCE_MAX"),
