@@ -418,10 +418,15 @@ def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
     _check_times(f, r)
 
 
+#: Numbers of a record besides its times and sizes: counts, all finite and not negative.
+_COUNTS = ("flops", "bytes", "repeats", "rejected", "loop_trips", "batch", "instances",
+           "threads", "version")
+
+
 def _check_times(f: _Fields, r: Mapping[str, Any]) -> None:
     """Every other number a fit reads: times, sizes and counts, finite and not negative."""
     for key, value in r.items():
-        if key.endswith(("_us", "_bytes")) or key in ("flops", "bytes", "repeats", "rejected"):
+        if key.endswith(("_us", "_bytes")) or key in _COUNTS:
             if key != "latency_us" and (value is not None or key != "dram_us"):
                 f.number(value, key, low=0)
     f.number_map(r.get("speed"), "speed", low=0)
