@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,15 @@ class WorkerFailure:
     @classmethod
     def of(cls, exc: BaseException) -> WorkerFailure:
         return cls(one_line(f"{type(exc).__name__}: {exc}"))
+
+
+def send_result(send: Any, compute: Callable[[], Any]) -> None:
+    """In a worker: send ``compute()`` through the pipe end ``send``, or its failure."""
+    try:
+        result = compute()
+    except Exception as exc:  # sent to the parent, which raises it (no traceback here)
+        result = WorkerFailure.of(exc)
+    send.send(result)
 
 
 def worker_result(message: Any) -> Any:

@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from tacopt.partitioner.errors import WorkerFailure, worker_result
+from tacopt.partitioner.errors import send_result, worker_result
 from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 
@@ -284,9 +284,5 @@ class BoundProcess:
 
 
 def _bound_worker(c: Compact, deadline: float, target: float | None, send) -> None:
-    try:
-        result: float | WorkerFailure = diffusion_bound(c, deadline, memory=True, target=target)
-    except Exception as exc:  # sent to the parent, which raises it (no traceback here)
-        result = WorkerFailure.of(exc)
-    send.send(result)
+    send_result(send, lambda: diffusion_bound(c, deadline, memory=True, target=target))
     send.close()

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tacopt.partitioner.errors import WorkerFailure, worker_result
+from tacopt.partitioner.errors import send_result, worker_result
 
 
 class Incumbent:
@@ -95,10 +95,6 @@ def run_portfolio(
 
 def _child(one, seed, shared, send) -> None:
     try:
-        try:
-            result = one(seed, shared)
-        except Exception as exc:  # sent to the parent, which raises it (no traceback here)
-            result = WorkerFailure.of(exc)
-        send.send(result)
+        send_result(send, lambda: one(seed, shared))
     finally:
         send.close()

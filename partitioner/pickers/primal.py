@@ -40,7 +40,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from tacopt.partitioner.errors import WorkerFailure, worker_result
+from tacopt.partitioner.errors import WorkerFailure, send_result, worker_result
 from tacopt.partitioner.pickers import search as ls
 from tacopt.partitioner.pickers import windows
 from tacopt.partitioner.pickers.bounds import diffusion_bound
@@ -638,11 +638,7 @@ def bounded(fn: Callable[..., tuple[Any, ...]], deadline: float, fallback: T, ar
 
 def _child(fn, args, send) -> None:
     try:
-        try:
-            result = fn(*args)[0]
-        except Exception as exc:  # sent to the parent, which raises it (no traceback here)
-            result = WorkerFailure.of(exc)
-        send.send(result)
+        send_result(send, lambda: fn(*args)[0])
     finally:
         send.close()
 

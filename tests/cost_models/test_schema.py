@@ -187,3 +187,10 @@ def test_records_of_a_real_learn_pass():
     from tacopt.cost_models.learned.measurement.records import read_records
 
     assert len(read_records(files[0])) > 100
+
+
+def test_the_kind_model_weights_are_those_the_kind_models_take():
+    from tacopt.cost_models.learned.fitting import kind_models
+    from tacopt.cost_models.learned.fitting.schema import KIND_WEIGHTS
+
+    assert KIND_WEIGHTS == (kind_models._BASE_W, kind_models._BASE_W + 1)

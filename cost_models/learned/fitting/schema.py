@@ -263,14 +263,17 @@ def check_model_doc(
     _check_adapted(f, doc.get("adapted"), width, source, error, nesting)
 
 
-def _check_kind_models(f: _Fields, value: Any, n_base: int) -> None:
-    # imported here: kind_models imports measurement.records, which reads records through here
-    from tacopt.cost_models.learned.fitting.kind_models import BASE_FEATURES
+#: The weights of a kind model's log-linear base: 1 + its 4 base features, and a global-pool
+#: step for reductions (kind_models' _BASE_W; not imported: kind_models reads records, which
+#: are checked here, and tests/cost_models/test_schema.py holds the two equal).
+KIND_WEIGHTS = (5, 6)
 
+
+def _check_kind_models(f: _Fields, value: Any, n_base: int) -> None:
     for name, fit in f.dict(value, "kind_models").items():
         path = f"kind_models.{name}"
         fit = f.dict(fit, path, optional=False)
-        f.numbers(fit.get("w"), f"{path}.w", sizes=(len(BASE_FEATURES) + 1, len(BASE_FEATURES) + 2))
+        f.numbers(fit.get("w"), f"{path}.w", sizes=KIND_WEIGHTS)
         kinds = f.strings(fit.get("kinds"), f"{path}.kinds")
         f.trees(fit.get("trees"), f"{path}.trees", n_base + len(kinds))
         if fit.get("range") is not None:
