@@ -9,5 +9,5 @@ Three stages, each importing only the ones before it:
 - :mod:`~tacopt.cost_models.learned.sampling`: what to measure (the sweep's priors, weights from
   a fitted model) and adapting a model to another device.
 
-:mod:`~tacopt.cost_models.learned.cli_learn` (``tacopt learn``) runs all three in a time budget.
+:mod:`~tacopt.cost_models.cli.learn` (``tacopt learn``) runs all three in a time budget.
 """

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tacopt.cost_models.learned import cli_learn
+from tacopt.cost_models.cli import learn_run as cli_learn
 from tacopt.cost_models.learned.fitting.fit import fit
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel, correction_of
 from tacopt.cost_models.learned.measurement.measure import Meter
@@ -350,7 +350,7 @@ def test_learn_interrupted_keeps_what_it_measured_and_says_how_to_go_on(
 
         return real(items, out, cfg, **{**kw, "progress": progress})
 
-    monkeypatch.setattr(measure_mod, "measure_graphs", interrupted)
+    monkeypatch.setattr(cli_learn, "measure_graphs", interrupted)  # as learn_run calls it
     out = tmp_path / "dev.json.gz"
     assert main(["learn", "-o", str(out), "--minutes", "1", "--quiet"]) == 130
     err = capsys.readouterr().err
