@@ -30,11 +30,7 @@ from tacopt.io import atomic_write, check_output_folder, check_output_path, read
 from tacopt.partitioner.cli import load_module
 
 DEFAULT_OUT = Path("tacopt-bench") / "results.jsonl"
-
-
 EXIT_ALL_FAILED = 1
-
-
 #: The zoos whose argument is a path (``iopddl:DIR``), not sizes.
 _ZOOS_OF_A_PATH = ("iopddl", "folder", "shared")
 
