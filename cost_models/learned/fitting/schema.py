@@ -405,6 +405,8 @@ def _check_options(f: _Fields, options: Mapping[str, Any]) -> None:
             raise f.fail(f"options.{key}", f"not a plain value ({type(value).__name__})")
         if key in _WHOLE_OPTIONS:
             f.number(value, f"options.{key}", low=_WHOLE_OPTIONS[key], high=2**31, whole=True)
+        elif key in ("fused_activation_function", "padding"):  # names the features look up
+            f.string(value, f"options.{key}")
 
 
 def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
