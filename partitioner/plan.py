@@ -454,7 +454,8 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
     Every unit must get one of its own choices (with that choice's cost), no unknown unit may
     appear, the reported breakdown and objective must match :func:`evaluate`, a reported
     bound may not exceed the objective, and the plan must keep the problem's rules
-    (:func:`infeasibility`: no device over its capacity at any step, no forbidden cost).
+    (:func:`infeasibility`: no device over its capacity at any step, no forbidden cost) unless
+    its status is INFEASIBLE, when its ``reason`` must be exactly what the checker finds.
 
     Examples
     --------
@@ -483,7 +484,10 @@ def validate_plan(problem: PickProblem, plan: Plan, *, rel_tol: float = 1e-9) ->
         raise PlanError(f"{who}: {exc}") from None
     actual = evaluate_index(index, chosen)
     broken = infeasibility_of(problem, index, chosen)
-    if broken is not None:
+    if plan.status == "INFEASIBLE" and plan.reason != (broken or ""):
+        raise PlanError(f"{who}: INFEASIBLE for {plan.reason or 'no reason'!r} but the checker"
+                        f" finds {broken or 'none'!r}")  # fmt: skip
+    if plan.status != "INFEASIBLE" and broken is not None:
         raise PlanError(f"{who}: {broken}")
     for name in ("compute", "transfer", "quant", "pairwise"):
         got, want = getattr(plan.breakdown, name), getattr(actual, name)

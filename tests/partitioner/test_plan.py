@@ -179,3 +179,25 @@ def test_validate_plan_names_the_device_step_and_bytes_over_capacity() -> None:
     with pytest.raises(PlanError, match=r"device GPU holds 940 bytes at step 0 \(unit 'a'\), "
                                         r"over its capacity of 900"):  # fmt: skip
         validate_plan(problem, over)
+
+
+def test_an_infeasible_plan_must_say_what_the_checker_finds() -> None:
+    """The one checker: a plan with a forbidden pair passes validate_plan only as INFEASIBLE
+    with the checker's reason, and pick marks any picker's plan so."""
+    from tacopt.partitioner.plan import infeasibility
+    from tacopt.partitioner.problem import Link, Pairwise, Unit
+
+    two = (Choice("CPU", "FLOAT", 0.0), Choice("GPU", "FLOAT", 5.0))
+    problem = PickProblem((Unit("a", two), Unit("b", two)), (), Link(0.0, 0.0), 0.0,
+                          pairwise=(Pairwise("a", "b", ((1e18, 0.0), (0.0, 1e18))),))  # fmt: skip
+    plan = pick(problem, "first-fit")  # (CPU, CPU): the forbidden entry
+    assert plan.status == "INFEASIBLE" and plan.bound is None
+    assert plan.reason == infeasibility(problem, plan) == (
+        "a forbidden pair (cost >= 1e+18): units 'a' and 'b'")
+    validate_plan(problem, plan)
+    with pytest.raises(PlanError, match="a forbidden pair"):
+        validate_plan(problem, dataclasses.replace(plan, status="HEURISTIC", reason=""))
+    with pytest.raises(PlanError, match="INFEASIBLE for 'over' but the checker finds"):
+        validate_plan(problem, dataclasses.replace(plan, reason="over"))
+    exact = pick(problem, "exact")
+    assert exact.status == "OPTIMAL" and exact.objective == 5.0 and not exact.reason
