@@ -28,12 +28,11 @@ True
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 
 import numpy as np
 
 from tacopt.partitioner.pickers import search as ls
-from tacopt.partitioner.pickers.reduce import Compact
+from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 #: A step binds when the plan's usage there is within this share of the limit.
 BINDING = 0.02
@@ -59,6 +58,13 @@ def window_rows(
     cuts = np.unique(np.concatenate(([0, c.n_steps], start, end)))
     cuts = cuts[cuts <= c.n_steps]
     seg_lo, seg_hi = cuts[:-1], cuts[1:]
+    # Every (free item, strategy) with usage above the item's lowest: its node and the excess.
+    ik = c.k[c.item_node[its]]
+    ent_item = np.repeat(np.arange(len(its)), ik)
+    ent_s = ranges(ik)
+    ent_over = c.item_usage[np.repeat(c.item_offset[its], ik) + ent_s] - np.repeat(lows, ik)
+    ent_node = c.item_node[its][ent_item]
+    width = int(c.k.max()) + 1
     rows = []
     for a, b in zip(seg_lo.tolist(), seg_hi.tolist()):
         live = (start <= a) & (end > a)
@@ -67,14 +73,11 @@ def window_rows(
         room = float((c.limit - fixed[a:b]).min()) - float(lows[live].sum())
         if float((highs - lows)[live].sum()) <= room:
             continue  # cannot bind here
-        terms: dict[tuple[int, int], float] = defaultdict(float)
-        for t in its[live].tolist():
-            use = c.item_usage[c.item_offset[t] : c.item_offset[t + 1]]
-            over = use - use.min()
-            for s in np.flatnonzero(over > 0).tolist():
-                terms[(int(c.item_node[t]), s)] += float(over[s])
-        rows.append(([(i, s, int(round(w))) for (i, s), w in sorted(terms.items())],
-                     int(np.floor(room + 1e-9))))  # fmt: skip
+        hit = live[ent_item] & (ent_over > 0)
+        keys, where = np.unique(ent_node[hit] * width + ent_s[hit], return_inverse=True)
+        total = np.rint(np.bincount(where, ent_over[hit], len(keys))).astype(np.int64)
+        rows.append((list(zip((keys // width).tolist(), (keys % width).tolist(),
+                              total.tolist())), int(np.floor(room + 1e-9))))  # fmt: skip
     return rows
 
 
