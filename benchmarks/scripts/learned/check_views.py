@@ -4,7 +4,7 @@ keeps it in its partition for free; a TRANSPOSE in the same place for comparison
     flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks.scripts.learned.check_views
 
 Per plane (H, C): the latency of two 1x1 CONV_2Ds, what each middle op adds to it, and the
-middle op's single-op latency (invoke overhead included). Printed on 2026-11-29 (2-core Zen 4,
+middle op's single-op latency (invoke overhead included). Printed on 2026-11-29 (2-core Zen 5,
 load 4.6): two RESHAPEs added +0.5 / -0.2 / +0.5 us, EXPAND_DIMS + SQUEEZE +0.3 / -0.1 /
 -0.7 us, against 2.0-3.6 us for a RESHAPE alone; a TRANSPOSE added 3.2 / 7.0 / 5.5 us, about
 its own 3.4 / 6.3 / 3.5 us (:func:`~tacopt.cost_models.learned.measurement.singleop.

@@ -90,7 +90,7 @@ def kernel_kind(
     14) is a ``"STRIDED_SLICE_BUILTIN"``: XNNPACK does not take it (in a 15-minute learn's
     records, none of 59 such slices and all 141 others), and LiteRT's builtin kernel walks it
     element by element. An audio model's harmonic stacking (every third bin of a
-    ``(1, 128, 172, 16)`` map) took 381-391 us each on the 2-core Zen 4, where a model pricing
+    ``(1, 128, 172, 16)`` map) took 381-391 us each on a 2-core Zen 5, where a model pricing
     it with the contiguous slices XNNPACK copies said 15 us (benchmarks/scripts/learned/
     families.py, 2026-11-29).
 

@@ -18,6 +18,7 @@ from tacopt.cost_models.ops import inference_type, op_counts, trip_count
 from tacopt.fusion.fuse import BUILTIN_ONLY_RULES, fuse
 from tacopt.fusion.ir import DTYPE_NBYTES, Buffer, Op, Tensor, make_graph, ops_of
 from tacopt.fusion.tflite.rehydrate import rehydrate
+from tacopt.fusion.tflite.writer import serialize_tflite
 
 #: Kinds that cannot run as a single op: control flow needs its bodies, the rest need state.
 UNMEASURABLE = {
@@ -108,7 +109,7 @@ def _view_reason(S: nx.MultiDiGraph, node: str) -> str | None:
     """Why a RESHAPE / EXPAND_DIMS / SQUEEZE costs nothing inside its model under XNNPACK:
     its input is computed by an op XNNPACK runs (or by another view), every reader is one too,
     its new shape is constant, and it is no graph input or output, so XNNPACK keeps it inside
-    the partition as a view. Measured on the 2-core Zen 4 (two 1x1 CONV_2Ds with the view
+    the partition as a view. Measured on a 2-core Zen 5 (two 1x1 CONV_2Ds with the view
     between them, against the two alone; 2026-11-29, load 4.6): two RESHAPEs +0.5 / -0.2 /
     +0.5 us, an EXPAND_DIMS and a SQUEEZE +0.3 / -0.1 / -0.7 us, where a RESHAPE alone took
     2.0-3.6 us; a TRANSPOSE in the same place cost about its single-op latency (3.2-7.0 us)."""
@@ -348,11 +349,9 @@ def _evaluate(op: Op, tensors: Mapping[str, Tensor]) -> list[np.ndarray | None]:
             x = (x - zero) * scale
         return [x.astype(np.float32).reshape(out.shape)]
     try:
-        # Deferred: LiteRT (ai_edge_litert, ~0.3 s to import) and the writer only when a
-        # constant op is folded by running it.
+        # Deferred: LiteRT (ai_edge_litert, ~0.3 s to import) only when a constant op is folded
+        # by running it.
         from ai_edge_litert.interpreter import Interpreter, OpResolverType
-
-        from tacopt.fusion.tflite.writer import serialize_tflite
 
         names = list(dict.fromkeys([*(t for t in op.inputs if t is not None), *op.outputs]))
         alone = make_graph("fold", [tensors[t] for t in names], [op], [], op.outputs)
