@@ -52,6 +52,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm import tqdm
+
 from tacopt.benchmarks.cases import (  # noqa: F401  (re-exported: the harness's API)
     BuiltProblem,
     build_problem,
@@ -511,9 +513,4 @@ def _execute_dask(
 
 
 def _progress_bar(total: int, initial: int) -> Any:
-    try:
-        # Deferred: the progress bar is optional; without tqdm the study runs without one.
-        from tqdm import tqdm
-    except ImportError:
-        return None
     return tqdm(total=total, initial=initial, unit="case", file=sys.stderr, dynamic_ncols=True)

@@ -55,9 +55,7 @@ def pyplot() -> Any:
 
 
 def _colors(pickers: Sequence[str]) -> dict[str, Any]:
-    import matplotlib  # deferred as in pyplot(): only when a report draws its plots
-
-    cmap = matplotlib.colormaps["tab10"]
+    cmap = pyplot().colormaps["tab10"]
     return {p: cmap(i % 10) for i, p in enumerate(pickers)}
 
 

@@ -10,7 +10,7 @@ evaluation included, succeeded. This module holds the parsers (imported by every
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,26 +102,24 @@ def add_resolver_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-# The option values' tables, imported only when an option is parsed.
 def _resolvers() -> Iterator[str]:
-    # Deferred for start-up: the learned model's tables load when the option is parsed.
-    from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS
-
-    return iter(RESOLVERS)
+    return iter(_option_tables()["resolver"])
 
 
 def _type_names() -> Iterator[str]:
-    # Deferred for start-up: the learned model's tables load when the option is parsed.
-    from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
-
-    return iter(TYPE_NAMES)
+    return iter(_option_tables()["types"])
 
 
 def _priors() -> Iterator[str]:
-    # Deferred for start-up: the learned model's tables load when the option is parsed.
-    from tacopt.cost_models.learned.sampling.sweep import PRIORS
+    return iter(_option_tables()["prior"])
 
-    return iter(PRIORS)
+
+def _option_tables() -> Mapping[str, Iterable[str]]:
+    # Deferred for start-up: the learned model's tables load when an option is parsed, not for
+    # every --help.
+    from tacopt.cost_models.cli.measure_run import option_tables
+
+    return option_tables()
 
 
 def run_measure(args: argparse.Namespace) -> int:

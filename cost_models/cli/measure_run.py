@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ from tqdm import tqdm
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy, report_lines
 from tacopt.cost_models.learned.fitting.fit import fit
 from tacopt.cost_models.learned.fitting.model import FORMAT, LearnedCostModel
+from tacopt.cost_models.learned.measurement.fingerprint import RESOLVERS
 from tacopt.cost_models.learned.measurement.measure import measure_graphs, measure_models
 from tacopt.cost_models.learned.measurement.records import MeasureError, read_records
 from tacopt.cost_models.learned.measurement.retype import TYPE_NAMES
@@ -35,6 +36,11 @@ from tacopt.cost_models.protocol import CostModelError
 from tacopt.fusion.ir import Op, Tensor, make_graph
 from tacopt.fusion.tflite.writer import serialize_tflite, write_tflite
 from tacopt.io import GZIP_MAGIC, all_or_nothing, check_output_path
+
+
+def option_tables() -> dict[str, Iterable[str]]:
+    """The values the parsers (:mod:`.measure`) accept: op resolvers, inference types, priors."""
+    return {"resolver": RESOLVERS, "types": TYPE_NAMES, "prior": PRIORS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +257,7 @@ def silence_xnnpack_banner() -> None:
     a one-op model is created here with stderr pointed at /dev/null; the measurements after it
     run unchanged, and errors they report still reach stderr.
     """
+    # Deferred: LiteRT (ai_edge_litert, ~0.3 s to import) only when a command times ops.
     from ai_edge_litert.interpreter import Interpreter
 
     G = make_graph(

@@ -96,13 +96,20 @@ from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_tree
 from tacopt.cost_models.learned.fitting.whole_model import LEGACY_FLOOR_US
 from tacopt.cost_models.learned.measurement.custom_ops import custom_rule, stand_in
 from tacopt.cost_models.learned.measurement.records import counted_ops, spill_level
-from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE, op_features, op_key
+from tacopt.cost_models.learned.measurement.singleop import (
+    UNMEASURABLE,
+    absorbed_reason,
+    folded_reason,
+    op_features,
+    op_key,
+)
 from tacopt.cost_models.learned.measurement.speed import (
     family,
     family_index,
     family_indices,
     reference_family,
 )
+from tacopt.cost_models.model_file import read_model_doc
 from tacopt.cost_models.ops import MOVEMENT, trip_count
 
 FORMAT = "tacopt-learned"
@@ -553,8 +560,6 @@ class LearnedCostModel(CostModelBase):
         return self._op_cost(G, node, inference_type, scale)
 
     def _op_cost(self, G: nx.MultiDiGraph, node: str, inference_type: str, scale: float) -> float:
-        from tacopt.cost_models.learned.measurement.singleop import op_features, op_key
-
         op = G.nodes[node]["op"]
         if op.kind == "WHILE":
             return self._while_cost(G, node, inference_type, scale)
@@ -569,8 +574,6 @@ class LearnedCostModel(CostModelBase):
     def _runs(self, G: nx.MultiDiGraph, node: str) -> bool:
         """Whether an op (not a WHILE) costs anything per invoke: not state, not an op of
         constants (folded at init), not a PAD XNNPACK adds to the next convolution's padding."""
-        from tacopt.cost_models.learned.measurement.singleop import absorbed_reason, folded_reason
-
         if G.nodes[node]["op"].kind in UNMEASURABLE or folded_reason(G, node) is not None:
             return False
         return self.resolver != "xnnpack" or absorbed_reason(G, node) is None
@@ -581,7 +584,6 @@ class LearnedCostModel(CostModelBase):
         computed once per graph of a given size."""
         if not self.spill:
             return self.scale
-        from tacopt.cost_models.learned.measurement.singleop import op_features
 
         size = (G.number_of_nodes(), G.number_of_edges())
         known = self._graph_bytes.get(G)
@@ -638,8 +640,6 @@ DEFAULT_MODEL = Path(__file__).parents[2] / "data" / "learned_cpu.json.gz"
 def default_learned_model() -> LearnedCostModel:
     """The shipped model, anchored on the machine it was fitted on (``tacopt calibrate`` a copy
     of it to predict for this machine today)."""
-    from tacopt.cost_models.model_file import read_model_doc
-
     return LearnedCostModel(read_model_doc(DEFAULT_MODEL), source=str(DEFAULT_MODEL))
 
 

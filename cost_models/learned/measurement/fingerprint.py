@@ -46,6 +46,7 @@ import subprocess
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -256,8 +257,6 @@ def model_device_note(fp: Mapping[str, Any] | None, host: Mapping[str, Any]) -> 
 @lru_cache(maxsize=1)
 def _litert_version() -> str:
     try:
-        from importlib.metadata import version
-
         return version("ai-edge-litert")
     except Exception:  # not installed as a distribution (a source build)
         return "unknown"
