@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tacopt.benchmarks.fuzz.files import run_file_cases
 from tacopt.benchmarks.fuzz.models import (
     FAILURES,
     OUTCOMES,
@@ -124,8 +125,6 @@ def run_file_kinds(
     """Cases ``0 .. n - 1`` of each file kind (:mod:`~tacopt.benchmarks.fuzz.files`), resumable
     like the models; returns the counts per command and outcome, the failures and the cases run
     per kind."""
-    from tacopt.benchmarks.fuzz.files import run_file_cases
-
     counts: Counter[tuple[str, str]] = Counter()
     failures: list[dict] = []
     cases: dict[str, int] = {}

@@ -54,8 +54,8 @@ from tacopt.benchmarks.fuzz.cases import ROOT
 from tacopt.benchmarks.fuzz.models import (
     MEMORY_HEADROOM_BYTES,
     Outcome,
-    _cache_entry_points,
-    _limit_memory,
+    cache_entry_points,
+    limit_memory,
     run_argv,
 )
 from tacopt.benchmarks.fuzz.names import (
@@ -66,6 +66,10 @@ from tacopt.benchmarks.fuzz.names import (
     page_problems,
     terminal_problems,
 )
+from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL
+from tacopt.cost_models.model_file import read_model_doc
+from tacopt.fusion.ir import Op, Tensor, make_graph
+from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.fusion.tflite.writer import serialize_tflite
 
 KINDS = ("learned", "records", "names")
@@ -101,9 +105,6 @@ class FileCase:
 @functools.cache
 def base_learned_doc() -> dict[str, Any]:
     """The shipped learned model cut small: four trees per set, four kind models, 12 fits."""
-    from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL
-    from tacopt.cost_models.model_file import read_model_doc
-
     doc = dict(read_model_doc(DEFAULT_MODEL))
     doc["table"] = dict(list(doc.get("table", {}).items())[:20])
     doc["family_trees"] = {k: v[:4] for k, v in (doc.get("family_trees") or {}).items()}
@@ -258,16 +259,12 @@ def names_case(seed: int, index: int) -> FileCase:
 
 def _fused_name(G: Any, op: str) -> str:
     """The name ``op`` has once the model is read back (the reader names ops itself)."""
-    from tacopt.fusion.tflite.reader import read_tflite
-
     H = read_tflite(serialize_tflite(G))
     return next(n for n, d in H.nodes(data=True) if d["op"].is_custom)
 
 
 @functools.cache
 def _tiny_model() -> bytes:
-    from tacopt.fusion.ir import Op, Tensor, make_graph
-
     G = make_graph("tiny", [Tensor(n, (1, 16, 16, 8), "float32") for n in "xyz"],
                    [Op("add_0", "ADD", ("x", "x"), ("y",)), Op("relu_1", "RELU", ("y",), ("z",))],
                    ["x"], ["z"])  # fmt: skip
@@ -357,7 +354,7 @@ def _unsafe(out: Path, printed: str) -> list[str]:
 
 
 def _run_chunk(kind: str, seed: int, indices: Sequence[int], timeout_s: float) -> list[Outcome]:
-    _cache_entry_points()
+    cache_entry_points()
     results: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="tacopt-fuzz-files-") as tmp:
         for index in indices:
@@ -377,7 +374,7 @@ def run_file_cases(
 ) -> Iterator[list[Outcome]]:
     """Cases ``indices`` of ``kind`` in worker processes with a memory cap, chunk by chunk."""
     chunks = [list(indices[i : i + chunk]) for i in range(0, len(indices), chunk)]
-    with ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=_limit_memory,
+    with ProcessPoolExecutor(workers, mp_context=get_context("fork"), initializer=limit_memory,
                              initargs=(headroom_bytes,)) as pool:  # fmt: skip
         futures = [pool.submit(_run_chunk, kind, seed, c, timeout_s) for c in chunks]
         for c, future in zip(chunks, futures):

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-import tacopt.partitioner.pipeline  # noqa: F401 - heavy libraries mapped before _limit_memory
+import tacopt.partitioner.pipeline  # noqa: F401 - heavy libraries mapped before limit_memory
 from tacopt.benchmarks.fuzz.cases import (
     BUNDLED_DIR,
     OBJECT_API_MODELS,
@@ -198,7 +198,7 @@ def run_case(m: Mutant, commands: Sequence[str], workdir: Path) -> list[Outcome]
     return results
 
 
-def _limit_memory(headroom: int) -> None:
+def limit_memory(headroom: int) -> None:
     """Cap this process's address space at what it maps now plus ``headroom`` bytes."""
     with open("/proc/self/statm") as f:
         mapped = int(f.read().split()[0]) * resource.getpagesize()
@@ -209,7 +209,7 @@ def _limit_memory(headroom: int) -> None:
 def _run_chunk(
     zoo: str | None, seed: int, indices: Sequence[int], pipeline: frozenset[int]
 ) -> list[Outcome]:
-    _cache_entry_points()
+    cache_entry_points()
     sources = _sources(zoo)
     results: list[Outcome] = []
     with tempfile.TemporaryDirectory(prefix="tacopt-fuzz-") as tmp:
@@ -220,7 +220,7 @@ def _run_chunk(
     return results
 
 
-def _cache_entry_points() -> None:
+def cache_entry_points() -> None:
     """In a worker only: look the installed entry points up once, not on every command (the CLI
     scans every distribution to build its parser, 60 % of a fast command's time)."""
     if not hasattr(cli.entry_points, "cache_info"):
@@ -253,7 +253,7 @@ def run_cases(
     chunks = [list(indices[i : i + chunk]) for i in range(0, len(indices), chunk)]
     ctx = get_context("fork")
     with ProcessPoolExecutor(
-        workers, mp_context=ctx, initializer=_limit_memory, initargs=(headroom_bytes,)
+        workers, mp_context=ctx, initializer=limit_memory, initargs=(headroom_bytes,)
     ) as pool:
         futures = [pool.submit(_run_chunk, zoo_arg, seed, c, in_pipeline) for c in chunks]
         for c, future in zip(chunks, futures):
