@@ -47,6 +47,9 @@ LIMITS = {
     "nesting": 2,  # an adapted model's own model (and its own)
     "shape_rank": 16,  # dimensions of a record's tensor
     "dim": 1 << 40,  # one dimension of a record's tensor
+    # any number but a tree's or a dimension: a time (µs), a size, a rate, a weight; products
+    # of two such stay far from float64's overflow (1e308)
+    "scalar": 1e15,
 }
 
 #: The least measured latency a record may hold (µs): a time, so above 0.
@@ -87,8 +90,8 @@ class _Fields:
         return value
 
     def number(
-        self, value: Any, path: str, *, low: float = -math.inf, high: float = math.inf,
-        whole: bool = False, infinite: bool = False,
+        self, value: Any, path: str, *, low: float = -LIMITS["scalar"],
+        high: float = LIMITS["scalar"], whole: bool = False, infinite: bool = False,
     ) -> float:  # fmt: skip
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(path, f"not a number ({type(value).__name__})")
@@ -96,7 +99,7 @@ class _Fields:
             raise self.fail(path, f"not a whole number ({value!r})")
         if math.isnan(value) or (not infinite and math.isinf(value)):
             raise self.fail(path, f"not a finite number ({value!r})")
-        if not low <= value <= high:
+        if not low <= value <= high and not (infinite and math.isinf(value)):
             raise self.fail(path, f"{value!r} is out of range [{low:g}, {high:g}]")
         return float(value)
 
@@ -119,9 +122,12 @@ class _Fields:
             self.string(item, f"{path}[{i}]")
         return items
 
-    def number_map(self, value: Any, path: str, *, low: float = -math.inf) -> None:
+    def number_map(
+        self, value: Any, path: str, *, low: float = -LIMITS["scalar"],
+        high: float = LIMITS["scalar"],
+    ) -> None:  # fmt: skip
         for key, item in self.dict(value, path).items():
-            self.number(item, f"{path}.{key}", low=low)
+            self.number(item, f"{path}.{key}", low=low, high=high)
 
     def trees(self, value: Any, path: str, width: int) -> None:
         """A set of trees reading rows of ``width`` inputs (:func:`check_trees`)."""
@@ -407,6 +413,9 @@ def _check_options(f: _Fields, options: Mapping[str, Any]) -> None:
             f.number(value, f"options.{key}", low=_WHOLE_OPTIONS[key], high=2**31, whole=True)
         elif key in ("fused_activation_function", "padding"):  # names the features look up
             f.string(value, f"options.{key}")
+    for pair in (("filter_height", "filter_width"), ("stride_h", "stride_w")):
+        if (pair[0] in options) != (pair[1] in options):  # the features read them together
+            raise f.fail("options", f"{pair[0]} and {pair[1]} come together")
 
 
 def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
@@ -415,7 +424,7 @@ def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
     if r.get("latency_us") is not None:
         f.number(r["latency_us"], "latency_us", low=MIN_LATENCY_US)
     for part in ("ops", "folded", "absorbed"):
-        for j, pair in enumerate(f.list(r.get(part), part)):
+        for j, pair in enumerate(f.list(r.get(part), part, optional=part != "ops")):
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise f.fail(f"{part}[{j}]", "not [key, count]")
             f.string(pair[0], f"{part}[{j}][0]")
