@@ -81,7 +81,7 @@ def test_the_checker_sees_deferred_and_typing_only_imports() -> None:
     G = import_graph()
     assert G.has_edge("tacopt.partitioner.targets", "tacopt.partitioner.lowerings")  # typing
     assert G.has_edge("tacopt.partitioner.pickers.engine", "tacopt.partitioner.pickers.decompose")
-    assert G.has_edge("tacopt.partitioner.pipeline", "tacopt.fusion.fuse")  # inside a function
+    assert G.has_edge("tacopt.partitioner.cli.pick", "tacopt.partitioner.cli.pick_run")  # in run()
 
 
 @pytest.mark.parametrize("name", sorted(_modules()))
