@@ -685,3 +685,26 @@ def test_ctrl_c_after_a_solve_still_raises_keyboard_interrupt(backend: str) -> N
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120)  # fmt: skip
     assert (done.returncode, done.stdout) == (0, "KeyboardInterrupt OPTIMAL\n")
+
+
+def test_each_problem_is_answered_by_the_stage_that_takes_it() -> None:
+    """The exact picker's one entry point runs the engine's stage list; the plan says which
+    stage answered (``params["stage"]``)."""
+    from tacopt.partitioner.pickers.engine import STAGES
+    from tacopt.partitioner.problem.contest import problem_from_dict
+
+    assert [name for name, _ in STAGES] == ["enumerate", "pairwise", "certificate",
+                                            "branch-and-bound"]  # fmt: skip
+    one = layered_dag_problem(1, seed=0)
+    contest = problem_from_dict({"problem": {"name": "t",
+        "nodes": {"intervals": [[0, 2], [1, 3]], "costs": [[5, 1], [2, 9]],
+                  "usages": [[1, 4], [2, 1]]},
+        "edges": {"nodes": [[0, 1]], "costs": [[0, 3, 3, 0]]}, "usage_limit": 5}})  # fmt: skip
+    dag = layered_dag_problem(60, seed=1)
+    cases = [(one, {}, "enumerate"), (contest, {}, "pairwise"), (dag, {}, "certificate"),
+             (dag, {"method": "monolithic"}, "branch-and-bound"),
+             (contest, {"backend": "scip"}, "branch-and-bound")]  # fmt: skip
+    for problem, options, stage in cases:
+        plan = pick(problem, "exact", time_limit_s=30, **options)
+        assert plan.status == "OPTIMAL" and plan.params["stage"] == stage, (stage, plan.params)
+        validate_plan(problem, plan)
