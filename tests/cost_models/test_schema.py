@@ -155,6 +155,7 @@ def test_random_mutations_of_a_tree_are_refused_or_predict(shipped):
 
 def _op_record() -> dict:
     return {"type": "op", "kind": "ADD", "inference_type": "FLOAT", "latency_us": 1.5,
+            "flops": 8.0, "bytes": 96.0,
             "inputs": [[[1, 8], "float32", False, False], None],
             "outputs": [[[1, 8], "float32", False, False]], "options": {}, "key": "k"}  # fmt: skip
 

@@ -256,6 +256,10 @@ def check_model_doc(
             f.number(doc[key], key, low=0)
     if doc.get("in_model_scale") is not None:
         f.number(doc["in_model_scale"], "in_model_scale", low=1e-9)
+    fallback = f.dict(doc.get("fallback"), "fallback")  # the builtin kernels' invoke overhead
+    if fallback:
+        f.number(fallback.get("overhead_us"), "fallback.overhead_us", low=0)
+        f.strings(fallback.get("kinds"), "fallback.kinds")
     for i, b in enumerate(f.list(doc.get("cache_bytes"), "cache_bytes")):
         f.number(b, f"cache_bytes[{i}]", low=0)
     if doc.get("device") is not None:
@@ -350,7 +354,7 @@ def check_records(
     line and the field.
 
     >>> op = {"type": "op", "key": "k1", "kind": "ADD", "inference_type": "FLOAT",
-    ...       "latency_us": 1.5,
+    ...       "latency_us": 1.5, "flops": 8.0, "bytes": 96.0,
     ...       "inputs": [[[1, 8], "float32", False, False]], "outputs": []}
     >>> len(check_records([op], "r.jsonl"))
     1
@@ -392,6 +396,8 @@ def _check_op_record(f: _Fields, r: Mapping[str, Any], *, measured: bool = True)
     _check_options(f, f.dict(r.get("options"), "options"))
     if measured:  # above 0: accuracy divides by it
         f.number(r.get("latency_us"), "latency_us", low=MIN_LATENCY_US)
+        for key in ("flops", "bytes"):  # a fit reads both of every measured op
+            f.number(r.get(key), key, low=0)
     _check_times(f, r)
 
 
@@ -421,6 +427,7 @@ def _check_options(f: _Fields, options: Mapping[str, Any]) -> None:
 def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
     """A whole model's record: ``latency_us`` a number (or null when untimed), and each of
     ``ops``, ``folded``, ``absorbed`` a list of ``[key, count]``."""
+    f.string(r.get("model"), "model")  # a fit lists the models by name
     if r.get("latency_us") is not None:
         f.number(r["latency_us"], "latency_us", low=MIN_LATENCY_US)
     for part in ("ops", "folded", "absorbed"):
