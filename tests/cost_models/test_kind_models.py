@@ -221,6 +221,27 @@ def test_a_strided_slice_xnnpack_refuses_is_a_kind_of_its_own_from_version_14() 
     assert old.predict(probe).latency_us < 0.7 * probe["latency_us"]
 
 
+def test_kinds_the_delegate_refuses_are_priced_on_the_builtin_kernels_overhead() -> None:
+    """SHAPEs the delegate refused ran in 0.28 us under a gate overhead of 0.35 us: priced on
+    the builtin kernels' overhead (the fit's ``fallback``), not floored at the gate's."""
+    def shape_op(i: int, n: int) -> dict:
+        t = [[1, n, 8], "float32", False, False]
+        return {"type": "op", "key": f"shape{i}", "kind": "SHAPE", "inference_type": "FLOAT",
+                "model": "m", "flops": 0.0, "bytes": 12.0, "inputs": [t],
+                "outputs": [[[3], "int32", False, False]], "options": {"out_type": "INT32"},
+                "latency_us": 0.28, "overhead_us": 0.35, "delegated": False}  # fmt: skip
+
+    recs = [shape_op(i, 2**i) for i in range(8)] + [_slice_record(100 + i, 16 * 2**i)
+                                                   for i in range(8)]  # fmt: skip
+    doc = fit(recs)
+    assert doc["fallback"]["kinds"] == ["SHAPE"] and doc["fallback"]["overhead_us"] <= 0.28
+    probe = shape_op(99, 24)
+    assert LearnedCostModel(doc).predict(probe).latency_us == pytest.approx(0.28, rel=0.1)
+    # a file before the field floors it at the gate's overhead
+    old = LearnedCostModel({k: v for k, v in doc.items() if k != "fallback"})
+    assert old.predict(probe).latency_us > 0.35
+
+
 def test_a_conv_of_one_channel_per_group_is_priced_as_a_depthwise_one_from_version_9() -> None:
     """XNNPACK runs a CONV_2D of one input channel per group as a depthwise convolution: a model
     that saw only DEPTHWISE_CONV_2D records prices it within 10 %; read as version 8 (a

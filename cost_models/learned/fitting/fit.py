@@ -34,6 +34,7 @@ from tacopt.cost_models.learned.fitting.trees import LIGHTGBM_PARAMS, fit_lightg
 from tacopt.cost_models.learned.fitting.whole_model import (
     FLOOR_US,
     conversion_rate,
+    fallback_overhead,
     gemm_rate,
     net_latency,
     whole_model_terms,
@@ -212,6 +213,8 @@ def _fit(
         "movement": {},  # after the trees: they are fitted on the group fits' residuals
         "family_trees": {},
         "overhead_us": statistics.median(r.get("overhead_us", 0.0) for r in ops),
+        # the invoke overhead of the kinds the delegate refuses (the builtin kernels' path)
+        "fallback": fallback_overhead(ops),
         "net_floor_us": FLOOR_US,
         "in_model_scale": 1.0,
         "in_model_spill": 0.0,

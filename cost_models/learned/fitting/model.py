@@ -247,6 +247,10 @@ class LearnedCostModel(CostModelBase):
             }
             #: the least net latency it fitted on and predicts (whole_model.FLOOR_US)
             self.floor_us = float(doc.get("net_floor_us", LEGACY_FLOOR_US))
+            #: kinds the delegate refused when measured, and their (builtin) invoke overhead
+            fallback = doc.get("fallback") or {}
+            self.fallback_kinds = set(fallback.get("kinds", []))
+            self.fallback_overhead_us = float(fallback.get("overhead_us", 0.0))
             self.scale = float(doc.get("in_model_scale", 1.0))
             #: how much more an op costs inside a model whose data spill from the L2 to the L3
             #: of the training device (``cache_bytes``; whole_model.spill_level); files before:
@@ -366,10 +370,18 @@ class LearnedCostModel(CostModelBase):
             return Prediction(self.table[key] + self.table_offset, "exact")
         memo, record = self.base_memo, features.get("key")
         if memo is None or record is None:
-            return self._predict_fitted(features)
+            return self._with_fallback(features, self._predict_fitted(features))
         if record not in memo:
-            memo[record] = self._predict_fitted(features)
+            memo[record] = self._with_fallback(features, self._predict_fitted(features))
         return memo[record]
+
+    def _with_fallback(self, features: Mapping[str, Any], p: Prediction) -> Prediction:
+        """A kind the delegate refused is invoked through the builtin kernels' shorter path:
+        its net latency on their overhead (:func:`~.whole_model.fallback_overhead`)."""
+        if features["kind"] not in self.fallback_kinds:
+            return p
+        net = max(p.latency_us - self.base_overhead_us, self.floor_us)
+        return Prediction(self.fallback_overhead_us + net, p.source)
 
     def _predict_fitted(self, features: Mapping[str, Any]) -> Prediction:
         """The base's prediction from its fits: kind, family or copy models, else the group

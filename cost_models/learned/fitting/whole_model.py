@@ -32,6 +32,44 @@ def net_latency(record: Mapping[str, Any]) -> float:
     return max(record["latency_us"] - record.get("overhead_us", 0.0), FLOOR_US)
 
 
+#: Share of a kind's records the delegate must have refused for the kind to be priced with
+#: the builtin kernels' invoke overhead (:func:`fallback_overhead`), and records it needs.
+FALLBACK_SHARE, FALLBACK_MIN = 0.9, 5
+
+
+def fallback_overhead(ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``{"overhead_us", "kinds"}``: the invoke overhead of an op the delegate refuses, and the
+    kinds whose records it refused (:data:`FALLBACK_SHARE` of :data:`FALLBACK_MIN` or more),
+    or ``{}`` when no record says (a resolver without a delegate, records before the field).
+
+    The gate's invoke overhead is that of the delegated probe. An op XNNPACK refuses runs in
+    the builtin kernels, whose invoke path is shorter: a SHAPE, a SELECT_V2 or a CAST of a few
+    elements took 0.28 us where the overhead was 0.35 us (a 2-core Zen 5, 2026-11-29), and a
+    model floored at the overhead priced them 1.3x; issue 47's SHAPE and SELECT_V2 were 4-5x
+    off. The overhead is the 5th percentile of those kinds' latencies, at most the gate's.
+
+    >>> ops = [{"kind": "SHAPE", "latency_us": 0.28 + i / 100, "overhead_us": 0.35,
+    ...         "delegated": False} for i in range(6)]
+    >>> fallback_overhead(ops)
+    {'overhead_us': 0.2825, 'kinds': ['SHAPE']}
+    """
+    told: dict[str, list[Mapping[str, Any]]] = {}
+    for r in ops:
+        if r.get("delegated") is not None:
+            told.setdefault(r["kind"], []).append(r)
+    kinds = sorted(
+        k for k, rs in told.items()
+        if len(rs) >= FALLBACK_MIN
+        and sum(r["delegated"] is False for r in rs) >= FALLBACK_SHARE * len(rs)
+    )  # fmt: skip
+    if not kinds:
+        return {}
+    lat = sorted(r["latency_us"] for k in kinds for r in told[k] if r["delegated"] is False)
+    overhead = statistics.median(r.get("overhead_us", 0.0) for r in ops)
+    low = float(np.percentile(lat, 5))
+    return {"overhead_us": round(min(low, overhead), 4), "kinds": kinds}
+
+
 def gemm_rate(ops: Sequence[Mapping[str, Any]]) -> float:
     """Median FLOPs per us of the GEMM-like ops (CONV_2D, FULLY_CONNECTED, BATCH_MATMUL) of
     over 1 MFLOP: the floor an unseen kind's prediction is held to."""
