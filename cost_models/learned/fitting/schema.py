@@ -237,9 +237,9 @@ def check_model_doc(
     for name, fit in fits.items():
         fit = f.dict(fit, f"fits.{name}", optional=False)
         f.numbers(fit.get("w"), f"fits.{name}.w", sizes=range(1, LIMITS["weights"] + 1))
-        if len(fit["w"]) > len(fits["*"]["w"]):
+        if len(fit["w"]) != len(fits["*"]["w"]):  # one design row prices them all
             most = len(fits["*"]["w"])
-            raise f.fail(f"fits.{name}.w", f"more weights than the global fit's {most}")
+            raise f.fail(f"fits.{name}.w", f"{len(fit['w'])} weights, not the global fit's {most}")
     f.number_map(doc.get("table"), "table")
     for name, fit in f.dict(doc.get("movement"), "movement").items():
         f.numbers(fit, f"movement.{name}", sizes=(5, 6, 7))

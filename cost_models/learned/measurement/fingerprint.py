@@ -384,4 +384,4 @@ def announce_learned_devices(model: Any, stream: TextIO) -> None:
     host = host_fingerprint()
     for fp in fps:
         for line in model_device_note(fp, host):
-            print(line, file=stream)
+            print(printable(line), file=stream)  # the model file's strings (its ISA names)
