@@ -292,7 +292,7 @@ class Staging:
         try:
             tmp.write_bytes(_encoded(data))
         except OSError as exc:
-            raise OutputError(_write_failure(self.what(Path(final)), final, exc)) from None
+            raise OutputError(_write_failure(self.what(Path(final)), Path(final), exc)) from None
         return tmp
 
     def failure(self, exc: OSError) -> OutputError | None:

@@ -208,7 +208,7 @@ def learned_case(seed: int, index: int) -> FileCase:
     if rng.random() < 0.2:
         data, name = gzip.compress(data, mtime=0), "model.json.gz"
     files = {name: data, "tiny.tflite": _tiny_model()}
-    argvs = []
+    argvs: list[tuple[str, tuple[str, ...]]] = []
     if base_records():  # the model built and asked for every op record's latency
         argvs.append(("evaluate", ("evaluate", f"{{d}}/{name}", "{d}/records.jsonl")))
         files["records.jsonl"] = _records_bytes(list(base_records())[:11])
@@ -232,7 +232,9 @@ def records_case(seed: int, index: int) -> FileCase:
     if rng.random() < 0.05:
         data, note = _cut(data, rng)
         notes.append(note)
-    argvs = [("evaluate", ("evaluate", "{d}/model.json", "{d}/records.jsonl"))]
+    argvs: list[tuple[str, tuple[str, ...]]] = [
+        ("evaluate", ("evaluate", "{d}/model.json", "{d}/records.jsonl"))
+    ]
     if index % 10 == 0:
         argvs.append(("fit", ("fit", "{d}/records.jsonl", "-o", "{o}/fitted.json")))
     files = {"records.jsonl": data, "model.json": json.dumps(base_learned_doc()).encode()}

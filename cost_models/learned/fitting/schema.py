@@ -47,10 +47,10 @@ LIMITS = {
     "nesting": 2,  # an adapted model's own model (and its own)
     "shape_rank": 16,  # dimensions of a record's tensor
     "dim": 1 << 40,  # one dimension of a record's tensor
-    # any number but a tree's or a dimension: a time (µs), a size, a rate, a weight; products
-    # of two such stay far from float64's overflow (1e308)
-    "scalar": 1e15,
 }
+#: Any number but a tree's or a dimension: a time (µs), a size, a rate, a weight, within ±this;
+#: products of two such stay far from float64's overflow (1e308).
+SCALAR_LIMIT = 1e15
 
 #: The least measured latency a record may hold (µs): a time, so above 0.
 MIN_LATENCY_US = 1e-6
@@ -71,7 +71,7 @@ class _Fields:
     def fail(self, path: str, problem: str) -> TacoptError:
         return self.error(f"{self.prefix}: {path}: {problem}")
 
-    def dict(self, value: Any, path: str, *, optional: bool = True) -> Mapping[str, Any]:
+    def obj(self, value: Any, path: str, *, optional: bool = True) -> Mapping[str, Any]:
         if value is None and optional:
             return {}
         if not isinstance(value, dict):
@@ -80,7 +80,7 @@ class _Fields:
             raise self.fail(path, f"more than {LIMITS['entries']:,} entries")
         return value
 
-    def list(self, value: Any, path: str, *, optional: bool = True) -> list[Any]:
+    def array(self, value: Any, path: str, *, optional: bool = True) -> list[Any]:
         if value is None and optional:
             return []
         if not isinstance(value, list):
@@ -90,8 +90,8 @@ class _Fields:
         return value
 
     def number(
-        self, value: Any, path: str, *, low: float = -LIMITS["scalar"],
-        high: float = LIMITS["scalar"], whole: bool = False, infinite: bool = False,
+        self, value: Any, path: str, *, low: float = -SCALAR_LIMIT,
+        high: float = SCALAR_LIMIT, whole: bool = False, infinite: bool = False,
     ) -> float:  # fmt: skip
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise self.fail(path, f"not a number ({type(value).__name__})")
@@ -104,7 +104,7 @@ class _Fields:
         return float(value)
 
     def numbers(self, value: Any, path: str, *, sizes: Iterable[int] | None = None) -> None:
-        items = self.list(value, path, optional=False)
+        items = self.array(value, path, optional=False)
         allowed = None if sizes is None else sorted(set(sizes))
         if allowed is not None and len(items) not in allowed:
             raise self.fail(path, f"{len(items)} numbers, not {' or '.join(map(str, allowed))}")
@@ -117,21 +117,21 @@ class _Fields:
         return value
 
     def strings(self, value: Any, path: str) -> list[str]:
-        items = self.list(value, path)
+        items = self.array(value, path)
         for i, item in enumerate(items):
             self.string(item, f"{path}[{i}]")
         return items
 
     def number_map(
-        self, value: Any, path: str, *, low: float = -LIMITS["scalar"],
-        high: float = LIMITS["scalar"],
+        self, value: Any, path: str, *, low: float = -SCALAR_LIMIT,
+        high: float = SCALAR_LIMIT,
     ) -> None:  # fmt: skip
-        for key, item in self.dict(value, path).items():
+        for key, item in self.obj(value, path).items():
             self.number(item, f"{path}.{key}", low=low, high=high)
 
     def trees(self, value: Any, path: str, width: int) -> None:
         """A set of trees reading rows of ``width`` inputs (:func:`check_trees`)."""
-        check_trees(self.list(value, path), width, lambda problem: self.fail(path, problem))
+        check_trees(self.array(value, path), width, lambda problem: self.fail(path, problem))
 
 
 def check_trees(trees: list[Any], width: int, fail: Callable[[str], TacoptError]) -> None:
@@ -222,7 +222,7 @@ def check_model_doc(
         (or ``error``) naming ``source`` and the field.
     """
     f = _Fields(source, error, "learned model")
-    doc = f.dict(doc, "the file", optional=False)
+    doc = f.obj(doc, "the file", optional=False)
     if "version" in doc:
         f.number(doc["version"], "version", low=1, high=LIMITS["version"], whole=True)
     tree_features = f.strings(doc.get("tree_features"), "tree_features")
@@ -231,20 +231,20 @@ def check_model_doc(
     base = FEATURES if reductions else FEATURES_BEFORE_12
     width = len(tree_features) if "tree_features" in doc else len(base) + len(tree_kinds)
 
-    fits = f.dict(doc.get("fits"), "fits", optional=False)
+    fits = f.obj(doc.get("fits"), "fits", optional=False)
     if "*" not in fits:
         raise f.fail("fits", "no global fit '*'")
     for name, fit in fits.items():
-        fit = f.dict(fit, f"fits.{name}", optional=False)
+        fit = f.obj(fit, f"fits.{name}", optional=False)
         f.numbers(fit.get("w"), f"fits.{name}.w", sizes=range(1, LIMITS["weights"] + 1))
         if len(fit["w"]) != len(fits["*"]["w"]):  # one design row prices them all
             most = len(fits["*"]["w"])
             raise f.fail(f"fits.{name}.w", f"{len(fit['w'])} weights, not the global fit's {most}")
     f.number_map(doc.get("table"), "table")
-    for name, fit in f.dict(doc.get("movement"), "movement").items():
+    for name, fit in f.obj(doc.get("movement"), "movement").items():
         f.numbers(fit, f"movement.{name}", sizes=(5, 6, 7))
     f.trees(doc.get("trees"), "trees", width)
-    for name, trees in f.dict(doc.get("family_trees"), "family_trees").items():
+    for name, trees in f.obj(doc.get("family_trees"), "family_trees").items():
         f.trees(trees, f"family_trees.{name}", width)
     for key in ("movement_kinds", "kind_groups", "family_groups", "group_features"):
         f.strings(doc.get(key), key)
@@ -256,18 +256,18 @@ def check_model_doc(
             f.number(doc[key], key, low=0)
     if doc.get("in_model_scale") is not None:
         f.number(doc["in_model_scale"], "in_model_scale", low=1e-9)
-    fallback = f.dict(doc.get("fallback"), "fallback")  # the builtin kernels' invoke overhead
+    fallback = f.obj(doc.get("fallback"), "fallback")  # the builtin kernels' invoke overhead
     if fallback:
         f.number(fallback.get("overhead_us"), "fallback.overhead_us", low=0)
         f.strings(fallback.get("kinds"), "fallback.kinds")
-    for i, b in enumerate(f.list(doc.get("cache_bytes"), "cache_bytes")):
+    for i, b in enumerate(f.array(doc.get("cache_bytes"), "cache_bytes")):
         f.number(b, f"cache_bytes[{i}]", low=0)
     if doc.get("device") is not None:
         f.string(doc["device"], "device")
     check_fingerprint(f, doc.get("fingerprint"), "fingerprint")
     for key in ("anchor_speed", "speed"):
         f.number_map(doc.get(key), key, low=1e-12)
-    calibrated = f.dict(doc.get("calibrated"), "calibrated")
+    calibrated = f.obj(doc.get("calibrated"), "calibrated")
     if calibrated.get("speed_index") is not None:
         f.number(calibrated["speed_index"], "calibrated.speed_index", low=1e-12)
     _check_adapted(f, doc.get("adapted"), width, source, error, nesting)
@@ -280,14 +280,14 @@ KIND_WEIGHTS = (5, 6)
 
 
 def _check_kind_models(f: _Fields, value: Any, n_base: int) -> None:
-    for name, fit in f.dict(value, "kind_models").items():
+    for name, fit in f.obj(value, "kind_models").items():
         path = f"kind_models.{name}"
-        fit = f.dict(fit, path, optional=False)
+        fit = f.obj(fit, path, optional=False)
         f.numbers(fit.get("w"), f"{path}.w", sizes=KIND_WEIGHTS)
         kinds = f.strings(fit.get("kinds"), f"{path}.kinds")
         f.trees(fit.get("trees"), f"{path}.trees", n_base + len(kinds))
         if fit.get("range") is not None:
-            span = f.list(fit["range"], f"{path}.range")
+            span = f.array(fit["range"], f"{path}.range")
             if len(span) != 2:
                 raise f.fail(f"{path}.range", "not [low, high]")
             low = f.number(span[0], f"{path}.range[0]", infinite=True)
@@ -299,7 +299,7 @@ def _check_kind_models(f: _Fields, value: Any, n_base: int) -> None:
 def _check_adapted(
     f: _Fields, value: Any, width: int, source: str, error: Error, nesting: int
 ) -> None:
-    adapted = f.dict(value, "adapted")
+    adapted = f.obj(value, "adapted")
     if not adapted:
         return
     if adapted.get("overhead_us") is not None:
@@ -308,9 +308,9 @@ def _check_adapted(
     f.number_map(adapted.get("table"), "adapted.table")
     f.number_map(adapted.get("own_weights"), "adapted.own_weights")
     f.strings(adapted.get("own_families"), "adapted.own_families")
-    for fam, choice in f.dict(adapted.get("family_choice"), "adapted.family_choice").items():
+    for fam, choice in f.obj(adapted.get("family_choice"), "adapted.family_choice").items():
         f.string(choice, f"adapted.family_choice.{fam}")  # the model checks it is a choice
-    for fam, counts in f.dict(adapted.get("guard"), "adapted.guard").items():
+    for fam, counts in f.obj(adapted.get("guard"), "adapted.guard").items():
         f.number_map(counts, f"adapted.guard.{fam}", low=0)
     check_fingerprint(f, adapted.get("base_fingerprint"), "adapted.base_fingerprint")
     inputs = adapted.get("tree_inputs")
@@ -318,12 +318,12 @@ def _check_adapted(
         f.string(inputs, "adapted.tree_inputs")
     seen = width + (1 if inputs == SEES_NET else 0)
     f.trees(adapted.get("trees"), "adapted.trees", seen)
-    for name, trees in f.dict(adapted.get("family_trees"), "adapted.family_trees").items():
+    for name, trees in f.obj(adapted.get("family_trees"), "adapted.family_trees").items():
         f.trees(trees, f"adapted.family_trees.{name}", seen)
     if adapted.get("own"):
         if nesting >= LIMITS["nesting"]:
             raise f.fail("adapted.own", f"models nested more than {LIMITS['nesting']} deep")
-        own = f.dict(adapted["own"], "adapted.own")
+        own = f.obj(adapted["own"], "adapted.own")
         if own.get("format") != "tacopt-learned":
             raise f.fail("adapted.own.format", "not 'tacopt-learned'")
         check_model_doc(own, f"{source} adapted.own", error=error, nesting=nesting + 1)
@@ -331,7 +331,7 @@ def _check_adapted(
 
 def check_fingerprint(f: _Fields, value: Any, path: str) -> None:
     """A machine's fingerprint (``measurement.fingerprint``): names are strings, counts whole."""
-    fp = f.dict(value, path)
+    fp = f.obj(value, path)
     for key in ("arch", "cpu", "delegate", "family", "litert", "os", "resolver", "vendor"):
         if fp.get(key) is not None:
             f.string(fp[key], f"{path}.{key}")
@@ -390,10 +390,10 @@ def _check_op_record(f: _Fields, r: Mapping[str, Any], *, measured: bool = True)
         if r.get(key) is not None or measured:
             f.string(r.get(key), key)
     for side in ("inputs", "outputs"):
-        for j, tensor in enumerate(f.list(r.get(side), side, optional=not measured)):
+        for j, tensor in enumerate(f.array(r.get(side), side, optional=not measured)):
             if tensor is not None:  # an omitted optional input
                 _check_tensor(f, tensor, f"{side}[{j}]")
-    _check_options(f, f.dict(r.get("options"), "options"))
+    _check_options(f, f.obj(r.get("options"), "options"))
     if measured:  # above 0: accuracy divides by it
         f.number(r.get("latency_us"), "latency_us", low=MIN_LATENCY_US)
         for key in ("flops", "bytes"):  # a fit reads both of every measured op
@@ -431,7 +431,7 @@ def _check_model_record(f: _Fields, r: Mapping[str, Any]) -> None:
     if r.get("latency_us") is not None:
         f.number(r["latency_us"], "latency_us", low=MIN_LATENCY_US)
     for part in ("ops", "folded", "absorbed"):
-        for j, pair in enumerate(f.list(r.get(part), part, optional=part != "ops")):
+        for j, pair in enumerate(f.array(r.get(part), part, optional=part != "ops")):
             if not (isinstance(pair, list) and len(pair) == 2):
                 raise f.fail(f"{part}[{j}]", "not [key, count]")
             f.string(pair[0], f"{part}[{j}][0]")
@@ -470,10 +470,10 @@ def _check_finite(f: _Fields, value: Any, path: str) -> None:
 
 def _check_tensor(f: _Fields, tensor: Any, path: str) -> None:
     """``[shape, dtype, is_constant, is_quantized]``: whole dimensions of at least 1, a dtype."""
-    items = f.list(tensor, path, optional=False)
+    items = f.array(tensor, path, optional=False)
     if len(items) < 2:
         raise f.fail(path, "not [shape, dtype, ...]")
-    shape = f.list(items[0], f"{path} shape", optional=False)
+    shape = f.array(items[0], f"{path} shape", optional=False)
     if len(shape) > LIMITS["shape_rank"]:
         raise f.fail(f"{path} shape", f"more than {LIMITS['shape_rank']} dimensions")
     for d, dim in enumerate(shape):
@@ -486,7 +486,7 @@ def _check_tensor(f: _Fields, tensor: Any, path: str) -> None:
     if len(items) > 5:
         raise f.fail(path, f"{len(items)} entries, not [shape, dtype, constant, quantized, values]")
     if len(items) == 5:  # a small integer constant's values (axes, permutations, paddings)
-        values = f.list(items[4], f"{path}[4]", optional=False)
+        values = f.array(items[4], f"{path}[4]", optional=False)
         for k, value in enumerate(values[:1024]):
             f.number(value, f"{path}[4][{k}]", low=-(2**31), high=2**31, whole=True)
 
