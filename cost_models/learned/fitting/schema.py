@@ -370,6 +370,7 @@ def check_records(
         for key in ("key", "device", "model", "graph", "op", "resolver", "method"):
             if record.get(key) is not None:
                 f.string(record[key], key)
+        f.number_map(record.get("speed"), "speed", low=0)  # read from a record of any type
         kind = record.get("type")
         if kind == "op":
             _check_op_record(f, record)
@@ -450,7 +451,6 @@ def _check_times(f: _Fields, r: Mapping[str, Any]) -> None:
         if key.endswith(("_us", "_bytes")) or key in _COUNTS:
             if key != "latency_us" and (value is not None or key != "dram_us"):
                 f.number(value, key, low=0)
-    f.number_map(r.get("speed"), "speed", low=0)
 
 
 def _check_finite(f: _Fields, value: Any, path: str) -> None:
