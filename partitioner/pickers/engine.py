@@ -112,8 +112,7 @@ class Run:
         """Keep ``chosen`` if it fits the capacities and is cheaper than the plan so far."""
         if chosen is None or not fits_batch(self.index, chosen)[0]:
             return
-        if self.chosen is None or objective(self.index, chosen) < objective(self.index,
-                                                                            self.chosen):
+        if objective(self.index, chosen) < objective(self.index, self.chosen):  # inf for None
             self.chosen = chosen
 
 
