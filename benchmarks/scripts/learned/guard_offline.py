@@ -1,0 +1,79 @@
+"""An adaptation against its base on held-out models, with and without the guard (issue 47).
+
+    python -m tacopt.benchmarks.scripts.learned.guard_offline --base BASE.json.gz \\
+        --records TARGET.records.jsonl --minutes 3 --test families.jsonl
+
+Adapts ``--base`` to the device of ``--records`` offline, on a deterministic random subset of
+its op records (by key hash) worth ``--minutes`` of measuring at the sweep's duty cycle
+(:func:`~tacopt.benchmarks.scripts.learned.bench_adapt.first_minutes`), or ``--ops N`` of
+them (a 15-minute learn on the 2-core Zen 5 measured ~780 ops a minute, so a 3-minute
+adaptation, 2.1 minutes of measuring, ~1,650). It adapts twice:
+unguarded (:func:`~tacopt.cost_models.learned.sampling.adapt.adapt`) and guarded
+(:func:`~tacopt.cost_models.learned.sampling.guard.guarded_adapt`). It then prints, on the
+``--test`` records (models no adaptation saw): ops within ±10 %, MAPE, and the median
+whole-model error of the base, the unguarded and the guarded model, and the guard's choice
+per kernel family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tacopt.benchmarks.scripts.learned.bench_adapt import first_minutes
+from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
+from tacopt.cost_models.learned.measurement.records import quiet_records, read_records
+from tacopt.cost_models.learned.sampling.adapt import adapt
+from tacopt.cost_models.learned.sampling.guard import choice_lines, guarded_adapt
+from tacopt.cost_models.model_file import read_model_doc
+
+
+def _shuffled(records: Sequence[dict]) -> list[dict]:
+    def h(r: dict) -> str:
+        return hashlib.sha1(str(r.get("key")).encode()).hexdigest()
+
+    return sorted((r for r in records if r.get("type") == "op"), key=h)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", type=Path, required=True)
+    ap.add_argument("--records", type=Path, required=True, help="records of the target device")
+    ap.add_argument("--minutes", type=float, default=3.0)
+    ap.add_argument("--duty", type=float, default=0.45, help="measured time / wall time")
+    ap.add_argument("--ops", type=int, help="keep this many op records instead of --minutes")
+    ap.add_argument("--test", type=Path, required=True, help="held-out records")
+    args = ap.parse_args(argv)
+    base_doc = read_model_doc(args.base)
+    every = read_records(args.records)
+    shuffled = _shuffled(quiet_records(every))
+    ops = shuffled[: args.ops] if args.ops else first_minutes(shuffled, args.minutes, args.duty)
+    devices = [r for r in every if r.get("type") == "device"]
+    recs = [*devices, *ops]
+    kept = f"--ops {args.ops}" if args.ops else f"{args.minutes:g} min at duty {args.duty:g}"
+    print(f"adapting {args.base.name} on {len(ops)} ops of {args.records.name} ({kept})")
+    test = read_records(args.test)
+    guarded = guarded_adapt(base_doc, recs)
+    models = {
+        "base": base_doc,
+        "adapted, unguarded": adapt(base_doc, recs),
+        "adapted, guarded": guarded,
+    }
+    for name, doc in models.items():
+        acc = model_accuracy(LearnedCostModel(doc), test)
+        print(
+            f"  {name:<20} within ±10 % {acc['within_10pct'] * 100:5.1f} %  MAPE "
+            f"{acc['mape']:5.1f} %  whole-model median {acc['model_error_median']:5.1f} % "
+            f"({acc['models']} models, {acc['ops']} ops)"
+        )
+    print("guard's choice per kernel family (probes within ±10 %):")
+    print("\n".join(choice_lines(guarded["adapted"])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
