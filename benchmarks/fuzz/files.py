@@ -171,7 +171,7 @@ def mutate_json(doc: Any, rng: random.Random) -> str:
     if trees and rng.random() < 0.35:
         path = rng.choice(trees)
         nodes = _get(doc, path)
-        if nodes:
+        if isinstance(nodes, list) and nodes:  # an earlier edit may have replaced the list
             i = rng.randrange(len(nodes))
             new = rng.choice([-2, -1, 0, i, i - 1, i + 1, len(nodes), len(nodes) - 1, 10**6,
                               2**40, 1e20, 0.5, "1", None])  # fmt: skip
