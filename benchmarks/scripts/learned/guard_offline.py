@@ -20,8 +20,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from tacopt.benchmarks.scripts.learned.bench_adapt import first_minutes
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
@@ -32,11 +33,11 @@ from tacopt.cost_models.learned.sampling.guard import choice_lines, guarded_adap
 from tacopt.cost_models.model_file import read_model_doc
 
 
-def _shuffled(records: Sequence[dict]) -> list[dict]:
-    def h(r: dict) -> str:
+def _shuffled(records: Sequence[Mapping[str, Any]]) -> list[dict]:
+    def h(r: Mapping[str, Any]) -> str:
         return hashlib.sha1(str(r.get("key")).encode()).hexdigest()
 
-    return sorted((r for r in records if r.get("type") == "op"), key=h)
+    return sorted((dict(r) for r in records if r.get("type") == "op"), key=h)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

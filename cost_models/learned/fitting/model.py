@@ -92,9 +92,9 @@ from tacopt.cost_models.learned.fitting.features import (
 )
 from tacopt.cost_models.learned.fitting.kind_models import EXP_MAX, KindModels, group_of
 from tacopt.cost_models.learned.fitting.movement import predict_movement
+from tacopt.cost_models.learned.fitting.rules import fitted_kind, rule_latency
 from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_trees
 from tacopt.cost_models.learned.fitting.whole_model import LEGACY_FLOOR_US
-from tacopt.cost_models.learned.measurement.custom_ops import custom_rule, stand_in
 from tacopt.cost_models.learned.measurement.records import counted_ops, spill_level
 from tacopt.cost_models.learned.measurement.singleop import (
     UNMEASURABLE,
@@ -324,7 +324,7 @@ class LearnedCostModel(CostModelBase):
             net = max(p.latency_us - self.base_overhead_us, self.floor_us)
             return Prediction(self.overhead_us + net, p.source)
         if choice == "corrected":
-            return self._predict_corrected(features, key=key, trees=False)
+            return self._predict_corrected(features, key=key, with_trees=False)
         weight = 0.0 if own is None else self.own_weights.get(fam, 0.0)
         if own is None or weight <= 0:
             return self._predict_corrected(features, key=key)
@@ -341,10 +341,10 @@ class LearnedCostModel(CostModelBase):
         return Prediction(self.overhead_us + blend_net(net, corrected, weight), f"blend {p.source}")
 
     def _predict_corrected(
-        self, features: Mapping[str, Any], *, key: str | None, trees: bool = True
+        self, features: Mapping[str, Any], *, key: str | None, with_trees: bool = True
     ) -> Prediction:
         """The base's prediction, corrected (an adapted model) by the op's kind or family and
-        (``trees``) the residual trees."""
+        (``with_trees``) the residual trees."""
         p = self._predict_base(features, key=key)
         if not self.corrections:
             return p
@@ -352,7 +352,7 @@ class LearnedCostModel(CostModelBase):
         net = max(p.latency_us - self.base_overhead_us, self.floor_us) * math.exp(
             min(c, EXP_MAX)
         )
-        if self.adapt_trees is None or not trees:
+        if self.adapt_trees is None or not with_trees:
             return Prediction(self.overhead_us + net, p.source)
         row = op_vector(features, self.tree_kinds, reductions=self.reductions)
         if self.adapt_trees_see_net:
@@ -387,10 +387,10 @@ class LearnedCostModel(CostModelBase):
         """The base's prediction from its fits: kind, family or copy models, else the group
         fit and the trees."""
         kind, group = features["kind"], group_of(features)
-        if kind.startswith("CUSTOM:") and not self._fitted_kind(features):
-            by_rule = self._predict_custom(features)
+        if kind.startswith("CUSTOM:") and not fitted_kind(self, features):
+            by_rule = rule_latency(self, features)  # its registered rule (custom_ops)
             if by_rule is not None:
-                return by_rule
+                return Prediction(*by_rule)
         if group in self.family_groups:
             by_family = self.kind_models.predict(features, by_family=True)
             if by_family is not None:
@@ -430,36 +430,6 @@ class LearnedCostModel(CostModelBase):
             # an unseen kind (a fused LSTM, ...) is at least as slow as a GEMM of its FLOPs
             gross = max(gross, self.base_overhead_us + features.get("flops", 0.0) / self.gemm_rate)
         return Prediction(gross, source)
-
-    def _fitted_kind(self, features: Mapping[str, Any]) -> bool:
-        """Whether the fits hold the op's kind itself (its records were in the fit)."""
-        kind = features["kind"]
-        return any(n in self.fits for n in (f"{kind}|{features.get('inference_type')}", kind))
-
-    def _predict_custom(self, features: Mapping[str, Any]) -> Prediction | None:
-        """A custom op priced by its registered rule
-        (:mod:`~tacopt.cost_models.learned.measurement.custom_ops`): the user's measured
-        latency, or the stand-in's ops priced by this model (one invoke overhead, their net
-        latencies added); None when no rule covers it. The source names the rule."""
-        rule = custom_rule(str(features["kind"]))
-        if rule is None:
-            return None
-        if rule.table is not None:
-            key = features.get("key") or op_key(features)
-            found = rule.table.lookup(str(key))
-            return None if found is None else Prediction(found, f"rule {rule.description}")
-        made = stand_in(features)
-        if made is None:
-            return None
-        description, S = made
-        net = 0.0
-        for n in S:
-            f = op_features(S, n, root=S)
-            if self.kernel_kinds:
-                f = as_kernel_kind(f, **self.kernel_kind_flags)
-            p = self._predict_fitted(f)
-            net += max(p.latency_us - self.base_overhead_us, self.floor_us)
-        return Prediction(self.base_overhead_us + net, f"rule {description}")
 
     def choosing(self, choices: Mapping[str, str]) -> LearnedCostModel:
         """This adapted model pricing each kernel family as ``choices`` says (:data:`CHOICES`;

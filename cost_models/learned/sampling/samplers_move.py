@@ -112,6 +112,7 @@ def _transpose_layout(rng: Rng) -> nx.MultiDiGraph:
     (5-D), a pixel shuffle (6-D), or a matrix / batched-matrix transpose (2-D, 3-D)."""
     form = str(rng.choice(["nchw", "nchw", "nhwc", "shuffle", "pixel", "matrix", "batched"]))
     h, w, c = _plane(rng)
+    shape: tuple[int, ...]
     if form == "nchw":
         shape, perm = (1, h, w, c), [0, 3, 1, 2]
     elif form == "nhwc":
@@ -136,6 +137,8 @@ def _reshape_move(rng: Rng) -> nx.MultiDiGraph:
     """Reshapes networks write between blocks: heads split or merged, a plane flattened to
     tokens or tokens folded back to a plane, unit axes added or dropped, 5-D group splits."""
     form = str(rng.choice(["split_heads", "merge_heads", "unflatten", "flatten", "unit", "groups"]))
+    shape: tuple[int, ...]
+    new: tuple[int, ...]
     if form in ("split_heads", "merge_heads"):
         s, h, d = _heads(rng)
         shape, new = (1, s, h * d), (1, s, h, d)
@@ -315,6 +318,8 @@ def _broadcast(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
         form = str(rng.choice(["se", "se", "spatial", "tokens", "channels", "const", "rows",
                                "rows"]))  # fmt: skip
+        shape: tuple[int, ...]
+        other: tuple[int, ...]
         if form == "rows":  # a box decode: (1, N, 4) x a constant (1, 1, 4), or x a scalar
             shape = _rows(rng)
             other = (1,) * (len(shape) - 1) + (shape[-1],) if rng.random() < 0.7 else (1,)
@@ -322,7 +327,7 @@ def _broadcast(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
         elif form in ("se", "spatial", "const"):
             h, w, c = _plane(rng)
             shape = (1, h, w, c)
-            other: tuple[int, ...] = (1, h, w, 1) if form == "spatial" else (1, 1, 1, c)
+            other = (1, h, w, 1) if form == "spatial" else (1, 1, 1, c)
         else:
             s, c = int(rng.choice(_SEQ)), draw_channels(rng)
             while s * c > MAX_ELEMENTS:
