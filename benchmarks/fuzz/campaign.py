@@ -54,7 +54,8 @@ def _done(
         if row.get("seed") != seed or row.get("kind", "models") != kind:
             continue
         done.update(range(row["start"], row["stop"]))
-        counts.update({tuple(k.split("/", 1)): v for k, v in row["counts"].items()})
+        # "command/outcome": a file kind's command holds a slash (learned/evaluate)
+        counts.update({tuple(k.rsplit("/", 1)): v for k, v in row["counts"].items()})
         failures += row["failures"]
     return done, counts, failures
 
