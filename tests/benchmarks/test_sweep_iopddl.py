@@ -6,6 +6,8 @@ import csv
 import gzip
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,3 +84,18 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
     assert main([str(tmp_path), "--time-limits", "-1", "--out", str(tmp_path / "o")]) == 2
     assert "must be positive" in capsys.readouterr().err
 
+
+
+def test_the_sweep_runs_as_a_benchmark_script(tmp_path: Path) -> None:
+    """Run by ``python -m tacopt.benchmarks`` the module is ``__main__``: the workers must still
+    get a function they can import."""
+    (tmp_path / "tiny.json").write_text(json.dumps(TINY))
+    out = tmp_path / "sweep"
+    done = subprocess.run(
+        [sys.executable, "-m", "tacopt.benchmarks", "sweep_iopddl", str(tmp_path / "tiny.json"),
+         "--time-limits", "5", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (out / "results.csv").read_text() == (
+        "TEAM #,tiny\ntacopt-exact-5-seed0,5\ntacopt-exact-5-best,5\n")

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import csv
 import gzip
+import importlib
 import io
 import json
 import math
@@ -179,8 +180,11 @@ def sweep(
         client = Client(scheduler or cluster, timeout=30)
     except OSError as exc:
         raise SweepError(f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
+    # Run as a script (python -m tacopt.benchmarks sweep_iopddl) this module is __main__, which
+    # workers cannot import: they get the function of the module under its importable name.
+    runner = importlib.import_module(__spec__.name if __spec__ else __name__).run_one
     try:
-        futures = [client.submit(run_one, path, seed, limit_s, picker, tuple(extra), pure=False)
+        futures = [client.submit(runner, path, seed, limit_s, picker, tuple(extra), pure=False)
                    for path, seed, limit_s, _ in tasks]  # fmt: skip
         records = client.gather(futures)
     finally:
