@@ -54,11 +54,11 @@ def test_a_tiny_sweep_on_dask_writes_the_organisers_csv(tmp_path: Path, capsys) 
     table = list(csv.reader(io.StringIO((out / "results.csv").read_text())))
     assert table[0] == ["TEAM #", "example", "tiny"]
     assert [row[0] for row in table[1:]] == [
-        "tacopt-exact-5-seed0", "tacopt-exact-5-best", "tacopt-exact-5-seed1",
-        "tacopt-exact-3-seed0", "tacopt-exact-3-best", "tacopt-exact-3-seed1"]
+        "tacopt-exact-5-seed0", "tacopt-exact-5-seed1", "tacopt-exact-5-best",
+        "tacopt-exact-3-seed0", "tacopt-exact-3-seed1", "tacopt-exact-3-best"]
     assert all(row[1:] == ["445", "5"] for row in table[1:])
     report = (out / "report.md").read_text()
-    assert "| tacopt-exact-5-best | 1.0000 | 1.0000 | 1.0000 |" in report
+    assert "| tacopt-exact-5-best | 1.00000 | 1.00000 | 1.00000 |" in report
     assert "within its limit: 8 / 8 runs" in report
     assert capsys.readouterr().out == report
 

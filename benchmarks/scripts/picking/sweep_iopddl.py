@@ -214,8 +214,10 @@ def results_csv(records: Sequence[dict]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["TEAM #", *columns])
-    for name, cells in rows.items():
-        writer.writerow([name, *(cells.get(c, "") for c in columns)])
+    configs = list(dict.fromkeys(name.rsplit("-", 1)[0] for name in rows))
+    for name in sorted(rows, key=lambda n: (configs.index(n.rsplit("-", 1)[0]),
+                                            n.endswith("-best"))):  # fmt: skip
+        writer.writerow([name, *(rows[name].get(c, "") for c in columns)])
     return out.getvalue()
 
 
@@ -231,7 +233,7 @@ def report(records: Sequence[dict], known: dict[str, int], source: str) -> str:
     for name, *cells in table[1:]:
         ratios = [int(v) / known[c] for c, v in zip(columns, cells) if v and c in known]
         mean = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
-        shown = [f"{int(v) / known[c]:.4f}" if v and c in known else "-"
+        shown = [f"{int(v) / known[c]:.5f}" if v and c in known else "-"
                  for c, v in zip(columns, cells)]  # fmt: skip
         lines.append(f"| {name} | " + " | ".join(shown) + f" | {_ratio(mean)} |")
     over = [r for r in records if r["wall_s"] > r["time_limit_s"]]
@@ -247,7 +249,7 @@ def report(records: Sequence[dict], known: dict[str, int], source: str) -> str:
 
 
 def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.4f}"
+    return "-" if value is None else f"{value:.5f}"
 
 
 def write_outputs(out: Path, records: Sequence[dict], known: dict[str, int], source: str) -> None:
