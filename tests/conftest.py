@@ -61,7 +61,7 @@ def private_registries(monkeypatch: pytest.MonkeyPatch) -> None:
     from tacopt.cost_models.base import _FILE_LOADERS, _REGISTRY, registered_cost_models
     from tacopt.fusion.rules.composites import _FUSIONS
     from tacopt.fusion.rules.custom import _KERNELS
-    from tacopt.partitioner.pickers import _PICKERS
+    from tacopt.partitioner.pickers.registry import _PICKERS
     from tacopt.partitioner.targets import _TARGETS
 
     registered_cost_models()

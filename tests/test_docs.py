@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_doc_page_examples_run(
     page: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, private_registries: None
 ) -> None:
-    from tacopt.partitioner.pickers import _PICKERS
+    from tacopt.partitioner.pickers.registry import _PICKERS
 
     monkeypatch.chdir(tmp_path)  # the page registers examples: into private registries
     # the page lists the pickers: only the built-ins, whatever other tests registered before

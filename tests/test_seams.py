@@ -31,18 +31,9 @@ FOLDERS = ("api", "fusion", "cost_models", "partitioner", "benchmarks")
 DEFERRED_BUDGET = 60
 #: Modules whose deferred imports do not all say why yet, with the reason (strict: a module
 #: that gets its comments must leave the list).
-UNEXPLAINED: dict[str, str] = {
-    "partitioner/pickers/bounds.py": "the solver engineers' (issue 46 item 2)",
-    "partitioner/pickers/engine.py": "the solver engineers' (issue 46 item 2)",
-    "partitioner/pickers/formulation.py": "the solver engineers' (issue 46 item 2)",
-    "partitioner/pickers/mip.py": "the solver engineers' (issue 46 item 2)",
-    "partitioner/pickers/search.py": "the solver engineers' (issue 46 item 2)",
-    "partitioner/pickers/windows.py": "the solver engineers' (issue 46 item 2)",
-}
+UNEXPLAINED: dict[str, str] = {}
 #: Private names imported across modules, with the reason (strict, as above).
-PRIVATE_IMPORTS: dict[str, str] = {
-    "partitioner/pickers/__init__.py": "_PICKERS from pickers.registry (the solver engineers')",
-}
+PRIVATE_IMPORTS: dict[str, str] = {}
 
 
 def sources() -> Iterator[Path]:

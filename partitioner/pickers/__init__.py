@@ -28,7 +28,6 @@ True
 from __future__ import annotations
 
 from tacopt.partitioner.pickers.registry import (  # noqa: F401  (the package's API)
-    _PICKERS,
     BUILTIN_PICKERS,
     Picker,
     get_picker,

@@ -29,8 +29,10 @@ True
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import time
 
+import networkx as nx
 import numpy as np
 
 from tacopt.partitioner.errors import send_result, worker_result
@@ -230,8 +232,6 @@ def _argmin_per_node(values: np.ndarray, offset: np.ndarray) -> np.ndarray:
 
 
 def _colouring(c: Compact) -> list[np.ndarray]:
-    import networkx as nx
-
     G = nx.Graph()
     G.add_nodes_from(range(c.n_nodes))
     G.add_edges_from(c.edge_nodes.tolist())
@@ -250,8 +250,6 @@ class BoundProcess:
     """
 
     def __init__(self, c: Compact, deadline: float, target: float | None) -> None:
-        import multiprocessing as mp
-
         self.deadline = deadline
         self.process = None
         if "fork" not in mp.get_all_start_methods():

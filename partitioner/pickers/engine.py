@@ -48,8 +48,9 @@ import numpy as np
 
 from tacopt.partitioner.errors import PickerError
 from tacopt.partitioner.memory import fits_batch
+from tacopt.partitioner.pickers.baselines.brute import pick_brute
+from tacopt.partitioner.pickers.baselines.greedy import greedy_choices
 from tacopt.partitioner.pickers.formulation import LinearModel, build_model
-from tacopt.partitioner.pickers.greedy import greedy_choices
 from tacopt.partitioner.pickers.mip import (
     Solution,
     chosen_choices,
@@ -154,8 +155,6 @@ def greedy_plan(index: ProblemIndex) -> np.ndarray | None:
 def enumerate_stage(run: Run) -> Plan | None:
     """No unit, or one unit with the default backend: trying each choice proves the optimum,
     and starting a solver was most of ``tacopt partition``'s time on a one-unit problem."""
-    from tacopt.partitioner.pickers.brute import pick_brute
-
     if run.index.n_units == 0:
         return finish(run, np.zeros(0, np.int64), "OPTIMAL")
     if run.index.n_units != 1 or run.backend is not None:

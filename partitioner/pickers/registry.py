@@ -30,12 +30,12 @@ class Picker(Protocol):
 
 #: The built-in pickers: name -> ``pkg.mod:Name``, imported when first asked for.
 BUILTIN_PICKERS = {
-    "brute": "tacopt.partitioner.pickers.brute:pick_brute",
+    "brute": "tacopt.partitioner.pickers.baselines.brute:pick_brute",
     "exact": "tacopt.partitioner.pickers.exact:pick_exact",
-    "first-fit": "tacopt.partitioner.pickers.greedy:pick_first_fit",
-    "greedy": "tacopt.partitioner.pickers.greedy:pick_greedy",
+    "first-fit": "tacopt.partitioner.pickers.baselines.greedy:pick_first_fit",
+    "greedy": "tacopt.partitioner.pickers.baselines.greedy:pick_greedy",
     "mincut": "tacopt.partitioner.pickers.mincut:pick_mincut",
-    "tac": "tacopt.partitioner.pickers.tac:pick_tac",
+    "tac": "tacopt.partitioner.pickers.baselines.tac:pick_tac",
 }
 
 _PICKERS: Registry[Picker] = Registry("picker", PickerError)
@@ -85,7 +85,7 @@ def get_picker(name: str) -> Picker:
     Traceback (most recent call last):
     ...
     tacopt.partitioner.errors.PickerError: unknown picker 'no-such'; known: brute, ...
-    >>> get_picker("tacopt.partitioner.pickers.greedy:pick_greedy").__name__
+    >>> get_picker("tacopt.partitioner.pickers.baselines.greedy:pick_greedy").__name__
     'pick_greedy'
     >>> get_picker("no_such_module:mine")  # doctest: +ELLIPSIS
     Traceback (most recent call last):

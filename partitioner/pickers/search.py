@@ -19,6 +19,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import networkx as nx
 import numpy as np
 
 from tacopt.partitioner.pickers.reduce import Compact, ranges
@@ -45,8 +46,6 @@ class Neighbourhood:
 
 def neighbourhood(c: Compact) -> Neighbourhood:
     """The index arrays and a greedy colouring of ``c``'s graph."""
-    import networkx as nx
-
     k, off, eoff = c.k, c.offset, c.edge_offset
     u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
     ku, kv = k[u], k[v]

@@ -87,7 +87,7 @@ def window_move(
     """The cheapest choice of the ``free`` nodes within the limit, the others fixed at ``x``
     (which fits), by toulbar2 within ``seconds`` of CPU: ``(choice, proven)``; the choice is
     ``x`` unless a cheaper one that fits was found."""
-    import pytoulbar2
+    import pytoulbar2  # required (pyproject.toml); 10 ms to import, loaded at the first solve
 
     free = free & (c.k > 1)
     nodes = np.flatnonzero(free)

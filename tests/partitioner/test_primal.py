@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from tacopt.partitioner.memory import fits_batch
-from tacopt.partitioner.pickers import pick, primal, search
+from tacopt.partitioner.pickers import forest, pick, primal, search
 from tacopt.partitioner.pickers.reduce import Compact, reduce_problem
 from tacopt.partitioner.plan import evaluate_index
 from tacopt.partitioner.problem import index_problem
@@ -41,13 +41,13 @@ def _score(index, c: Compact, x: np.ndarray) -> tuple[int, bool]:
     return b.compute + b.pairwise, bool(fits_batch(index, chosen[None, :])[0])
 
 
-def _brute_penalised(c: Compact, g: primal.Graph, x, pen, free) -> float:
+def _brute_penalised(c: Compact, g: forest.Graph, x, pen, free) -> float:
     nodes = np.flatnonzero(free)
     best = np.inf
     for combo in product(*(range(int(c.k[i])) for i in nodes)):
         y = x.copy()
         y[nodes] = combo
-        best = min(best, primal.penalised(c, g, y, pen))
+        best = min(best, forest.penalised(c, g, y, pen))
     return best
 
 
@@ -60,7 +60,7 @@ def test_contest_like_is_deterministic_and_contest_shaped():
     assert any(v >= 10**18 for m in a["problem"]["edges"]["costs"] for v in m)  # forbidden
     index = index_problem(problem_from_dict(a))
     c = reduce_problem(index)
-    low = primal._Search(c, primal.prepare(c), np.random.default_rng(0), 0.0).low
+    low = primal._Search(c, forest.prepare(c), np.random.default_rng(0), 0.0).low
     assert _score(index, c, low)[1]  # the lowest usages fit: the limit can be met
 
 
@@ -74,15 +74,15 @@ def test_memory_tight_puts_the_lowest_peak_at_its_share_of_the_limit(share):
     assert 20 <= k.mean() <= 40 and k.max() <= 180 and k.max() > 40
     index = index_problem(problem_from_dict(d))
     c = reduce_problem(index)
-    low = primal._Search(c, primal.prepare(c), np.random.default_rng(0), 0.0).low
+    low = primal._Search(c, forest.prepare(c), np.random.default_rng(0), 0.0).low
     peak = c.profile(low).max()
     assert peak <= c.limit and peak / c.limit == pytest.approx(share, abs=0.005)
 
 
 def test_induced_forest_has_no_cycle():
     _, c = _reduced(400, 1)
-    g = primal.prepare(c)
-    free = primal.induced_forest(c, g, np.random.default_rng(0))
+    g = forest.prepare(c)
+    free = forest.induced_forest(c, g, np.random.default_rng(0))
     G = nx.Graph()
     G.add_nodes_from(np.flatnonzero(free).tolist())
     G.add_edges_from((int(u), int(v)) for u, v in c.edge_nodes if free[u] and free[v])
@@ -92,34 +92,34 @@ def test_induced_forest_has_no_cycle():
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_forest_dp_is_exact_on_a_small_forest(seed):
     _, c = _reduced(60, seed + 10)
-    g = primal.prepare(c)
+    g = forest.prepare(c)
     rng = np.random.default_rng(seed)
-    free = primal.induced_forest(c, g, rng)
+    free = forest.induced_forest(c, g, rng)
     keep = np.flatnonzero(free)[:6]  # a sub-forest small enough to enumerate
     free[:] = False
     free[keep] = True
     x = np.zeros(c.n_nodes, dtype=np.int64)
     pen = rng.random(len(c.cost)) * 1000
-    y = primal.forest_dp(c, g, x, pen, free)
+    y = forest.forest_dp(c, g, x, pen, free)
     assert (y[~free] == x[~free]).all()
-    assert primal.penalised(c, g, y, pen) == pytest.approx(_brute_penalised(c, g, x, pen, free))
+    assert forest.penalised(c, g, y, pen) == pytest.approx(_brute_penalised(c, g, x, pen, free))
 
 
 def test_exact_sub_matches_brute_force():
     _, c = _reduced(60, 21)
-    g = primal.prepare(c)
+    g = forest.prepare(c)
     free = np.zeros(c.n_nodes, dtype=bool)
     free[g.movable[:5]] = True
     x = np.zeros(c.n_nodes, dtype=np.int64)
     pen = np.zeros(len(c.cost))
     y, _ = search.exact_sub(c, g.nb, x, pen, free, 5)
-    assert primal.penalised(c, g, y, pen) == pytest.approx(_brute_penalised(c, g, x, pen, free))
+    assert forest.penalised(c, g, y, pen) == pytest.approx(_brute_penalised(c, g, x, pen, free))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
 def test_search_fits_the_limit_and_beats_the_start(threads):
     index, c = _reduced(500, 3, tightness=0.1)
-    g = primal.prepare(c)
+    g = forest.prepare(c)
     start = primal._Search(c, g, np.random.default_rng(0), time.monotonic() + 5).low
     x = primal.search(c, time.monotonic() + 4.0, seed=1, threads=threads)
     assert x is not None
