@@ -11,7 +11,8 @@ from tacopt.cost_models.learned.fitting.fit import fit
 
 def records(model: str) -> list[dict]:
     ops = [{"type": "op", "key": f"k{i}", "kind": "ADD", "inference_type": "FLOAT",
-            "flops": 10.0**i, "bytes": 10.0**i, "inputs": [[[10**i], "float32"]], "outputs": [[[10**i], "float32"]],
+            "flops": 10.0**i, "bytes": 10.0**i,
+            "inputs": [[[10**i], "float32"]], "outputs": [[[10**i], "float32"]],
             "latency_us": 2.0 + i, "overhead_us": 1.0, "model": model}
            for i in range(5)]  # fmt: skip
     return [*ops, {"type": "model", "model": model, "latency_us": 20.0,
