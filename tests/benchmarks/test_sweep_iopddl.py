@@ -13,19 +13,12 @@ from pathlib import Path
 import pytest
 
 from tacopt.benchmarks.scripts.picking.sweep_iopddl import best_known, main, results_csv
+from tests.partitioner.test_iopddl import EXAMPLE
 
 pytest.importorskip("dask.distributed")  # the [test] and [dask] extras
 
-#: The contest's example (optimum 445 with [0, 0, 2, 1, 0]) and a two-node one whose cheapest
-#: choices on their own meet at a forbidden pair (optimum 5).
-EXAMPLE = {"problem": {
-    "name": "example",
-    "nodes": {"intervals": [[30, 70], [40, 70], [50, 120], [110, 140], [110, 150]],
-              "costs": [[15], [55, 65], [25, 45, 35], [85, 75], [95]],
-              "usages": [[10], [25, 25], [15, 20, 15], [10, 10], [15]]},
-    "edges": {"nodes": [[0, 1], [0, 2], [1, 3], [2, 4], [3, 4]],
-              "costs": [[30, 40], [50, 10, 40], [90, 10, 20, 80], [60, 20, 30], [70, 60]]},
-    "usage_limit": 50}}  # fmt: skip
+#: A two-node problem whose cheapest choices on their own meet at a forbidden pair (optimum 5);
+#: EXAMPLE is the contest's example (optimum 445 with [0, 0, 2, 1, 0]).
 TINY = {"problem": {"name": "tiny", "nodes": {
     "intervals": [[0, 2], [1, 3]], "costs": [[0, 5], [0, 5]], "usages": [[1, 1], [1, 1]]},
     "edges": {"nodes": [[0, 1]], "costs": [[10**18, 0, 0, 10**18]]}, "usage_limit": 5}}
