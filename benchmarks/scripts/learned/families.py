@@ -230,11 +230,13 @@ def family_of(model: str) -> str:
     return model.split("__", 1)[0]
 
 
-def write_models(folder: Path) -> list[Path]:
+def write_models(
+    folder: Path, families: Mapping[str, Sequence[Callable[[], nx.MultiDiGraph]]] = FAMILIES
+) -> list[Path]:
     """Write every family's models to ``folder`` as ``FAMILY__NAME.tflite``."""
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for fam, builders in FAMILIES.items():
+    for fam, builders in families.items():
         for build in builders:
             G = build()
             paths.append(write_tflite(G, folder / f"{fam}__{G.graph['name']}.tflite"))
