@@ -162,6 +162,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--every", type=int, default=1, help="use every N-th model (sorted names)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "repeat")
+    ap.add_argument(
+        "--models", type=Path, help="a folder of .tflite models to measure instead of the zoo"
+    )
+    ap.add_argument("--per-kind", action="store_true", help="latency_us agreement per op kind")
     ap.add_argument("--retype", action="store_true", help="check the synthetic int8 instead")
     ap.add_argument(
         "--episodes", type=float, metavar="S", help="study the machine's slow episodes for S s"
@@ -171,9 +175,10 @@ def main() -> int:
         return check_retype()
     if args.episodes:
         return check_episodes(args.episodes)
-    models = sorted(ZOO.glob("*.tflite"))[:: args.every]
+    folder = args.models or ZOO
+    models = sorted(folder.glob("*.tflite"))[:: args.every]
     if not models:
-        print(f"no models in {ZOO}", file=sys.stderr)
+        print(f"no models in {folder}", file=sys.stderr)
         return 1
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"load average before: {os.getloadavg()}")
@@ -202,6 +207,15 @@ def main() -> int:
             f"ops    {stat:18s} within ±10 %: {share * 100:5.1f} % of {n}, "
             f"median deviation {dev * 100:.2f} %   ({'; '.join(bands)})"
         )
+    if args.per_kind:
+        for kind in sorted({r["kind"] for r in ops[0].values()}):
+            sub = {k: r for k, r in ops[0].items() if r["kind"] == kind}
+            n, share, dev = agreement(sub, ops[1], "latency_us")
+            lat = statistics.median(r["latency_us"] for r in sub.values())
+            print(
+                f"  {kind:28s} n={n:<4d} within ±10 %: {share * 100:5.1f} %, median deviation"
+                f" {dev * 100:5.2f} %, median latency {lat:.1f} us"
+            )
     for stat in STATS:
         n, share, dev = agreement(whole[0], whole[1], stat)
         print(
