@@ -277,7 +277,9 @@ def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
         begin[ax], end[ax], shrink = i, i + 1, 1 << ax
     elif form == "stride" and shape[ax] > 1:
         strides[ax] = int(rng.choice([2, 2, 3, 4]))  # 3: an audio model's harmonic stacking
-        begin[ax] = int(rng.integers(0, strides[ax]))
+        # never past the axis: a begin of 3 on an axis of 3 cut nothing, and the record of
+        # its empty output failed the records check at the end of a 3-minute learn
+        begin[ax] = int(rng.integers(0, min(strides[ax], shape[ax])))
     elif form == "crop" and rank >= 3:
         for a in range(1, rank - 1):
             if shape[a] > 2:
@@ -412,6 +414,9 @@ def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     def build(rng: Rng) -> nx.MultiDiGraph:
         shape = _post_shape(rng)
         axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(0, len(shape)))
+        if len(shape) == 3 and shape[1] >= 256 and shape[-1] <= 16 and rng.random() < 0.5:
+            axis = 1  # the best score over a detector's anchors: one long strided walk
+
         keep = bool(rng.random() < 0.5)
         out = tuple(1 if a == axis else d for a, d in enumerate(shape) if keep or a != axis)
         b = GraphBuilder(kind.lower())
@@ -473,16 +478,21 @@ MOVE_PRIOR: dict[str, float] = {
     "MIRROR_PAD_MOVE": 1.5,
     "DEPTH_TO_SPACE_MOVE": 1.0,
     "STRIDED_SLICE_MOVE": 2.5,
-    "MUL_MOVE": 2.0,
+    "MUL_MOVE": 3.0,
     "ADD_MOVE": 1.0,
     "AVERAGE_POOL_2D_MOVE": 1.5,
-    "CONCATENATION_ROWS": 1.0,
+    "CONCATENATION_ROWS": 1.5,
     "SHAPE_SMALL": 0.7,
     "SELECT_V2_SMALL": 0.8,
     "REDUCE_MAX_SMALL": 0.8,
     "SUM_SMALL": 0.8,
     "ARG_MAX_SMALL": 0.4,
     **{f"{k}_SMALL": 0.15 for k in _SMALL_ELEMENTWISE},
+    # a threshold of every anchor's score against a scalar runs in the builtin kernels'
+    # broadcast path, 2.4 ns an element here (a face detector's GREATER was priced at 0.2x
+    # from 12 records)
+    "GREATER_SMALL": 0.6,
+    "LESS_SMALL": 0.3,
 }
 
 _MOVE_BUILDERS: dict[str, Callable[[Rng], nx.MultiDiGraph]] = {
