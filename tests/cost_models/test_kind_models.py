@@ -564,6 +564,28 @@ def test_a_model_file_of_version_12_sees_reductions_and_one_of_11_does_not() -> 
         LearnedCostModel({**doc, "tree_features": old_features})  # trees of 2 more inputs
 
 
+def test_a_model_file_of_version_15_sees_a_broadcasts_runs_and_one_of_14_does_not() -> None:
+    """Version 15's trees see the innermost runs of a broadcast or a reduction (a detector's
+    ``(1, N, 4) x (1, 1, 4)`` MUL is N runs of 4); the shipped model (version 13) is read with
+    the features it was fitted on, and prices as before."""
+    from tacopt.cost_models.learned.fitting.features import FEATURES, FEATURES_BEFORE_15
+
+    rng = np.random.default_rng(1)
+    doc = fit([mean_record(rng, i) for i in range(80)])
+    assert doc["tree_features"][: len(FEATURES)] == list(FEATURES) and "log_runs" in FEATURES
+    assert LearnedCostModel(doc).runs and LearnedCostModel(doc).kind_models.flags["runs"]
+    shipped = LearnedCostModel(read_model_doc(DEFAULT_MODEL))
+    assert shipped.doc["version"] < 15 and not shipped.runs and shipped.reductions
+    t = [[1, 2048, 4], "float32", False, False]
+    mul = {"kind": "MUL", "inference_type": "FLOAT", "flops": 8192.0, "bytes": 65552.0,
+           "inputs": [t, [[1, 1, 4], "float32", True, False]], "outputs": [t], "options": {}}
+    assert len(op_vector(mul, runs=False)) == len(FEATURES_BEFORE_15) == len(FEATURES) - 2
+    assert op_vector(mul)[len(FEATURES_BEFORE_15):] == pytest.approx(
+        [np.log1p(2048), np.log1p(4)]
+    )
+    assert shipped.predict(mul).latency_us > 0
+
+
 def test_a_shared_base_memo_prices_as_without_it_once_a_record() -> None:
     """An adaptation shares its base's predictions by record key (``base_memo``): the same
     predictions, each made once."""

@@ -261,11 +261,22 @@ FEATURES = (
     # a reduction's kernel path (version 12, :func:`_reduce_terms`)
     "keep_dims",
     "reduced_axes",
+    # the innermost runs a broadcast or a reduction walks (version 15, :func:`_run_terms`)
+    "log_runs",
+    "log_run_length",
 )
 
+#: The features of :data:`FEATURES` models of versions 12-14 were fitted on (without
+#: :func:`_run_terms`).
+FEATURES_BEFORE_15 = FEATURES[:-2]
 #: The features of :data:`FEATURES` models before version 12 were fitted on (without
 #: :func:`_reduce_terms`).
-FEATURES_BEFORE_12 = FEATURES[:-2]
+FEATURES_BEFORE_12 = FEATURES[:-4]
+
+
+def feature_names(*, reductions: bool = True, runs: bool = True) -> tuple[str, ...]:
+    """The tree features of a model that has (or lacks) the reduction and run terms."""
+    return FEATURES if runs else FEATURES_BEFORE_15 if reductions else FEATURES_BEFORE_12
 
 #: Rows (output pixels) and columns (output channels) of XNNPACK's micro-kernel tiles.
 TILE_M, TILE_N = 7, 16
@@ -296,10 +307,15 @@ def _nbytes(d: Sequence[Any]) -> int:
 
 
 def op_vector(
-    features: Mapping[str, Any], kinds: Sequence[str] = (), *, reductions: bool = True
+    features: Mapping[str, Any],
+    kinds: Sequence[str] = (),
+    *,
+    reductions: bool = True,
+    runs: bool = True,
 ) -> list[float]:
     """The tree inputs of one op record (see :data:`FEATURES`), then one flag per kind in
-    ``kinds``. Without ``reductions`` (models before version 12), those of
+    ``kinds``. Without ``runs`` (models of versions 12-14), those of
+    :data:`FEATURES_BEFORE_15`; without ``reductions`` either (before version 12), those of
     :data:`FEATURES_BEFORE_12`.
 
     >>> f = {"kind": "ADD", "inference_type": "FLOAT", "flops": 8.0, "bytes": 96.0,
@@ -359,8 +375,65 @@ def op_vector(
         [float(x) for x in row]
         + _kernel_terms(kind, ins, acts, outs, opts, flops)
         + (_reduce_terms(kind, features.get("inputs") or [], opts) if reductions else [])
+        + (_run_terms(kind, features.get("inputs") or [], shape) if runs and reductions else [])
         + [float(kind == k) for k in kinds]
     )
+
+
+#: Element-wise kinds of two or three operands that may broadcast (:func:`_run_terms`).
+_BROADCASTING = frozenset(
+    "ADD SUB MUL DIV POW MAXIMUM MINIMUM SQUARED_DIFFERENCE FLOOR_DIV FLOOR_MOD LESS LESS_EQUAL "
+    "GREATER GREATER_EQUAL EQUAL NOT_EQUAL LOGICAL_AND LOGICAL_OR SELECT_V2 PRELU".split()
+)
+
+
+def _run_terms(kind: str, ins: Sequence[Any], out_shape: Sequence[int]) -> list[float]:
+    """``[log runs, log run length]``: the innermost contiguous runs a broadcast or a reduction
+    walks (else 0, 0). The kernels loop over runs, so a run costs a fixed few ns beside its
+    elements: a detector's ``(1, N, 4) x (1, 1, 4)`` MUL is N runs of 4 (2.5 ns a run here), a
+    threshold ``(1, N, 1) > scalar`` in the builtin kernels N runs of 1 (2.4 ns each; ``(1, N)``
+    is one run, 0.15 ns an element), a REDUCE_MAX over the anchors of ``(1, N, 1)`` N runs of 1
+    (7.3 us for N = 13,824; 0.7 us as ``(1, N)``). The elements two operands broadcast alike
+    (both whole, or one of size 1) collapse into one run, as XNNPACK collapses them; a reduction's
+    run is the kept dimensions after its last reduced axis, or its reduced trailing block.
+
+    >>> t = lambda *s: [list(s), "float32", False, False]
+    >>> [round(v, 3) for v in _run_terms("MUL", [t(1, 100, 4), t(1, 1, 4)], [1, 100, 4])]
+    [4.615, 1.609]
+    >>> _run_terms("MUL", [t(1, 100, 4), t(1, 100, 4)], [1, 100, 4])[0]  # one run
+    0.693...
+    >>> axes = [[1], "int32", True, False, [1]]
+    >>> [round(v, 3) for v in _run_terms("REDUCE_MAX", [t(1, 100, 1), axes], [1, 1, 1])]
+    [4.615, 0.693]
+    """
+    dims = [max(int(d), 1) for d in (ins[0][0] if ins and ins[0] else [])]
+    if kind in REDUCTIONS and len(ins) > 1 and ins[1] and dims:
+        axes = ins[1][4] if len(ins[1]) > 4 and isinstance(ins[1][4], list) else []
+        reduced = {int(a) % len(dims) for a in axes}
+        if not reduced:
+            return [0.0, 0.0]
+        last = max(reduced)
+        run = math.prod(dims[last + 1 :])
+        if last == len(dims) - 1:  # the last axis is reduced: a run is the reduced trailing block
+            first = last
+            while first - 1 in reduced:
+                first -= 1
+            run = math.prod(dims[first:])
+        return [math.log1p(math.prod(dims) / run), math.log1p(run)]
+    if kind not in _BROADCASTING or len(ins) < 2 or not out_shape:
+        return [0.0, 0.0]
+    out = [max(int(d), 1) for d in out_shape]
+    # each operand's dims aligned right to the output's: whole (True) or broadcast per axis
+    shapes = [[1] * (len(out) - len(d[0])) + [max(int(v), 1) for v in d[0]] for d in ins[:3] if d]
+    run, inner = 1, None
+    for i in range(len(out) - 1, -1, -1):
+        if out[i] == 1:
+            continue
+        whole = tuple(len(s) == len(out) and s[i] == out[i] for s in shapes)
+        if inner is not None and whole != inner:
+            break
+        inner, run = whole, run * out[i]
+    return [math.log1p(math.prod(out) / run), math.log1p(run)]
 
 
 def _reduce_terms(kind: str, ins: Sequence[Any], opts: Mapping[str, Any]) -> list[float]:

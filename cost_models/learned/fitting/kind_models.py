@@ -211,9 +211,12 @@ def alias_group(group: str) -> str:
 class KindModels:
     """The fitted kind models of a learned model, ready to predict."""
 
-    def __init__(self, fits: Mapping[str, Mapping[str, Any]], *, reductions: bool = True) -> None:
-        #: whether the trees see a reduction's keep_dims and axes (model version 12)
-        self.reductions = reductions
+    def __init__(
+        self, fits: Mapping[str, Mapping[str, Any]], *, reductions: bool = True, runs: bool = True
+    ) -> None:
+        #: whether the trees see a reduction's keep_dims and axes (model version 12), and the
+        #: innermost runs of a broadcast or a reduction (version 15)
+        self.reductions, self.flags = reductions, {"reductions": reductions, "runs": runs}
         self.w = {k: np.asarray(v["w"], dtype=np.float64) for k, v in fits.items()}
         self.trees = {k: stack_trees(v["trees"]) for k, v in fits.items() if v.get("trees")}
         self.range = {k: tuple(v.get("range", (-math.inf, math.inf))) for k, v in fits.items()}
@@ -253,7 +256,7 @@ class KindModels:
             if converted is None:
                 return None
             features, name = converted, group_of(converted)
-        x = np.asarray([op_vector(features, self.kinds[name], reductions=self.reductions)])
+        x = np.asarray([op_vector(features, self.kinds[name], **self.flags)])
         # a group of reductions steps for a global pool (version 12; before, 5 weights)
         pools = np.array([float(global_pool(features))]) if len(self.w[name]) > _BASE_W else None
         log_latency = float(_base_rows(x, pools)[0] @ self.w[name])

@@ -84,10 +84,9 @@ from tacopt.cost_models.base import (
     needs_conversion,
 )
 from tacopt.cost_models.learned.fitting.features import (
-    FEATURES,
-    FEATURES_BEFORE_12,
     as_kernel_kind,
     design_row,
+    feature_names,
     op_vector,
 )
 from tacopt.cost_models.learned.fitting.kind_models import EXP_MAX, KindModels, group_of
@@ -116,7 +115,7 @@ FORMAT = "tacopt-learned"
 #: How an adapted model may price a kernel family (:mod:`~..sampling.guard`), simplest first:
 #: the base re-anchored, the base corrected per kind and family, the adaptation as fitted.
 CHOICES = ("base", "corrected", "adapted")
-VERSION = 14
+VERSION = 15
 
 
 def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
@@ -202,11 +201,14 @@ class LearnedCostModel(CostModelBase):
             #: version 12: the trees see a reduction's keep_dims and axes (features.FEATURES),
             #: as the file's tree features say
             self.reductions = "keep_dims" in (doc.get("tree_features") or [])
+            #: version 15: and the innermost runs a broadcast or a reduction walks
+            self.runs = "log_runs" in (doc.get("tree_features") or [])
+            self.feature_flags = {"reductions": self.reductions, "runs": self.runs}
             self.tree_kinds = list(doc.get("tree_kinds", []))
             # kinds priced by their data movement (None: every MOVEMENT kind, as version 3)
             mk = doc.get("movement_kinds")
             self.movement_kinds = None if mk is None else set(mk)
-            self.kind_models = KindModels(doc.get("kind_models", {}), reductions=self.reductions)
+            self.kind_models = KindModels(doc.get("kind_models", {}), **self.feature_flags)
             #: groups priced by a kind model, their own or an alias's (None: every group that
             #: can be)
             kg = doc.get("kind_groups")
@@ -225,8 +227,9 @@ class LearnedCostModel(CostModelBase):
             self.adapt_family_trees = {
                 str(f): stack_trees(t) for f, t in (adapted.get("family_trees") or {}).items()
             }
-            #: per kernel family, how a guarded adaptation prices it (CHOICES; a family not
-            #: listed: the base); None: every family as adapted (files before the guard)
+            #: per kernel family, and per kind (``KIND|TYPE``, before its family's), how a
+            #: guarded adaptation prices it (CHOICES; a family not listed: the base); None:
+            #: every family as adapted (files before the guard)
             fc = adapted.get("family_choice")
             self.family_choice = None if fc is None else {str(k): str(v) for k, v in fc.items()}
             if any(v not in CHOICES for v in (self.family_choice or {}).values()):
@@ -270,7 +273,7 @@ class LearnedCostModel(CostModelBase):
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CostModelError(f"learned model '{source}': bad or missing field {exc}") from None
         self._check_whole_model_terms(source)
-        names = FEATURES if self.reductions else FEATURES_BEFORE_12
+        names = feature_names(**self.feature_flags)
         expected = [*names, *(f"kind={k}" for k in self.tree_kinds)]
         has_trees = self.trees is not None or bool(self.family_trees)
         if has_trees and list(doc.get("tree_features", expected)) != expected:
@@ -318,7 +321,10 @@ class LearnedCostModel(CostModelBase):
         if self.kernel_kinds:
             features = as_kernel_kind(features, **self.kernel_kind_flags)
         own, fam = self.own, family(features["kind"], features.get("inference_type"))
-        choice = "adapted" if self.family_choice is None else self.family_choice.get(fam, "base")
+        choice = "adapted"
+        if self.family_choice is not None:
+            group = f"{features['kind']}|{features.get('inference_type')}"
+            choice = self.family_choice.get(group, self.family_choice.get(fam, "base"))
         if choice == "base" and self.corrections:
             p = self._predict_base(features, key=key)
             net = max(p.latency_us - self.base_overhead_us, self.floor_us)
@@ -354,7 +360,7 @@ class LearnedCostModel(CostModelBase):
         )
         if self.adapt_trees is None or not with_trees:
             return Prediction(self.overhead_us + net, p.source)
-        row = op_vector(features, self.tree_kinds, reductions=self.reductions)
+        row = op_vector(features, self.tree_kinds, **self.feature_flags)
         if self.adapt_trees_see_net:
             row.append(math.log(net))
         trees = self.adapt_family_trees.get(
@@ -418,7 +424,7 @@ class LearnedCostModel(CostModelBase):
         if self.family_trees:
             trees = self.family_trees.get(family(kind, features.get("inference_type")))
         if trees is not None:
-            x = np.asarray([op_vector(features, self.tree_kinds, reductions=self.reductions)])
+            x = np.asarray([op_vector(features, self.tree_kinds, **self.feature_flags)])
             tree = float(predict_stacked(trees, x)[0])
         if self.net_trees:
             gross = self.base_overhead_us + math.exp(min(log_net + tree, EXP_MAX))

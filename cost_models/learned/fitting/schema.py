@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from tacopt.cost_models.learned.fitting.features import FEATURES, FEATURES_BEFORE_12
+from tacopt.cost_models.learned.fitting.features import feature_names
 from tacopt.cost_models.protocol import CostModelError
 from tacopt.errors import TacoptError
 
@@ -227,8 +227,7 @@ def check_model_doc(
         f.number(doc["version"], "version", low=1, high=LIMITS["version"], whole=True)
     tree_features = f.strings(doc.get("tree_features"), "tree_features")
     tree_kinds = f.strings(doc.get("tree_kinds"), "tree_kinds")
-    reductions = "keep_dims" in tree_features
-    base = FEATURES if reductions else FEATURES_BEFORE_12
+    base = feature_names(reductions="keep_dims" in tree_features, runs="log_runs" in tree_features)
     width = len(tree_features) if "tree_features" in doc else len(base) + len(tree_kinds)
 
     fits = f.obj(doc.get("fits"), "fits", optional=False)

@@ -355,7 +355,7 @@ def _residual_trees(
     predictions by record key (:func:`adapt`)."""
     model = LearnedCostModel(doc)
     model.base_memo = memo
-    rows = [op_vector(r, model.tree_kinds, reductions=model.reductions) for r in norm]
+    rows = [op_vector(r, model.tree_kinds, **model.feature_flags) for r in norm]
     if not model.net_trees:
         base = np.log([model.predict(r).latency_us for r in norm])
         y = np.log([max(r["latency_us"], 0.05) for r in norm])
