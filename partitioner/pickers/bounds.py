@@ -31,12 +31,20 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
+from dataclasses import dataclass
 
 import networkx as nx
 import numpy as np
 
 from tacopt.partitioner.errors import send_result, worker_result
 from tacopt.partitioner.pickers.reduce import Compact, ranges
+
+#: The price steps shrink after each overshoot down to this share of Polyak's step.
+MIN_STEP_SCALE = 0.01
+#: The bound stops early when it rose by less than this share over the last ``STALL_SWEEPS``
+#: sweeps (min-sum diffusion has settled; the core goes back to the search).
+STALL_SHARE = 2e-5
+STALL_SWEEPS = 200
 
 
 def edge_split_bound(c: Compact) -> float:
@@ -63,99 +71,99 @@ def diffusion_bound(
     max_sweeps: int = 100_000,
     colours: list[np.ndarray] | None = None,
     target: float | None = None,
-    price_every: int = 2,
+    price_every: int = 4,
 ) -> float:
     """The best lower bound min-sum diffusion reaches by ``deadline`` (see the module).
 
     ``colours``: node sets no two of which share an edge (default: a greedy colouring).
     ``target``: the objective of a known plan, for the price steps (Polyak's rule: a step
-    proportional to the gap to it); without one, steps of 5 % of the bound.
+    proportional to the gap to it); without one, steps of 5 % of the bound. The bound is read,
+    and the prices move, every ``price_every`` sweeps (the diffusion settles between moves); it
+    stops before ``deadline`` when the bound has stalled (``STALL_SHARE``).
     """
     d = _Diffusion(c, colours)
     prices = _Prices(c) if memory and np.isfinite(c.limit) else None
     best = -np.inf
+    unread = False  # sweeps since the bound was last read
+    history: list[float] = []  # the best bound at each read
     for sweep in range(max_sweeps):
         if time.monotonic() > deadline:
             break
         d.sweep()
-        bound, choice = d.bound()
-        if prices is not None:
-            bound -= prices.offset()
-            if sweep % price_every == price_every - 1:  # diffusion settles between moves
-                d.unary = d.base + prices.step(choice, bound, best, target)
-        best = max(best, bound)
+        unread = sweep % price_every != price_every - 1
+        if unread:
+            continue
+        best = max(best, _read(d, prices, best, target))
+        history.append(best)
+        back = STALL_SWEEPS // price_every
+        if len(history) > back and best - history[-1 - back] <= STALL_SHARE * abs(best):
+            break
+    if unread:  # the last sweeps' state: its bound, no price step after it
+        best = max(best, d.bound()[0] - (prices.offset() if prices is not None else 0.0))
     # Float sums of many terms: keep a margin so that the figure stays below the true bound.
     return float(best - 1e-9 * abs(best) * max(len(c.edge_cost), 1) ** 0.5 - 1e-6)
 
 
+def _read(d: _Diffusion, prices: _Prices | None, best: float, target: float | None) -> float:
+    """The bound of the diffusion's state, then (with prices) a price step from it."""
+    bound, choice = d.bound()
+    if prices is not None:
+        bound -= prices.offset()
+        d.unary = d.base + prices.step(choice, bound, best, target)
+    return bound
+
+
 class _Diffusion:
-    """Min-sum diffusion state: the per-(edge, row) and per-(edge, column) shifts ``phi``."""
+    """Min-sum diffusion state: the per-(edge, row) and per-(edge, column) shifts ``phi``.
+
+    A colour's step needs the min-marginals of its own nodes' sides of their edges only: the
+    rows of the edges whose first node moves, the columns of those whose second node does.
+    Each colour holds those entries in the order they are reduced (:class:`_Side`), so a sweep
+    reads every entry twice (once by row, once by column) whatever the number of colours.
+    """
 
     def __init__(self, c: Compact, colours: list[np.ndarray] | None) -> None:
-        k, off, eoff = c.k, c.offset, c.edge_offset
+        k = c.k
         u, v = c.edge_nodes[:, 0], c.edge_nodes[:, 1]
         ku, kv = k[u], k[v]
         finite = np.isfinite(c.edge_cost)
         cost = np.where(np.isfinite(c.cost), c.cost, 0.0)
         big = 4.0 * (np.abs(c.edge_cost[finite]).sum() + np.abs(cost).sum()) + 1.0
         self.c = c
-        self.w = np.where(finite, c.edge_cost, big)
+        w = np.where(finite, c.edge_cost, big)
         self.base = np.where(np.isfinite(c.cost), c.cost, big)
         self.unary = self.base.copy()
-        n_rows, n_cols = int(ku.sum()), int(kv.sum())
-        # Entry j of edge e at (a, b): its row id (e, a) and column id (e, b).
-        size = ku * kv
-        local = ranges(size)
-        kv_rep = np.repeat(kv, size)
-        row_start = np.concatenate(([0], np.cumsum(ku)[:-1])).astype(np.int64)
-        col_start = np.concatenate(([0], np.cumsum(kv)[:-1])).astype(np.int64)
-        self.row_of = np.repeat(row_start, size) + local // kv_rep
-        self.col_of = np.repeat(col_start, size) + local % kv_rep
-        # Row r holds kv contiguous entries; columns are gathered through a permutation.
-        self.row_bounds = np.repeat(eoff[:-1], ku) + ranges(ku) * np.repeat(kv, ku)
-        self.col_perm = np.argsort(self.col_of, kind="stable")
-        self.col_bounds = np.searchsorted(self.col_of[self.col_perm], np.arange(n_cols))
-        self.row_node_g = np.repeat(off[u], ku) + ranges(ku)  # the node strategy of each row
-        self.col_node_g = np.repeat(off[v], kv) + ranges(kv)
-        self.row_owner = np.repeat(u, ku)
-        self.col_owner = np.repeat(v, kv)
-        self.edge_rows = row_start  # the first row of each edge
-        self.phi_row = np.zeros(n_rows)
-        self.phi_col = np.zeros(n_cols)
-        self.deg = np.bincount(c.edge_nodes.ravel(), minlength=c.n_nodes).astype(np.float64)
-        self.owner = np.repeat(np.arange(c.n_nodes), k)
-        if colours is None:
-            colours = _colouring(c)
-        self.colours = [np.isin(np.arange(c.n_nodes), nodes) for nodes in colours]
-
-    def _edges(self) -> np.ndarray:
-        return self.w - self.phi_row[self.row_of] - self.phi_col[self.col_of]
+        self.row_node_g = np.repeat(c.offset[u], ku) + ranges(ku)  # the node strategy of each row
+        self.col_node_g = np.repeat(c.offset[v], kv) + ranges(kv)
+        self.phi_row = np.zeros(len(self.row_node_g))
+        self.phi_col = np.zeros(len(self.col_node_g))
+        deg = np.bincount(c.edge_nodes.ravel(), minlength=c.n_nodes).astype(np.float64)
+        # diffusion: a moving node keeps one share and gives one to each of its edges
+        self.share = 1.0 / (deg[np.repeat(np.arange(c.n_nodes), k)] + 1.0)
+        colour = np.zeros(c.n_nodes, dtype=np.int64)
+        for j, nodes in enumerate(_colouring(c) if colours is None else colours):
+            colour[nodes] = j
+        n_colours = int(colour.max(initial=0)) + 1
+        self.steps = [(_Side.of(c, w, np.flatnonzero(colour[u] == j), by_row=True),
+                       _Side.of(c, w, np.flatnonzero(colour[v] == j), by_row=False))
+                      for j in range(n_colours)]  # fmt: skip
 
     def _node(self) -> np.ndarray:
         n = len(self.unary)
         return (self.unary + np.bincount(self.row_node_g, self.phi_row, n)
                 + np.bincount(self.col_node_g, self.phi_col, n))  # fmt: skip
 
-    def _minmarginals(self) -> tuple[np.ndarray, np.ndarray]:
-        theta = self._edges()
-        if not len(theta):
-            return np.zeros(0), np.zeros(0)
-        rows = np.minimum.reduceat(theta, self.row_bounds)
-        cols = np.minimum.reduceat(theta[self.col_perm], self.col_bounds)
-        return rows, cols
-
     def sweep(self) -> None:
         """One pass over the colours: each colour's nodes equalise cost and min-marginals."""
         n = len(self.unary)
-        for moving in self.colours:
-            rows, cols = self._minmarginals()
-            mr, mc = moving[self.row_owner], moving[self.col_owner]
-            node = self._node()
-            total = node + np.bincount(self.row_node_g[mr], rows[mr], n) \
-                + np.bincount(self.col_node_g[mc], cols[mc], n)  # fmt: skip
-            avg = total / (self.deg[self.owner] + 1.0)
-            self.phi_row[mr] += rows[mr] - avg[self.row_node_g[mr]]
-            self.phi_col[mc] += cols[mc] - avg[self.col_node_g[mc]]
+        for rows, cols in self.steps:
+            mr = rows.minmarginals(self.phi_row, self.phi_col)
+            mc = cols.minmarginals(self.phi_row, self.phi_col)
+            gr, gc = self.row_node_g[rows.ids], self.col_node_g[cols.ids]
+            total = self._node() + np.bincount(gr, mr, n) + np.bincount(gc, mc, n)
+            avg = total * self.share
+            self.phi_row[rows.ids] += mr - avg[gr]
+            self.phi_col[cols.ids] += mc - avg[gc]
 
     def bound(self) -> tuple[float, np.ndarray]:
         """The bound of the current reparametrization, and each node's cheapest strategy."""
@@ -163,9 +171,54 @@ class _Diffusion:
         node = self._node()
         mins = np.minimum.reduceat(node, c.offset[:-1]) if len(node) else np.zeros(0)
         choice = _argmin_per_node(node, c.offset)
-        rows, _ = self._minmarginals()
-        edges = np.minimum.reduceat(rows, self.edge_rows).sum() if len(rows) else 0.0
+        edges = 0.0
+        for rows, _ in self.steps:  # every edge's rows are in exactly one colour's step
+            if len(rows.ids):
+                m = rows.minmarginals(self.phi_row, self.phi_col)
+                edges += float(np.minimum.reduceat(m, rows.edge_first).sum())
         return float(mins.sum() + edges + c.const), choice
+
+
+@dataclass(frozen=True, slots=True)
+class _Side:
+    """The rows (or columns) of some edges: their entries ``w`` in reduction order, each
+    entry's row and column id, and ``ids[g]``, the row (column) id of group ``g``, whose
+    entries start at ``starts[g]``; ``edge_first``: each edge's first group."""
+
+    w: np.ndarray
+    row_of: np.ndarray
+    col_of: np.ndarray
+    ids: np.ndarray
+    starts: np.ndarray
+    edge_first: np.ndarray
+
+    @staticmethod
+    def of(c: Compact, w: np.ndarray, edges: np.ndarray, by_row: bool) -> _Side:
+        k = c.k
+        ku, kv = k[c.edge_nodes[edges, 0]], k[c.edge_nodes[edges, 1]]
+        k_all_u, k_all_v = k[c.edge_nodes[:, 0]], k[c.edge_nodes[:, 1]]
+        row_start, col_start = _starts(k_all_u)[edges], _starts(k_all_v)[edges]
+        size = ku * kv
+        local, e = ranges(size), np.repeat(np.arange(len(edges)), size)
+        # entry (a, b) of an edge is at a * kv + b; a row's entries run over b, a column's over a
+        a, b = (local // kv[e], local % kv[e]) if by_row else (local % ku[e], local // ku[e])
+        groups, group_size = (ku, kv) if by_row else (kv, ku)  # per edge
+        first = row_start if by_row else col_start
+        return _Side(
+            w=w[c.edge_offset[edges][e] + a * kv[e] + b],
+            row_of=row_start[e] + a,
+            col_of=col_start[e] + b,
+            ids=np.repeat(first, groups) + ranges(groups),
+            starts=_starts(np.repeat(group_size, groups)),
+            edge_first=_starts(groups),
+        )
+
+    def minmarginals(self, phi_row: np.ndarray, phi_col: np.ndarray) -> np.ndarray:
+        """Each group's minimum under the shifts ``phi``."""
+        if not len(self.w):
+            return np.zeros(0)
+        theta = self.w - phi_row[self.row_of] - phi_col[self.col_of]
+        return np.minimum.reduceat(theta, self.starts)
 
 
 class _Prices:
@@ -189,6 +242,7 @@ class _Prices:
         hi = np.searchsorted(self.steps, c.item_end[self.items], side="left")
         self.lo, self.hi = lo, hi
         self.scale = 1.0
+        self.min_scale = MIN_STEP_SCALE
 
     def offset(self) -> float:
         return float(self.lam.sum() * self.c.limit)
@@ -205,8 +259,8 @@ class _Prices:
         np.add.at(per_step, self.lo, used)
         np.add.at(per_step, self.hi, -used)
         excess = np.cumsum(per_step)[:-1] - c.limit
-        if bound < best:
-            self.scale *= 0.7  # overshoot: smaller steps
+        if bound < best:  # overshoot: smaller steps, never none (the diffusion moves on)
+            self.scale = max(0.7 * self.scale, self.min_scale)
         norm = float((excess**2).sum())
         if norm > 0:
             if target is not None and target > bound:
@@ -221,6 +275,10 @@ class _Prices:
         g = np.repeat(c.offset[c.item_node[self.items]], k) + ranges(k)
         use = c.item_usage[np.repeat(c.item_offset[self.items], k) + ranges(k)]
         return np.bincount(g, use * np.repeat(price, k), len(c.cost))
+
+
+def _starts(sizes: np.ndarray) -> np.ndarray:
+    return np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
 
 
 def _argmin_per_node(values: np.ndarray, offset: np.ndarray) -> np.ndarray:

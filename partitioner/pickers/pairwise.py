@@ -48,8 +48,9 @@ from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 #: Reduced problems with at most this many pairwise entries get the whole program first.
 SMALL_ENTRIES = 300_000
-#: The share of the time the Lagrangian bound runs beside the primal search (large problems).
-BOUND_SHARE = 0.35
+#: The share of the time the Lagrangian bound may run beside the primal search (large
+#: problems); it ends sooner when it stalls (M: after ~2,300 sweeps, ~70-110 s beside the search).
+BOUND_SHARE = 0.75
 #: Small problems: the share of the time for the price search before the program starts.
 HEURISTIC_SHARE = 0.05
 #: Small problems: the share of the time the primal search runs beside the program (the bounds
