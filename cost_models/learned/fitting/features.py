@@ -380,6 +380,30 @@ def op_vector(
     )
 
 
+def _deconv_runs(
+    weights: Sequence[int], x: Sequence[int], out_shape: Sequence[int]
+) -> list[float]:
+    """A transposed convolution's ``[log runs, log run length]``: each output pixel sums the
+    taps of the kernel that land on it (kernel area / stride area of them), each a run over the
+    input channels. XNNPACK's deconvolution of few output channels costs ~10 ns a tap here
+    whatever those channels (a segmenter's 8 -> 8 head of 2x2 kernel and stride 2: 9.8 ns an
+    output pixel on a 256 x 256 plane, 10.0 on 128 x 128), where its GEMM view counts MACs.
+
+    >>> [round(v, 3) for v in _deconv_runs([8, 2, 2, 8], [1, 64, 64, 8], [1, 128, 128, 8])]
+    [9.704, 2.197]
+    """
+    _, kh, kw, cin = (max(int(d), 1) for d in weights)
+    sh = max(int(out_shape[1]) // max(int(x[1]), 1), 1)
+    sw = max(int(out_shape[2]) // max(int(x[2]), 1), 1)
+    taps = max(kh // sh, 1) * max(kw // sw, 1)
+    return [math.log1p(int(out_shape[1]) * int(out_shape[2]) * taps), math.log1p(cin)]
+
+
+#: Kinds the builtin kernels run (XNNPACK takes no comparison here): a broadcast walks the
+#: output's last dimension as its run, collapsing nothing (``(1, N, 1) > scalar``: N runs of 1).
+_BUILTIN_BROADCASTS = frozenset(
+    "LESS LESS_EQUAL GREATER GREATER_EQUAL EQUAL NOT_EQUAL LOGICAL_AND LOGICAL_OR".split()
+)
 #: Element-wise kinds of two or three operands that may broadcast (:func:`_run_terms`).
 _BROADCASTING = frozenset(
     "ADD SUB MUL DIV POW MAXIMUM MINIMUM SQUARED_DIFFERENCE FLOOR_DIV FLOOR_MOD LESS LESS_EQUAL "
@@ -402,10 +426,14 @@ def _run_terms(kind: str, ins: Sequence[Any], out_shape: Sequence[int]) -> list[
     [4.615, 1.609]
     >>> _run_terms("MUL", [t(1, 100, 4), t(1, 100, 4)], [1, 100, 4])[0]  # one run
     0.693...
+    >>> [round(v, 3) for v in _run_terms("GREATER", [t(1, 100, 1), t(1)], [1, 100, 1])]
+    [4.615, 0.693]
     >>> axes = [[1], "int32", True, False, [1]]
     >>> [round(v, 3) for v in _run_terms("REDUCE_MAX", [t(1, 100, 1), axes], [1, 1, 1])]
     [4.615, 0.693]
     """
+    if kind == "TRANSPOSE_CONV" and len(ins) > 2 and ins[1] and ins[2] and len(out_shape) == 4:
+        return _deconv_runs(ins[1][0], ins[2][0], out_shape)
     dims = [max(int(d), 1) for d in (ins[0][0] if ins and ins[0] else [])]
     if kind in REDUCTIONS and len(ins) > 1 and ins[1] and dims:
         axes = ins[1][4] if len(ins[1]) > 4 and isinstance(ins[1][4], list) else []
@@ -423,6 +451,8 @@ def _run_terms(kind: str, ins: Sequence[Any], out_shape: Sequence[int]) -> list[
     if kind not in _BROADCASTING or len(ins) < 2 or not out_shape:
         return [0.0, 0.0]
     out = [max(int(d), 1) for d in out_shape]
+    if kind in _BUILTIN_BROADCASTS and any(d and _elements(d) != math.prod(out) for d in ins[:2]):
+        return [math.log1p(math.prod(out) / out[-1]), math.log1p(out[-1])]
     # each operand's dims aligned right to the output's: whole (True) or broadcast per axis
     shapes = [[1] * (len(out) - len(d[0])) + [max(int(v), 1) for v in d[0]] for d in ins[:3] if d]
     run, inner = 1, None

@@ -449,11 +449,15 @@ _SMALL_ELEMENTWISE = ("ADD", "MUL", "SUB", "DIV", "MAXIMUM", "LESS", "GREATER", 
 def _small_elementwise(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     """An element-wise op of post-processing: of a few elements (its latency is the invoke
     path of the kernel that takes it), or over many short rows (a threshold of every anchor's
-    score, against a scalar 40 % of the time: the builtin kernels' broadcast path)."""
+    score, against a scalar 40 % of the time, 60 % for a comparison: the builtin kernels'
+    broadcast path, a few ns a row)."""
+
+    compare = kind in ("LESS", "GREATER")
+    small, scalar = (0.3, 0.6) if compare else (0.5, 0.4)
 
     def build(rng: Rng) -> nx.MultiDiGraph:
-        shape = _small_shape(rng) if rng.random() < 0.5 else _rows(rng)
-        other = (1,) if rng.random() < 0.4 else shape
+        shape = _small_shape(rng) if rng.random() < small else _rows(rng)
+        other = (1,) if rng.random() < scalar else shape
         b = GraphBuilder(f"small_{kind.lower()}")
         x = b.input("x", shape)
         if kind == "CAST":
