@@ -28,7 +28,7 @@ from tacopt.cost_models.learned.measurement.contention import CONTENTION_SHARE, 
 from tacopt.cost_models.learned.measurement.measure import Meter, measure_graphs, measure_models
 from tacopt.cost_models.learned.measurement.records import MeasureError, quiet_records, read_records
 from tacopt.cost_models.learned.measurement.timing import MeasureConfig
-from tacopt.cost_models.learned.sampling.adapt import uncertain_weights
+from tacopt.cost_models.learned.sampling.adapt import differing_weights, uncertain_weights
 from tacopt.cost_models.learned.sampling.guard import choice_lines, guarded_adapt
 from tacopt.cost_models.learned.sampling.sweep import PRIORS, adaptive_weights, iter_samples
 from tacopt.cost_models.model_file import model_bytes
@@ -101,9 +101,13 @@ FULL_PLAN: tuple[Phase, ...] = (
     Phase("tail", 5, "tail", 0.09, chains=False),
     Phase("move", 6, "move", 0.12, chains=False),
 )
-#: Adapting a base model: one phase where it is least sure, no chains (its whole-model terms stay).
+#: Adapting a base model (issue 47): probes of every prior's samplers where the base is least
+#: sure, then the rest of the budget where the probes found the device furthest from the
+#: re-anchored base ("differs": :func:`~tacopt.cost_models.learned.sampling.adapt.
+#: differing_weights`); no chains (its whole-model terms stay).
 ADAPT_PLAN: tuple[Phase, ...] = (
-    Phase("adapt", 7, "generic", 1.0, weights="uncertain", chains=False),
+    Phase("probe", 7, "generic", 0.25, weights="uncertain", chains=False),
+    Phase("adapt", 8, "generic", 0.75, weights="differs", chains=False),
 )
 
 
@@ -124,7 +128,7 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
     :data:`FIT_SHARE` of it, :data:`ADAPT_FIT_SHARE` adapting), split by the phases' shares.
 
     >>> plan_seconds(FULL_PLAN, 15)["net"], plan_seconds(ADAPT_PLAN, 3)["adapt"]
-    (252.0, 126.0)
+    (252.0, 94.5)
     """
     total = minutes * 60.0
     fit_share = ADAPT_FIT_SHARE if plan == ADAPT_PLAN else FIT_SHARE
@@ -292,6 +296,10 @@ def _measure_phase(
     before = sum(spent.values())
     weights, chain, ops_per_chain = PRIORS[phase.prior]
     weights = _phase_weights(phase, weights, records, base_doc)
+    if phase.weights == "differs" and weights and not args.quiet:
+        top = sorted(weights, key=lambda k: (-weights[k], k))[:6]
+        bar.write(f"learn: phase {phase.name}: most samples where the probes found the base "
+                  f"furthest off: {', '.join(top)}")  # fmt: skip
     counted = [0]
 
     def progress(done: int, total: int, label: str) -> None:
@@ -342,6 +350,11 @@ def _phase_weights(
     if phase.weights == "uncertain":
         assert base_doc is not None
         return uncertain_weights(base_doc)
+    if phase.weights == "differs":  # on the earlier phases' records (the same on a resume)
+        assert base_doc is not None
+        tag = f":{phase.seed}:"
+        measured = quiet_records(read_records(records)) if records.exists() else []
+        return differing_weights(base_doc, [r for r in measured if tag not in str(r.get("model"))])
     return weights
 
 

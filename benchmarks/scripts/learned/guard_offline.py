@@ -2,6 +2,8 @@
 
     python -m tacopt.benchmarks.scripts.learned.guard_offline --base BASE.json.gz \\
         --records TARGET.records.jsonl --minutes 3 --test families.jsonl
+    python -m tacopt.benchmarks.scripts.learned.guard_offline --base BASE.json.gz \\
+        --records A.records.jsonl --all --test families.jsonl --save A   # a learn's records
 
 Adapts ``--base`` to the device of ``--records`` offline, on a deterministic random subset of
 its op records (by key hash) worth ``--minutes`` of measuring at the sweep's duty cycle
@@ -11,8 +13,11 @@ adaptation, 2.1 minutes of measuring, ~1,650). It adapts twice:
 unguarded (:func:`~tacopt.cost_models.learned.sampling.adapt.adapt`) and guarded
 (:func:`~tacopt.cost_models.learned.sampling.guard.guarded_adapt`). It then prints, on the
 ``--test`` records (models no adaptation saw): ops within ±10 %, MAPE, and the median
-whole-model error of the base, the unguarded and the guarded model, and the guard's choice
-per kernel family.
+whole-model error of the base, the unguarded and the guarded model, per family of
+:mod:`~tacopt.benchmarks.scripts.learned.families` when the records hold its models, and the
+guard's choice per kernel family and kind. ``--all``: every op record with a quiet sample, as
+``tacopt learn --from`` fits them (the records of a live adaptation); ``--save PREFIX``: the two
+adapted models as ``PREFIX.unguarded.json.gz`` and ``PREFIX.guarded.json.gz``.
 """
 
 from __future__ import annotations
@@ -25,12 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from tacopt.benchmarks.scripts.learned.bench_adapt import first_minutes
+from tacopt.benchmarks.scripts.learned.families import family_of, family_records
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
 from tacopt.cost_models.learned.measurement.records import quiet_records, read_records
 from tacopt.cost_models.learned.sampling.adapt import adapt
 from tacopt.cost_models.learned.sampling.guard import choice_lines, guarded_adapt
-from tacopt.cost_models.model_file import read_model_doc
+from tacopt.cost_models.model_file import model_bytes, read_model_doc
+from tacopt.io import atomic_write
 
 
 def _shuffled(records: Sequence[Mapping[str, Any]]) -> list[dict]:
@@ -47,15 +54,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--minutes", type=float, default=3.0)
     ap.add_argument("--duty", type=float, default=0.45, help="measured time / wall time")
     ap.add_argument("--ops", type=int, help="keep this many op records instead of --minutes")
+    ap.add_argument("--all", action="store_true", help="every quiet op record (as learn)")
     ap.add_argument("--test", type=Path, required=True, help="held-out records")
+    ap.add_argument("--save", help="write PREFIX.unguarded.json.gz and PREFIX.guarded.json.gz")
     args = ap.parse_args(argv)
     base_doc = read_model_doc(args.base)
     every = read_records(args.records)
     shuffled = _shuffled(quiet_records(every))
-    ops = shuffled[: args.ops] if args.ops else first_minutes(shuffled, args.minutes, args.duty)
+    if args.all:
+        ops, kept = [r for r in quiet_records(every) if r.get("type") == "op"], "--all"
+    elif args.ops:
+        ops, kept = shuffled[: args.ops], f"--ops {args.ops}"
+    else:
+        ops = first_minutes(shuffled, args.minutes, args.duty)
+        kept = f"{args.minutes:g} min at duty {args.duty:g}"
     devices = [r for r in every if r.get("type") == "device"]
     recs = [*devices, *ops]
-    kept = f"--ops {args.ops}" if args.ops else f"{args.minutes:g} min at duty {args.duty:g}"
     print(f"adapting {args.base.name} on {len(ops)} ops of {args.records.name} ({kept})")
     test = read_records(args.test)
     guarded = guarded_adapt(base_doc, recs)
@@ -64,14 +78,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "adapted, unguarded": adapt(base_doc, recs),
         "adapted, guarded": guarded,
     }
+    if args.save:
+        for name in ("unguarded", "guarded"):
+            path = Path(f"{args.save}.{name}.json.gz")
+            atomic_write(path, model_bytes(models[f"adapted, {name}"], path))
+    families = sorted({family_of(r["model"]) for r in test if r.get("type") == "model"})
     for name, doc in models.items():
-        acc = model_accuracy(LearnedCostModel(doc), test)
+        model = LearnedCostModel(doc)
+        acc = model_accuracy(model, test)
         print(
             f"  {name:<20} within ±10 % {acc['within_10pct'] * 100:5.1f} %  MAPE "
             f"{acc['mape']:5.1f} %  whole-model median {acc['model_error_median']:5.1f} % "
             f"({acc['models']} models, {acc['ops']} ops)"
         )
-    print("guard's choice per kernel family (probes within ±10 %):")
+        for fam in families if len(families) > 1 else ():
+            a = model_accuracy(model, family_records(test, fam))
+            print(f"    {fam:<18} within ±10 % {a['within_10pct'] * 100:5.1f} %  whole-model "
+                  f"median {a['model_error_median']:5.1f} %")  # fmt: skip
+    print("guard's choice per kernel family and kind (probes within ±10 %):")
     print("\n".join(choice_lines(guarded["adapted"])))
     return 0
 

@@ -19,12 +19,21 @@ A model fitted on one device predicts another in two steps:
    that did best on held-out records: a device whose kernels differ in kind (LiteRT's builtin
    kernels against XNNPACK) is learnt better afresh than corrected.
 
-Where to measure (:func:`uncertain_weights`): the samplers of the generic and the ``net``
-priors, each weighted by its prior weight x how unsure the base model is about that kind: the
-disagreement (median absolute log ratio) between its two predictors of a kind (the kind model
-and the shared trees) over a pool of candidate samples, plus its training fit's residual
-(``rmse_log``). Nothing about the new device is needed to choose them, so the measurement can
-be planned before it starts and resumed.
+Where to measure, in two steps (``tacopt learn --from``'s two phases, issue 47):
+
+1. **Probes** (:func:`uncertain_weights`): every sampler of every prior (generic, ``net-rnn``,
+   ``move``, ``tail``), each weighted by its prior weight x how unsure the base model is about
+   that kind (its training fit's residual, ``rmse_log``). Nothing about the new device is needed
+   to choose them, so the measurement can be planned before it starts and resumed.
+2. **Where the device differs** (:func:`differing_weights`): the same weights x how far the
+   base, re-anchored, is from what the probes measured of each sampler's ops (the root mean
+   square of the log ratio, a sampler the probes missed counted as unknown, 1.0). LiteRT's
+   builtin LOG ran 10x slower than the base's XNNPACK one (the family's reference moved 1.1x):
+   such kinds get the budget, kinds the re-anchored base already prices get little.
+
+Without the ``tail`` prior (before issue 47's adaptation work), an adaptation never measured a
+PRELU, RESIZE_BILINEAR, TRANSPOSE_CONV or LOG; their family's corrections and residual trees,
+fitted on other kinds, moved them (PRELU 7.6x too slow, on LiteRT's builtin kernels).
 
 >>> round(_shrunk([0.5, 0.7], parent=0.0, k=2.0), 4)
 0.3
@@ -61,6 +70,7 @@ from tacopt.cost_models.learned.measurement.speed import (
 from tacopt.cost_models.learned.sampling.samplers import BASE_SAMPLERS, SAMPLERS
 from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
 from tacopt.cost_models.learned.sampling.samplers_net import NET_RNN_PRIOR
+from tacopt.cost_models.learned.sampling.samplers_tail import TAIL_PRIOR
 
 #: Pseudo-records pulling a group's correction towards its parent's (family, then global).
 SHRINK = 3.0
@@ -375,18 +385,23 @@ def _residual_trees(
 
 def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
     """Sampler weights for adapting the model ``base_doc``: each sampler of the generic,
-    ``net-rnn`` and ``move`` priors at its prior weight x (how unsure the base is about its
-    kind + 0.1). Unsureness: the log residual (``rmse_log``) of the base's fits of the kind, the
-    largest over its inference types (its fit of the kind as a whole when it has none; 1.0 for a
-    kind it never measured). Read from the model file alone, so the plan is known before
-    measuring starts.
+    ``net-rnn``, ``move`` and ``tail`` priors at its prior weight x (how unsure the base is
+    about its kind + 0.1). Unsureness: the log residual (``rmse_log``) of the base's fits of
+    the kind, the largest over its inference types (its fit of the kind as a whole when it has
+    none; 1.0 for a kind it never measured). Read from the model file alone, so the plan is
+    known before measuring starts.
 
     >>> fits = {"CONV_2D|FLOAT": {"rmse_log": 0.9}, "ADD": {"rmse_log": 0.1}}
     >>> w = uncertain_weights({"fits": fits})
     >>> w["ADD"] < w["CONV_2D"] and w["CONV_2D_NET"] == w["CONV_2D"]
     True
     """
-    prior = {**{k: SAMPLERS[k][1] for k in BASE_SAMPLERS}, **NET_RNN_PRIOR, **MOVE_PRIOR}
+    prior = {
+        **{k: SAMPLERS[k][1] for k in BASE_SAMPLERS},
+        **NET_RNN_PRIOR,
+        **MOVE_PRIOR,
+        **TAIL_PRIOR,
+    }
     fits = base_doc.get("fits", {})
     resid: dict[str, float] = {}
     for name, v in fits.items():
@@ -398,6 +413,45 @@ def uncertain_weights(base_doc: Mapping[str, Any]) -> dict[str, float]:
     for name in sorted(prior):
         kind = _kind_of_sampler(name)
         out[name] = round(prior[name] * (resid.get(kind, 1.0) + 0.1), 4)
+    return out
+
+
+#: How far off an unprobed sampler's kind counts (:func:`differing_weights`): a log ratio of
+#: 1, as unsure as :func:`uncertain_weights` counts a kind the base never measured. A sampler's
+#: distance is capped at :data:`MAX_DISTANCE` (a kind 20x off needs its correction, not all the
+#: budget).
+UNPROBED_DISTANCE, MAX_DISTANCE = 1.0, 2.0
+
+
+def differing_weights(
+    base_doc: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]
+) -> dict[str, float]:
+    """:func:`uncertain_weights` x (how far the base, re-anchored to the device of ``probes``,
+    is from them on each sampler's ops + 0.1): the root mean square of the log ratio of its
+    prediction (as measured) to the measured latency over the op records of that sampler
+    (labels ``SAMPLER:seed:i``), at most :data:`MAX_DISTANCE`; :data:`UNPROBED_DISTANCE` for a
+    sampler with no probe. Deterministic for the same records, so a resumed phase draws the
+    same samples.
+
+    >>> base = {"fits": {"ADD": {"rmse_log": 0.1}}, "anchor_speed": {"add": 1.0}}
+    >>> uncertain_weights(base)["ADD"], differing_weights(base, [])["ADD"]  # no probe: x 1.1
+    (0.4, 0.44)
+    """
+    uncertain = uncertain_weights(base_doc)
+    ops = [r for r in probes if r.get("type") == "op" and r.get("speed")]
+    logs: dict[str, list[float]] = defaultdict(list)
+    if ops:
+        base = LearnedCostModel({k: v for k, v in base_doc.items() if k != "adapted"})
+        for raw, r in zip(ops, normalize_records(ops, base.anchor_speed), strict=True):
+            p = base.predict_as_measured(r)
+            logs[str(raw.get("model", "")).split(":")[0]].append(
+                math.log(max(p, 1e-3) / max(raw["latency_us"], 1e-3))
+            )
+    out = {}
+    for name, w in uncertain.items():
+        vs = logs.get(name)
+        d = math.sqrt(sum(v * v for v in vs) / len(vs)) if vs else UNPROBED_DISTANCE
+        out[name] = round(w * (min(d, MAX_DISTANCE) + 0.1), 4)
     return out
 
 

@@ -13,8 +13,12 @@ probes per kernel family three ways:
 
 Each family keeps the way that put the most of its probes within ±10 %; on a tie, or with
 fewer than :data:`MIN_PROBES` probes, the simpler one (the base first). A family no probe
-reached keeps the base. The choice and its counts are written into the model
-(``adapted.family_choice``, ``adapted.guard``) and ``tacopt learn`` prints them. The choice is
+reached keeps the base. Then each kind (``KIND|TYPE``, its kernel kind) with
+:data:`MIN_PROBES` probes of its own keeps its own best way where it differs from its
+family's: the issue's PRELU, CONCATENATION and RESIZE_BILINEAR went wrong inside families
+whose other kinds the adaptation priced well. The choice and its counts are written into the
+model (``adapted.family_choice``, families and kinds; ``adapted.guard``,
+``adapted.kind_guard``) and ``tacopt learn`` prints them. The choice is
 made on a fit of the other three quarters (corrections and residual trees); the model is then
 fitted on every record, as without the guard, and prices each family the way chosen. Fitted
 on three quarters only, the Zen 4 model adapted to a 2-core Zen 5 on 1,650 ops put 46.6 % of
@@ -57,58 +61,91 @@ def guarded_adapt(
     # the judged fit: corrections and residual trees (the device's own model, when the final
     # fit has one, is chosen per family by its own folds)
     judged = adapt(base_doc, kept or records, **{**kwargs, "own": False})
-    counts = probe_hits(LearnedCostModel(judged), probes)
-    choice = {}
-    for fam in sorted(FAMILIES):
-        hits = counts.get(fam)
-        if hits is None or hits["probes"] < MIN_PROBES:
-            choice[fam] = "base"
-            continue
-        choice[fam] = max(CHOICES, key=lambda c: (hits[c], -CHOICES.index(c)))
+    counts, kind_counts = probe_hits(LearnedCostModel(judged), probes)
+    choice = choose(counts, kind_counts)
     # the model itself is fitted on every record, the probes too, and prices as chosen
     doc = adapt(base_doc, records, **kwargs)
     doc["adapted"].update(
-        {"family_choice": choice, "guard": {fam: counts[fam] for fam in sorted(counts)}}
+        {
+            "family_choice": choice,
+            "guard": {fam: counts[fam] for fam in sorted(counts)},
+            "kind_guard": {g: h for g, h in sorted(kind_counts.items()) if g in choice},
+        }
     )
     return doc
 
 
+def choose(
+    counts: Mapping[str, Mapping[str, int]], kind_counts: Mapping[str, Mapping[str, int]]
+) -> dict[str, str]:
+    """Per kernel family, the way of :data:`CHOICES` that put the most of its probes within
+    ±10 % (a tie, or fewer than :data:`MIN_PROBES` probes: the simpler way), then per kind
+    (``KIND|TYPE``) with :data:`MIN_PROBES` probes its own best way, where it differs.
+
+    >>> fam = {"elementwise": {"probes": 40, "base": 10, "corrected": 20, "adapted": 30}}
+    >>> kind = {"PRELU|FLOAT": {"probes": 9, "base": 6, "corrected": 6, "adapted": 1},
+    ...         "ADD|FLOAT": {"probes": 20, "base": 5, "corrected": 9, "adapted": 18}}
+    >>> choose(fam, kind)["PRELU|FLOAT"], "ADD|FLOAT" in choose(fam, kind)
+    ('base', False)
+    """
+
+    def best(hits: Mapping[str, int] | None) -> str:
+        if hits is None or hits["probes"] < MIN_PROBES:
+            return "base"
+        return max(CHOICES, key=lambda c: (hits[c], -CHOICES.index(c)))
+
+    choice = {fam: best(counts.get(fam)) for fam in sorted(FAMILIES)}
+    for group, hits in sorted(kind_counts.items()):
+        kind, itype = group.split("|", 1)
+        own = best(hits)
+        if hits["probes"] >= MIN_PROBES and own != choice[family(kind, itype)]:
+            choice[group] = own
+    return choice
+
+
 def probe_hits(
     model: LearnedCostModel, probes: Sequence[Mapping[str, Any]]
-) -> dict[str, dict[str, int]]:
-    """Per kernel family: its probes and how many of them each way of pricing
-    (:data:`CHOICES`) puts within ±10 %, judged as measured (never from the exact table)."""
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, int]]]:
+    """Per kernel family, and per kind (``KIND|TYPE``, the kernel kind the model prices): its
+    probes and how many of them each way of pricing (:data:`CHOICES`) puts within ±10 %,
+    judged as measured (never from the exact table)."""
     ways = {c: model.choosing(dict.fromkeys(FAMILIES, c)) for c in CHOICES}
-    out: dict[str, dict[str, int]] = {}
+    by_family: dict[str, dict[str, int]] = {}
+    by_kind: dict[str, dict[str, int]] = {}
     for raw, r in zip(probes, normalize_records(probes, model.anchor_speed), strict=True):
-        fam = _family(r, model)
-        h = out.setdefault(fam, {"probes": 0, **dict.fromkeys(CHOICES, 0)})
-        h["probes"] += 1
-        for c, m in ways.items():
-            p = m.predict_as_measured(r)
-            h[c] += int(abs(p - raw["latency_us"]) <= 0.1 * raw["latency_us"])
-    return out
-
-
-def _family(r: Mapping[str, Any], model: LearnedCostModel) -> str:
-    if model.kernel_kinds:
-        r = as_kernel_kind(r, **model.kernel_kind_flags)
-    return family(r["kind"], r.get("inference_type"))
+        kernel = as_kernel_kind(r, **model.kernel_kind_flags) if model.kernel_kinds else r
+        fam = family(kernel["kind"], kernel.get("inference_type"))
+        group = f"{kernel['kind']}|{kernel.get('inference_type')}"
+        hits = {c: int(abs(m.predict_as_measured(r) - raw["latency_us"])
+                       <= 0.1 * raw["latency_us"]) for c, m in ways.items()}  # fmt: skip
+        for out, name in ((by_family, fam), (by_kind, group)):
+            h = out.setdefault(name, {"probes": 0, **dict.fromkeys(CHOICES, 0)})
+            h["probes"] += 1
+            for c in CHOICES:
+                h[c] += hits[c]
+    return by_family, by_kind
 
 
 def choice_lines(adapted: Mapping[str, Any]) -> list[str]:
-    """The per-family choice of a guarded adaptation, one line per family that had probes.
+    """The per-family choice of a guarded adaptation, one line per family that had probes, then
+    one per kind that chose otherwise than its family.
 
-    >>> choice_lines({"family_choice": {"elementwise": "corrected"},
-    ...               "guard": {"elementwise": {"probes": 20, "base": 9, "corrected": 14,
-    ...                                         "adapted": 12}}})
-    ['  elementwise: corrected (probes 20 within ±10 %: base 9, corrected 14, adapted 12)']
+    >>> hits = {"probes": 20, "base": 9, "corrected": 14, "adapted": 12}
+    >>> for line in choice_lines({"family_choice": {"elementwise": "corrected",
+    ...                                             "PRELU|FLOAT": "base"},
+    ...                           "guard": {"elementwise": hits},
+    ...                           "kind_guard": {"PRELU|FLOAT": {"probes": 9, "base": 7,
+    ...                                                          "corrected": 3, "adapted": 1}}}):
+    ...     print(line)
+      elementwise: corrected (probes 20 within ±10 %: base 9, corrected 14, adapted 12)
+      PRELU|FLOAT: base (probes 9 within ±10 %: base 7, corrected 3, adapted 1)
     """
     lines = []
-    for fam, hits in sorted(adapted.get("guard", {}).items()):
-        counts = ", ".join(f"{c} {hits[c]}" for c in CHOICES)
-        lines.append(
-            f"  {fam}: {adapted['family_choice'].get(fam, 'base')} (probes {hits['probes']} "
-            f"within ±10 %: {counts})"
-        )
+    for guard in ("guard", "kind_guard"):
+        for name, hits in sorted(adapted.get(guard, {}).items()):
+            counts = ", ".join(f"{c} {hits[c]}" for c in CHOICES)
+            lines.append(
+                f"  {name}: {adapted['family_choice'].get(name, 'base')} (probes "
+                f"{hits['probes']} within ±10 %: {counts})"
+            )
     return lines
