@@ -380,7 +380,7 @@ def op_vector(
     )
 
 
-def _deconv_runs(
+def deconv_runs(
     weights: Sequence[int], x: Sequence[int], out_shape: Sequence[int]
 ) -> list[float]:
     """A transposed convolution's ``[log runs, log run length]``: each output pixel sums the
@@ -389,7 +389,7 @@ def _deconv_runs(
     whatever those channels (a segmenter's 8 -> 8 head of 2x2 kernel and stride 2: 9.8 ns an
     output pixel on a 256 x 256 plane, 10.0 on 128 x 128), where its GEMM view counts MACs.
 
-    >>> [round(v, 3) for v in _deconv_runs([8, 2, 2, 8], [1, 64, 64, 8], [1, 128, 128, 8])]
+    >>> [round(v, 3) for v in deconv_runs([8, 2, 2, 8], [1, 64, 64, 8], [1, 128, 128, 8])]
     [9.704, 2.197]
     """
     _, kh, kw, cin = (max(int(d), 1) for d in weights)
@@ -433,7 +433,7 @@ def _run_terms(kind: str, ins: Sequence[Any], out_shape: Sequence[int]) -> list[
     [4.615, 0.693]
     """
     if kind == "TRANSPOSE_CONV" and len(ins) > 2 and ins[1] and ins[2] and len(out_shape) == 4:
-        return _deconv_runs(ins[1][0], ins[2][0], out_shape)
+        return deconv_runs(ins[1][0], ins[2][0], out_shape)
     dims = [max(int(d), 1) for d in (ins[0][0] if ins and ins[0] else [])]
     if kind in REDUCTIONS and len(ins) > 1 and ins[1] and dims:
         axes = ins[1][4] if len(ins[1]) > 4 and isinstance(ins[1][4], list) else []

@@ -43,6 +43,7 @@ import numpy as np
 
 from tacopt.cost_models.learned.fitting.features import (
     FEATURES,
+    deconv_runs,
     fc_as_pointwise_conv,
     global_pool,
     op_vector,
@@ -123,10 +124,35 @@ ALIASES: dict[str, tuple[str, Callable[[Mapping[str, Any]], dict[str, Any] | Non
 }
 
 
+def base_step(features: Mapping[str, Any], *, runs: bool = True) -> float:
+    """The last input of a kind model's base fit where its group has one (:func:`_base_rows`):
+    a reduction's :func:`~tacopt.cost_models.learned.fitting.features.global_pool` (0 / 1,
+    version 12), a transposed convolution's ``log(1 + RUN_MACS x runs / MACs)`` (version 15).
+
+    XNNPACK's deconvolution costs ~0.02 ns a MAC and ~10 ns a run (an output pixel x a tap
+    landing on it, :func:`~tacopt.cost_models.learned.fitting.features.deconv_runs`) here: with
+    the base's ``log MACs`` the step makes ``log(a MACs + b runs)``, which a log-linear base
+    cannot otherwise follow from wide decoders (MAC-bound) to a segmenter's 8 -> 8 channel head
+    (run-bound, 9.8 ns a run; priced at 0.57x with the runs left to the trees). Strided only:
+    at stride 1 it runs as a convolution (1.7-2.2 ns a tap and output pixel); else 0."""
+    if runs and features.get("kind") == "TRANSPOSE_CONV":
+        ins, outs = features.get("inputs") or [], features.get("outputs") or []
+        x = ins[2][0] if len(ins) > 2 and ins[2] else None
+        y = outs[0][0] if outs and outs[0] else None
+        if ins[1] and x and y and len(y) == 4 and len(x) == 4 and y[1] * y[2] > x[1] * x[2]:
+            n = math.expm1(deconv_runs(ins[1][0], ins[2][0], outs[0][0])[0])
+            return math.log1p(RUN_MACS * n / max(float(features.get("flops", 0.0)) / 2, 1.0))
+    return float(global_pool(features))
+
+
+#: MACs of XNNPACK's deconvolution that cost what one of its runs costs (:func:`base_step`).
+RUN_MACS = 500.0
+
+
 def _base_rows(X: np.ndarray, pools: np.ndarray | None = None) -> np.ndarray:
     """The inputs of a kind model's log-linear base: ``[1, BASE_FEATURES...]``, then, for a
-    group of reductions (version 12), whether each op is a global pool kept 4-D (``pools``,
-    :func:`~tacopt.cost_models.learned.fitting.features.global_pool`).
+    group with a :func:`base_step`, each op's (``pools``): a reduction's global pool kept 4-D
+    (version 12), a transposed convolution's runs (version 15).
 
     That is a kernel path of its own, 30x faster an element on LiteRT's builtin int8 kernels, and
     the trees cannot carry such a step: on the Huber loss (:data:`KIND_PARAMS`) a round moves a
@@ -177,7 +203,7 @@ def fit_kind_models(
                 continue
         X = np.array([op_vector(r, kinds) for r in rows])
         y = np.log([net_latency(r) for r in rows])
-        pools = np.array([float(global_pool(r)) for r in rows])
+        pools = np.array([base_step(r) for r in rows])
         A = _base_rows(X, pools if pools.any() else None)
         w = np.linalg.solve(A.T @ A + RIDGE * np.eye(A.shape[1]), A.T @ y)
         trees = _FIT[learner](X, y, A @ w, KIND_PARAMS[learner])
@@ -258,7 +284,11 @@ class KindModels:
             features, name = converted, group_of(converted)
         x = np.asarray([op_vector(features, self.kinds[name], **self.flags)])
         # a group of reductions steps for a global pool (version 12; before, 5 weights)
-        pools = np.array([float(global_pool(features))]) if len(self.w[name]) > _BASE_W else None
+        pools = (
+            np.array([base_step(features, runs=self.flags["runs"])])
+            if len(self.w[name]) > _BASE_W
+            else None
+        )
         log_latency = float(_base_rows(x, pools)[0] @ self.w[name])
         if name in self.trees:
             log_latency += float(predict_stacked(self.trees[name], x)[0])
