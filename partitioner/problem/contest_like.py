@@ -18,7 +18,8 @@ from its production to its last use. :func:`contest_like` builds such a problem:
 
 :func:`memory_tight` draws the regime where memory takes almost the whole limit (the lowest
 possible peak at 85-97 % of it, 20-180 strategies per node): :data:`TIGHT_TUNING` and
-:data:`TIGHT_HELD_OUT` name the instances tuned on and those kept out of tuning.
+:data:`TIGHT_HELD_OUT` name the instances tuned on and those kept out of tuning, and
+:data:`TIGHT_SMALL` small ones (60-400 nodes) for proofs.
 
 The result is the contest's JSON (``{"problem": {...}}``), readable by
 :func:`~tacopt.partitioner.problem.contest.problem_from_dict`.
@@ -208,6 +209,12 @@ def _limit(start, end, costs, usages, tightness: float, steps: int, share=None) 
 #: strategies per node): small ones like the contest's 816-node graphs, and large ones.
 TIGHT_TUNING = ((816, 1, 0.91, 29.0), (816, 2, 0.95, 20.0), (800, 3, 0.88, 40.0),
                 (8000, 4, 0.93, 25.0))  # fmt: skip
+#: Small memory-tight instances for proofs (tuned on): up to which size the whole program
+#: proves the optimum within the time limit.
+TIGHT_SMALL = ((60, 201, 0.91, 29.0), (60, 202, 0.95, 35.0), (100, 203, 0.91, 29.0),
+               (100, 204, 0.88, 25.0), (150, 205, 0.93, 29.0), (150, 206, 0.91, 35.0),
+               (200, 207, 0.91, 29.0), (200, 208, 0.95, 25.0), (300, 209, 0.91, 29.0),
+               (400, 210, 0.91, 29.0))  # fmt: skip
 #: Memory-tight instances kept out of tuning (read only for the figures they report).
 TIGHT_HELD_OUT = ((816, 101, 0.91, 29.0), (816, 102, 0.97, 35.0), (820, 103, 0.85, 22.0),
                   (8000, 104, 0.90, 30.0))  # fmt: skip
