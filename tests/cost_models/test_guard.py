@@ -56,6 +56,21 @@ def test_a_kind_with_nothing_to_gain_keeps_the_base_inside_a_family_that_adapts(
     )
 
 
+def test_with_the_own_models_folds_the_guard_judges_every_op_and_fits_nothing_more() -> None:
+    """With records enough for the device's own model, its five folds (each op held out once)
+    judge the ways of pricing: every op is a probe, and the model prices as chosen."""
+    sizes = _sizes(3, 150)
+    base = fit([_op(k, n, i, n / 1000) for i, n in enumerate(sizes) for k in ("ADD", "MUL")])
+    new = [_op("ADD", n, 1000 + i, 2 * n / 1000) for i, n in enumerate(sizes)]
+    new += [_op("MUL", n, 2000 + i, n / 1000) for i, n in enumerate(sizes)]
+    adapted = guarded_adapt(base, new, workers=1)["adapted"]
+    assert "fold_hits" not in adapted
+    assert adapted["guard"]["elementwise"]["probes"] == len(new)
+    assert adapted["kind_guard"]["MUL|FLOAT"]["probes"] == 150
+    assert adapted["family_choice"]["elementwise"] != "base"
+    assert adapted["family_choice"]["MUL|FLOAT"] == "base"
+
+
 def _as_fitted(doc: dict) -> dict:
     """The adapted model without its choice: every family as fitted."""
     return {**doc, "adapted": {k: v for k, v in doc["adapted"].items() if k != "family_choice"}}

@@ -256,13 +256,18 @@ def _own_model(
     workers: int | None = None,
     memo: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``{"own": DOC, "own_weights": {...}, "own_families": [...]}``: a model fitted on the new
-    device's records alone, and per kernel family the weight (:data:`OWN_WEIGHTS`) of its log
-    net latency against the corrected base's that put the most held-out ops within ±10 % (each
-    of :data:`OWN_FOLDS` folds by key hash held out once, each side fitted on the others; at
-    least ``MIN_HELD`` held-out ops; a tie goes to the lighter weight); ``{}`` when weight 0
-    wins everywhere. A device whose kernels differ in kind, not in speed (LiteRT's builtin
-    kernels against XNNPACK), is learnt better afresh than corrected.
+    """``{"own": DOC, "own_weights": {...}, "own_families": [...], "fold_hits": {...}}``: a
+    model fitted on the new device's records alone, and per kernel family the weight
+    (:data:`OWN_WEIGHTS`) of its log net latency against the corrected base's that put the most
+    held-out ops within ±10 % (each of :data:`OWN_FOLDS` folds by key hash held out once, each
+    side fitted on the others; at least ``MIN_HELD`` held-out ops; a tie goes to the lighter
+    weight); only ``fold_hits`` when weight 0 wins everywhere. A device whose kernels differ in
+    kind, not in speed (LiteRT's builtin kernels against XNNPACK), is learnt better afresh than
+    corrected. ``fold_hits``: per kernel family and per kind (``KIND|TYPE``), its held-out ops
+    and how many of them the base, the corrected base and the adaptation (at its family's
+    weight) put within ±10 %, for the guard
+    (:func:`~tacopt.cost_models.learned.sampling.guard.guarded_adapt`): every record judged by
+    a fit that did not see it, with no fit of its own.
 
     The folds and the final fit run in ``workers`` processes (default: one per CPU this process
     may use, for :data:`PARALLEL_OPS` records or more, where ``fork`` exists), with the same
@@ -277,20 +282,32 @@ def _own_model(
         (partial(fit, device=device, sources=sources), ops),
     ]
     *folds, own_doc = _run_all(tasks, workers)
-    held: dict[str, int] = defaultdict(int)
-    hits: dict[str, list[int]] = defaultdict(lambda: [0] * len(OWN_WEIGHTS))
+    # per family and kind: [held-out ops, base, corrected, then each weight's hits]
+    hits: dict[str, list[int]] = defaultdict(lambda: [0] * (3 + len(OWN_WEIGHTS)))
     for fold_hits in folds:
-        for fam, (n, *h) in fold_hits.items():
-            held[fam] += n
-            hits[fam] = [a + b for a, b in zip(hits[fam], h, strict=True)]
-    weights = {}
+        for name, h in fold_hits.items():
+            hits[name] = [a + b for a, b in zip(hits[name], h, strict=True)]
+    weights, best = {}, {}
     for fam, h in sorted(hits.items()):
-        best = max(range(len(OWN_WEIGHTS)), key=lambda i: (h[i], -i))
-        if held[fam] >= MIN_HELD and OWN_WEIGHTS[best] > 0:
-            weights[fam] = OWN_WEIGHTS[best]
+        if "|" in fam:
+            continue
+        best[fam] = max(range(len(OWN_WEIGHTS)), key=lambda i: (h[3 + i], -i))
+        if h[0] >= MIN_HELD and OWN_WEIGHTS[best[fam]] > 0:
+            weights[fam] = OWN_WEIGHTS[best[fam]]
+    judged = {}
+    for name, (n, base, corrected, *by_weight) in sorted(hits.items()):
+        fam = family(*name.split("|", 1)) if "|" in name else name
+        w = OWN_WEIGHTS.index(weights[fam]) if fam in weights else 0
+        judged[name] = {"probes": n, "base": base, "corrected": corrected,
+                        "adapted": by_weight[w]}  # fmt: skip
     if not weights:
-        return {}
-    return {"own": own_doc, "own_weights": weights, "own_families": sorted(weights)}
+        return {"fold_hits": judged}
+    return {
+        "own": own_doc,
+        "own_weights": weights,
+        "own_families": sorted(weights),
+        "fold_hits": judged,
+    }
 
 
 def _fold_hits(
@@ -301,8 +318,9 @@ def _fold_hits(
     k: int,
     memo: dict[str, Any] | None = None,
 ) -> dict[str, list[int]]:
-    """Per kernel family, fold ``k``'s held-out ops and how many of them each weight of
-    :data:`OWN_WEIGHTS` puts within ±10 %, both sides fitted on the other folds."""
+    """Per kernel family and per kind (``KIND|TYPE``), fold ``k``'s held-out ops and how many
+    of them the base, the corrected base (no trees) and each weight of :data:`OWN_WEIGHTS`
+    put within ±10 %, every side fitted on the other folds."""
     train = [r for r in ops if fold(r, folds=OWN_FOLDS) != k]
     test = [r for r in ops if fold(r, folds=OWN_FOLDS) == k]
     doc = adapt(base_doc, train, own=False, base_memo=memo)
@@ -310,15 +328,18 @@ def _fold_hits(
     own = LearnedCostModel(doc).with_own_weights(dict.fromkeys(FAMILIES, 1.0))
     own.base_memo = memo
     corrected = own.with_own_weights({})
-    out: dict[str, list[int]] = defaultdict(lambda: [0] * (1 + len(OWN_WEIGHTS)))
+    simpler = [own.choosing(dict.fromkeys(FAMILIES, c)) for c in ("base", "corrected")]
+    out: dict[str, list[int]] = defaultdict(lambda: [0] * (3 + len(OWN_WEIGHTS)))
     # judged as measured, in the base's units (the own model's re-anchored by predict)
     for raw, r in zip(test, normalize_records(test, own.anchor_speed), strict=True):
-        h = out[_family(r, own)]
-        h[0] += 1
+        kernel = as_kernel_kind(r, **own.kernel_kind_flags) if own.kernel_kinds else r
         nets = own.predict_net(r), corrected.predict_net(r)
-        for i, w in enumerate(OWN_WEIGHTS):
-            p = own.as_measured(r, own.overhead_us + blend_net(*nets, w))
-            h[1 + i] += abs(p - raw["latency_us"]) <= 0.1 * raw["latency_us"]
+        predicted = [m.predict_as_measured(r) for m in simpler] + [
+            own.as_measured(r, own.overhead_us + blend_net(*nets, w)) for w in OWN_WEIGHTS
+        ]
+        hit = [1] + [int(abs(p - raw["latency_us"]) <= 0.1 * raw["latency_us"]) for p in predicted]
+        for name in (_family(r, own), f"{kernel['kind']}|{kernel.get('inference_type')}"):
+            out[name] = [a + b for a, b in zip(out[name], hit, strict=True)]
     return dict(out)
 
 
