@@ -17,9 +17,10 @@ configuration key). It prices the held-out ops per kernel family and per kind th
 Each family keeps the way that put the most of its probes within ±10 %; on a tie, or with
 fewer than :data:`MIN_PROBES` probes, the simpler one (the base first). A family no probe
 reached keeps the base. Then each kind (``KIND|TYPE``, its kernel kind) with
-:data:`MIN_PROBES` probes of its own keeps its own best way where it differs from its
-family's: the issue's PRELU, CONCATENATION and RESIZE_BILINEAR went wrong inside families
-whose other kinds the adaptation priced well. The choice and its counts are written into the
+:data:`MIN_PROBES` probes of its own takes its own best way where that puts more of its probes
+within ±10 % than its family's way (a tie keeps the family's: on 8-20 probes a tie is noise):
+the issue's PRELU, CONCATENATION and RESIZE_BILINEAR went wrong inside families whose other
+kinds the adaptation priced well. The choice and its counts are written into the
 model (``adapted.family_choice``, families and kinds; ``adapted.guard``,
 ``adapted.kind_guard``) and ``tacopt learn`` prints them. The model itself is fitted on every
 record, as without the guard, and prices each family and kind the way chosen. Fitted on three
@@ -77,7 +78,7 @@ def guarded_adapt(
         {
             "family_choice": choice,
             "guard": {fam: counts[fam] for fam in sorted(counts)},
-            "kind_guard": {g: h for g, h in sorted(kind_counts.items()) if g in choice},
+            "kind_guard": {g: kind_counts[g] for g in sorted(kind_counts)},
         }
     )
     return doc
@@ -88,13 +89,16 @@ def choose(
 ) -> dict[str, str]:
     """Per kernel family, the way of :data:`CHOICES` that put the most of its probes within
     ±10 % (a tie, or fewer than :data:`MIN_PROBES` probes: the simpler way), then per kind
-    (``KIND|TYPE``) with :data:`MIN_PROBES` probes its own best way, where it differs.
+    (``KIND|TYPE``) with :data:`MIN_PROBES` probes its own best way, where that puts more of
+    them within ±10 % than its family's way.
 
     >>> fam = {"elementwise": {"probes": 40, "base": 10, "corrected": 20, "adapted": 30}}
     >>> kind = {"PRELU|FLOAT": {"probes": 9, "base": 6, "corrected": 6, "adapted": 1},
-    ...         "ADD|FLOAT": {"probes": 20, "base": 5, "corrected": 9, "adapted": 18}}
-    >>> choose(fam, kind)["PRELU|FLOAT"], "ADD|FLOAT" in choose(fam, kind)
-    ('base', False)
+    ...         "ADD|FLOAT": {"probes": 20, "base": 5, "corrected": 9, "adapted": 18},
+    ...         "MUL|FLOAT": {"probes": 9, "base": 4, "corrected": 1, "adapted": 4}}
+    >>> chosen = choose(fam, kind)
+    >>> chosen["PRELU|FLOAT"], "ADD|FLOAT" in chosen, "MUL|FLOAT" in chosen
+    ('base', False, False)
     """
 
     def best(hits: Mapping[str, int] | None) -> str:
@@ -104,9 +108,8 @@ def choose(
 
     choice = {fam: best(counts.get(fam)) for fam in sorted(FAMILIES)}
     for group, hits in sorted(kind_counts.items()):
-        kind, itype = group.split("|", 1)
-        own = best(hits)
-        if hits["probes"] >= MIN_PROBES and own != choice[family(kind, itype)]:
+        own, of_family = best(hits), choice[family(*group.split("|", 1))]
+        if hits["probes"] >= MIN_PROBES and hits[own] > hits[of_family]:
             choice[group] = own
     return choice
 
@@ -149,8 +152,11 @@ def choice_lines(adapted: Mapping[str, Any]) -> list[str]:
       PRELU|FLOAT: base (probes 9 within ±10 %: base 7, corrected 3, adapted 1)
     """
     lines = []
+    choice = adapted.get("family_choice", {})
     for guard in ("guard", "kind_guard"):
         for name, hits in sorted(adapted.get(guard, {}).items()):
+            if guard == "kind_guard" and name not in choice:
+                continue  # priced as its family
             counts = ", ".join(f"{c} {hits[c]}" for c in CHOICES)
             lines.append(
                 f"  {name}: {adapted['family_choice'].get(name, 'base')} (probes "
