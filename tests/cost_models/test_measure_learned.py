@@ -94,6 +94,8 @@ def test_measure_resume_fit_eval(models: list[Path], tmp_path: Path, capsys) -> 
     assert all(r["overhead_us"] > 0 and r["method"].startswith("min-") for r in ops)
     assert max(r["batch"] for r in ops) > 1 and all(r["batch"] >= 1 for r in ops)
     assert {r["model"] for r in recs if r["type"] == "model"} == {p.stem for p in models}
+    # every model record is normalized by the speed beside it, the run's first one too
+    assert all(r["speed"] for r in recs if r["type"] == "model")
     capsys.readouterr()
     # resuming measures nothing new
     assert main(["measure", *map(str, models), "--out", str(out), "--quiet"]) == 0
