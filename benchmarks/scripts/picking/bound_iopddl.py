@@ -5,9 +5,9 @@ bounds stage (:func:`~tacopt.partitioner.pickers.bounds.diffusion_bound`: the lo
 min-sum diffusion, with the usage limit as a Lagrangian over the maximal sets of concurrently
 live nodes) has the whole time, on one core, priced toward the best known value; the edge-split
 bound is printed beside it. Each line gives the bound, the gap of the best known value to it,
-the seconds and the load average::
+the seconds (fewer than the budget when the bound stalled first) and the load average::
 
-    flock -s /tmp/tacopt-timing.lock python -m tacopt.benchmarks bound_iopddl \\
+    flock /tmp/tacopt-timing.lock python -m tacopt.benchmarks bound_iopddl \\
         ../shared/iopddl/asplos-2025-iopddl-M.json.gz --seconds 60,300
 """
 
