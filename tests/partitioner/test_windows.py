@@ -68,3 +68,24 @@ def test_window_rows_hold_for_the_plan_they_come_from():
     assert rows  # memory-tight: some rows bind
     for terms, room in rows:
         assert sum(w for i, s, w in terms if x[i] == s) <= room
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_whole_proof_is_the_optimum_within_the_limit(seed):
+    data = contest_like(7, seed=seed, mean_strategies=3.0, tightness=0.05, forbidden_share=0.0)
+    c = reduce_problem(index_problem(problem_from_dict(data)))
+    assert isinstance(c, Compact) and windows.is_whole(c)
+    if int(np.prod(c.k.astype(float))) > 20_000:
+        pytest.skip("too many choices for brute force")
+    nb = search.neighbourhood(c)
+    y, proven = windows.prove_whole(c, nb, search.lowest_usage(c, nb), seconds=5)
+    assert proven and search.fits(c, y)
+    assert search.objective(c, y) == pytest.approx(_brute(c))
+
+
+def test_costs_that_are_not_whole_numbers_are_not_for_toulbar2():
+    data = contest_like(7, seed=1, mean_strategies=3.0, tightness=0.05, forbidden_share=0.0)
+    c = reduce_problem(index_problem(problem_from_dict(data)))
+    assert isinstance(c, Compact) and windows.is_whole(c)
+    c.cost[int(np.flatnonzero(np.isfinite(c.cost))[0])] += 0.25  # one strategy's cost
+    assert not windows.is_whole(c)
