@@ -9,9 +9,13 @@ each phase measures as many ops as its share of the time allows (on this 2-core 
 per second).
 
 ``tacopt learn --from base.json -o my_device.json --minutes 3`` adapts a model fitted on
-another device instead (:mod:`~tacopt.cost_models.learned.sampling.adapt`): one phase of ops drawn
-where the base model is least sure (:func:`~tacopt.cost_models.learned.sampling.adapt.
-uncertain_weights`), then per-family re-anchoring, per-kind corrections and residual trees.
+another device instead (:mod:`~tacopt.cost_models.learned.sampling.adapt`): a quarter of the time
+on probes of every prior's samplers where the base model is least sure
+(:func:`~tacopt.cost_models.learned.sampling.adapt.uncertain_weights`), the rest where the probes
+found the device furthest from the base (:func:`~tacopt.cost_models.learned.sampling.adapt.
+differing_weights`), then per-family re-anchoring, per-kind corrections, residual trees and a
+model of the device's own; each kernel family and kind is priced the way that did best on ops
+the fit did not see (:mod:`~tacopt.cost_models.learned.sampling.guard`), which it prints.
 
 Resumable: the records go to ``--records`` (default: next to ``-o``, ``NAME.records.jsonl``)
 and the time spent per phase to ``RECORDS.state.json``; re-running the same command goes on
