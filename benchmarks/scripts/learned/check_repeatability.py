@@ -61,7 +61,7 @@ BANDS = ((0.0, 5.0), (5.0, 50.0), (50.0, 500.0), (500.0, float("inf")))
 def agreement(a: dict[str, dict], b: dict[str, dict], stat: str) -> tuple[int, float, float]:
     """(n, share within ±10 %, median |b/a - 1|) over keys in both."""
     ratios = np.array(
-        [b[k][stat] / a[k][stat] for k in sorted(a) if k in b and a[k][stat] and b[k][stat]]
+        [b[k][stat] / a[k][stat] for k in sorted(a) if k in b and a[k].get(stat) and b[k].get(stat)]
     )
     dev = np.abs(ratios - 1)
     return len(dev), float(np.mean(dev <= 0.1)), float(np.median(dev))
