@@ -419,7 +419,8 @@ def _run_terms(kind: str, ins: Sequence[Any], out_shape: Sequence[int]) -> list[
     is one run, 0.15 ns an element), a REDUCE_MAX over the anchors of ``(1, N, 1)`` N runs of 1
     (7.3 us for N = 13,824; 0.7 us as ``(1, N)``). The elements two operands broadcast alike
     (both whole, or one of size 1) collapse into one run, as XNNPACK collapses them; a reduction's
-    run is the kept dimensions after its last reduced axis, or its reduced trailing block.
+    run is the kept dimensions after its last reduced axis, or its reduced trailing block; a
+    transposed convolution's are :func:`deconv_runs`.
 
     >>> t = lambda *s: [list(s), "float32", False, False]
     >>> [round(v, 3) for v in _run_terms("MUL", [t(1, 100, 4), t(1, 1, 4)], [1, 100, 4])]
