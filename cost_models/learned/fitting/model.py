@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`~.fit.fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`;
-the model is plain JSON (format ``tacopt-learned``, version 13), never pickle, and loads as a
+the model is plain JSON (format ``tacopt-learned``, version 15), never pickle, and loads as a
 cost model with ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times the in-model scale of the
@@ -20,7 +20,8 @@ fixed): a grouped CONV_2D is a ``CONV_2D_GROUPED`` (version 8), one with one inp
 group a ``DEPTHWISE_CONV_2D`` (version 9), a FULLY_CONNECTED of more than one row a 1x1
 ``CONV_2D`` (version 11). Since version 12 the trees see a reduction's ``keep_dims`` and axes,
 and a kind model of reductions steps in its base fit for a global pool kept 4-D
-(:func:`~tacopt.cost_models.learned.fitting.features.global_pool`).
+(:func:`~tacopt.cost_models.learned.fitting.features.global_pool`). Since version 15 they see
+the innermost runs a broadcast, a reduction or a transposed convolution walks (``log_runs``).
 
 1. ``exact``: the configuration (same
    :func:`~tacopt.cost_models.learned.measurement.singleop.op_key`) was measured.
