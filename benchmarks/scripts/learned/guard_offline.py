@@ -61,8 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     base_doc = read_model_doc(args.base)
     every = read_records(args.records)
     shuffled = _shuffled(quiet_records(every))
+    ops: list[dict[str, Any]]
     if args.all:
-        ops, kept = [r for r in quiet_records(every) if r.get("type") == "op"], "--all"
+        ops, kept = [dict(r) for r in quiet_records(every) if r.get("type") == "op"], "--all"
     elif args.ops:
         ops, kept = shuffled[: args.ops], f"--ops {args.ops}"
     else:
