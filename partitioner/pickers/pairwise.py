@@ -52,9 +52,9 @@ from tacopt.partitioner.pickers.reduce import Compact, ranges
 #: Reduced problems with at most this many pairwise entries get the whole program first.
 SMALL_ENTRIES = 300_000
 #: The share of the time the Lagrangian bound may run beside the primal search (large
-#: problems); it ends sooner when it stalls (M: after ~2,300 sweeps, ~100 s beside the search on
-#: a quiet machine, the most this share gives it at M's 180 s).
-BOUND_SHARE = 0.6
+#: problems); it ends sooner when it stalls. At 0.6, S's search (whose bound never stalls) lost
+#: 2.6 % of its score (1.0293x the best known against 1.0031x, one run each, load 1-3).
+BOUND_SHARE = 0.35
 #: Small problems: the share of the time for the price search before the program starts.
 HEURISTIC_SHARE = 0.05
 #: Small problems: the share of the time the primal search runs beside the program (the bounds
