@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tacopt.benchmarks.scripts.learned import families, families_heldout
+from tacopt.benchmarks.scripts.learned import families
 from tacopt.fusion.ir.validate import validate_graph
 from tacopt.fusion.tflite.reader import read_tflite
 
 
 def test_both_family_sets_are_written_as_models_of_their_kinds(tmp_path: Path) -> None:
     first = families.write_models(tmp_path / "first")
-    held = families.write_models(tmp_path / "held", families_heldout.HELDOUT_FAMILIES)
+    held = families.write_models(tmp_path / "held", families.HELDOUT_FAMILIES)
     assert len(first) == 15 and len(held) == 18
-    assert not {families.family_of(p.stem) for p in first} & set(families_heldout.HELDOUT_FAMILIES)
+    assert not {families.family_of(p.stem) for p in first} & set(families.HELDOUT_FAMILIES)
     kinds: dict[str, set[str]] = {}
     for path in held:
         G = read_tflite(path)

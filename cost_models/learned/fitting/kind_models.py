@@ -43,11 +43,11 @@ import numpy as np
 
 from tacopt.cost_models.learned.fitting.features import (
     FEATURES,
-    deconv_runs,
     fc_as_pointwise_conv,
     global_pool,
     op_vector,
 )
+from tacopt.cost_models.learned.fitting.runs import deconv_runs
 from tacopt.cost_models.learned.fitting.trees import (
     fit_lightgbm,
     predict_stacked,
@@ -130,7 +130,7 @@ def base_step(features: Mapping[str, Any], *, runs: bool = True) -> float:
     version 12), a transposed convolution's ``log(1 + RUN_MACS x runs / MACs)`` (version 15).
 
     XNNPACK's deconvolution costs ~0.02 ns a MAC and ~10 ns a run (an output pixel x a tap
-    landing on it, :func:`~tacopt.cost_models.learned.fitting.features.deconv_runs`) here: with
+    landing on it, :func:`~tacopt.cost_models.learned.fitting.runs.deconv_runs`) here: with
     the base's ``log MACs`` the step makes ``log(a MACs + b runs)``, which a log-linear base
     cannot otherwise follow from wide decoders (MAC-bound) to a segmenter's 8 -> 8 channel head
     (run-bound, 9.8 ns a run; priced at 0.57x with the runs left to the trees). Strided only:
