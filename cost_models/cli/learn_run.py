@@ -35,12 +35,26 @@ from tacopt.cost_models.model_file import model_bytes
 from tacopt.fusion.tflite.writer import write_tflite
 from tacopt.io import all_or_nothing, check_output_path
 
-#: Seconds of the budget kept for fitting, at most a share of it: a quarter in a fresh learn
-#: (13,457 records take 38-40 s to fit on the 2-core Zen 4), 30 % in an adaptation, whose fit
-#: chooses the device's own model over five folds in two processes (3,035 records: 38-43 s;
-#: 5,600: 59-67 s). ``--minutes 3`` adapting measures for 2.1 minutes, ``--minutes 4`` for 3.
+#: Seconds of the budget kept for fitting in the first plan, at most a share of it: a quarter in
+#: a fresh learn (13,457 records take 38-40 s to fit on the 2-core Zen 4), 30 % in an adaptation,
+#: whose fit chooses the device's own model over five folds in two processes (3,035 records:
+#: 38-43 s; 5,600: 59-67 s). ``--minutes 3`` adapting plans 2.1 minutes of measuring, ``--minutes
+#: 4`` 3. After each phase the later ones are re-sized (:func:`rescale_seconds`): 4-minute
+#: builtin adaptations measured for the planned 3 minutes took 87-138 s to fit (4,491 and 7,208
+#: ops), 4.4-5.3 minutes in all.
 FIT_RESERVE_S = 60.0
 FIT_SHARE, ADAPT_FIT_SHARE = 0.25, 0.3
+#: Seconds the fit takes per quiet op record, adapting and fresh, on the 2-core Zen 4 under
+#: other jobs (load 2-5): the adaptation's guarded fit (five folds, each with corrections,
+#: residual trees and an own model, in two processes) took 87-138 s on 4,491-7,208 ops live
+#: (0.012-0.031 s an op) and 80 s on 4,492 in one process offline (0.018; where it goes:
+#: LightGBM's boosting 31 s, its trees turned into lists 20 s, the own models' kind fits 28 s,
+#: the own model's sources 13 s); a fresh learn's fit 35 s on 11,831 records (0.003).
+FIT_S_PER_OP = {"adapt": 0.025, "fresh": 0.0035}
+#: The fit's estimate is taken this many times over: the same fit varies by half with the load.
+FIT_MARGIN = 1.3
+#: Seconds outside the measuring and the fit: start-up, reading the records, writing the model.
+FIT_FIXED_S = 8.0
 #: Quiet samples an op needs before ``learn`` moves on
 #: (:attr:`~tacopt.cost_models.learned.measurement.timing.MeasureConfig.quiet_target`): its
 #: latency is its fastest sample, and waiting for more quiet samples spent 43 % of a loaded run
@@ -137,6 +151,50 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
     return {p.name: round(measure * p.share / share, 3) for p in plan}
 
 
+def rescale_seconds(
+    plan: tuple[Phase, ...],
+    seconds: Mapping[str, float],
+    spent: Mapping[str, float],
+    done: str,
+    *,
+    budget_s: float,
+    ops: int,
+    fit_s_per_op: float,
+) -> tuple[dict[str, float], float]:
+    """The phases' seconds once phase ``done`` is over, and the fit's expected seconds: the
+    phases up to ``done`` keep what they spent, the later ones share (by their shares) what is
+    left of ``budget_s`` once :data:`FIT_FIXED_S` and the fit of every op are set aside. The
+    fit costs ``fit_s_per_op`` x :data:`FIT_MARGIN` an op, for the ``ops`` measured so far and
+    those the later phases will measure at the rate so far (``ops`` / the seconds spent). With no
+    op measured yet (no rate to go by), the later phases keep their seconds and the fit's are
+    unknown (NaN).
+
+    >>> plan = (Phase("a", 0, "generic", 0.25), Phase("b", 0, "generic", 0.75))
+    >>> seconds, fit_s = rescale_seconds(plan, {"a": 45, "b": 135}, {"a": 50, "b": 0}, "a",
+    ...                                  budget_s=240, ops=1000, fit_s_per_op=0.01)
+    >>> seconds, round(fit_s, 1)
+    ({'a': 50.0, 'b': 134.127}, 47.9)
+    >>> round(sum(seconds.values()) + fit_s + FIT_FIXED_S)
+    240
+    >>> rescale_seconds(plan, {"a": 0.5, "b": 1.5}, {"a": 0.0, "b": 0.0}, "a", budget_s=3,
+    ...                 ops=0, fit_s_per_op=0.01)
+    ({'a': 0.0, 'b': 1.5}, nan)
+    """
+    names = [p.name for p in plan]
+    later = plan[names.index(done) + 1 :]
+    spent_s = sum(spent[n] for n in names[: names.index(done) + 1])
+    out = {n: round(float(spent[n]), 3) for n in names[: names.index(done) + 1]}
+    if ops <= 0 or spent_s <= 0:
+        return {**out, **{p.name: float(seconds[p.name]) for p in later}}, math.nan
+    per_op = fit_s_per_op * FIT_MARGIN
+    rate = ops / spent_s
+    # spent + rest + per_op * (ops + rate * rest) + FIT_FIXED_S = budget
+    rest = max((budget_s - spent_s - FIT_FIXED_S - per_op * ops) / (1 + per_op * rate), 0.0)
+    share = sum(p.share for p in later)
+    out.update({p.name: round(rest * p.share / share, 3) for p in later})
+    return out, per_op * (ops + rate * rest)
+
+
 def learn_command(args: argparse.Namespace) -> int:
     """Carry out ``tacopt learn`` (:func:`tacopt.cost_models.cli.learn.run_learn`)."""
     minutes = args.minutes if args.minutes is not None else (3.0 if args.base else 15.0)
@@ -150,7 +208,8 @@ def learn_command(args: argparse.Namespace) -> int:
     plan = ADAPT_PLAN if base_doc is not None else FULL_PLAN
     state_file = records.with_name(records.name + ".state.json")
     state = _read_state(state_file, plan, minutes, base=str(args.base) if args.base else None)
-    seconds = plan_seconds(plan, minutes)
+    # a resumed run keeps the seconds its phases were re-sized to
+    seconds = state.get("seconds") or plan_seconds(plan, minutes)
     print(
         f"learn: {minutes:g} min budget, {sum(seconds.values()) / 60:.1f} min measuring in "
         f"{len(plan)} phase(s) ({', '.join(f'{k} {v / 60:.1f}' for k, v in seconds.items())}), "
@@ -167,6 +226,9 @@ def learn_command(args: argparse.Namespace) -> int:
             meter = _run_phase(
                 phase, seconds[phase.name], records, args, state, state_file, bar, base_doc, meter
             )
+            if phase != plan[-1]:
+                seconds = _replan(plan, phase.name, minutes, records, state, state_file, bar,
+                                  adapting=base_doc is not None, quiet=args.quiet)  # fmt: skip
     except KeyboardInterrupt:
         bar.close()
         print(
@@ -181,6 +243,44 @@ def learn_command(args: argparse.Namespace) -> int:
     return _fit_and_write(args, records, base_doc, state, others.share())
 
 
+def _replan(
+    plan: tuple[Phase, ...],
+    done: str,
+    minutes: float,
+    records: Path,
+    state: dict[str, Any],
+    state_file: Path,
+    bar: _Bar,
+    *,
+    adapting: bool,
+    quiet: bool,
+) -> dict[str, float]:
+    """:func:`rescale_seconds` after phase ``done`` on the quiet ops measured so far, kept in
+    the state file (a resume goes on with them) and shown on the bar."""
+    measured = quiet_records(read_records(records)) if records.exists() else []
+    ops = sum(1 for r in measured if r.get("type") == "op")
+    old = state.get("seconds") or plan_seconds(plan, minutes)
+    seconds, fit_s = rescale_seconds(
+        plan, old, state["spent_s"], done, budget_s=minutes * 60.0, ops=ops,
+        fit_s_per_op=FIT_S_PER_OP["adapt" if adapting else "fresh"],
+    )  # fmt: skip
+    state["seconds"] = seconds
+    if not math.isnan(fit_s):
+        state["fit_s"] = round(fit_s, 1)
+    _save_state(state_file, state)
+    bar.resize(sum(seconds.values()))
+    names = [p.name for p in plan]
+    later = names[names.index(done) + 1 :]
+    if not quiet and not math.isnan(fit_s):
+        bar.write(
+            f"learn: {ops} ops so far in {sum(state['spent_s'].values()):.0f} s; the fit of "
+            f"those to come should take ~{fit_s:.0f} s, so the rest measures for "
+            f"{sum(seconds[n] for n in later) / 60:.1f} min "
+            f"({', '.join(f'{n} {seconds[n] / 60:.1f}' for n in later)})"
+        )
+    return seconds
+
+
 def _read_state(path: Path, plan: tuple[Phase, ...], minutes: float, base: str | None) -> dict:
     spent_none = {p.name: 0.0 for p in plan}
     fresh: dict[str, Any] = {"minutes": minutes, "base": base, "spent_s": spent_none}
@@ -189,15 +289,22 @@ def _read_state(path: Path, plan: tuple[Phase, ...], minutes: float, base: str |
     try:
         state = json.loads(path.read_text())
         spent = {str(k): float(v) for k, v in state["spent_s"].items()}
+        seconds = {str(k): float(v) for k, v in state.get("seconds", spent).items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         raise MeasureError(
             f"learn: state file '{path}' is broken; delete it to start over"
         ) from None
-    if set(spent) != set(fresh["spent_s"]) or state.get("base") != base:
+    if (
+        set(spent) != set(fresh["spent_s"])
+        or set(seconds) != set(spent)
+        or state.get("base") != base
+    ):
         raise MeasureError(
             f"learn: '{path}' belongs to another kind of learn run (phases {sorted(spent)}, "
             f"--from {state.get('base')}); give another --records or delete it"
         )
+    if "seconds" in state:  # re-sized after a phase (:func:`_replan`)
+        return {**fresh, "spent_s": spent, "seconds": seconds, "fit_s": state.get("fit_s")}
     return {**fresh, "spent_s": spent}
 
 
@@ -231,6 +338,12 @@ class _Bar:
             self.bar.write(line, file=sys.stderr)
         else:
             print(line, file=sys.stderr)
+
+    def resize(self, total_s: float) -> None:
+        """A new measuring budget (the phases re-sized)."""
+        if self.bar is not None:
+            self.bar.total = round(total_s)
+            self.bar.refresh()
 
     def show(self, spent_s: float, text: str) -> None:
         if self.bar is not None:
@@ -434,6 +547,7 @@ def _fit_and_write(
         f"wrote {args.out}: {ops} ops measured in {sum(state['spent_s'].values()) / 60:.1f} min, "
         f"fitted in {time.monotonic() - t0:.0f} s"
         + (f" ({slow} more left out: no quiet sample)" if slow else "")
+        + (f" (expected ~{state['fit_s']:.0f} s)" if state.get("fit_s") is not None else "")
         + (" (adapted from --from)" if base_doc is not None else "")
     )
     if base_doc is not None:

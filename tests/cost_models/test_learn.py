@@ -431,3 +431,54 @@ def test_a_model_past_the_caches_is_normalized_by_the_memory_read_beside_it() ->
         recs = records(2**24)
         recs[2]["dram_us"] = bad
         assert normalize_records(recs, anchor)[2]["latency_us"] == 2100.0
+
+
+@pytest.mark.parametrize("rate", [5.0, 25.0, 60.0])
+@pytest.mark.parametrize("per_op", [0.003, 0.025])
+def test_rescale_keeps_measuring_and_the_fit_within_the_budget(rate: float, per_op: float) -> None:
+    plan = cli_learn.ADAPT_PLAN
+    first = cli_learn.plan_seconds(plan, 4)
+    spent = {"probe": first["probe"] + 3.0, "adapt": 0.0}  # a chunk ran past its deadline
+    ops = int(rate * spent["probe"])
+    seconds, fit_s = cli_learn.rescale_seconds(
+        plan, first, spent, "probe", budget_s=240, ops=ops, fit_s_per_op=per_op
+    )
+    assert seconds["probe"] == pytest.approx(spent["probe"])  # done: what it spent
+    # the ops the rest will measure at the rate so far, and the fit of all of them, fit the budget
+    to_fit = ops + rate * seconds["adapt"]
+    assert fit_s == pytest.approx(per_op * cli_learn.FIT_MARGIN * to_fit, rel=1e-3)
+    total = sum(seconds.values()) + fit_s + cli_learn.FIT_FIXED_S
+    assert total == pytest.approx(240, abs=0.01)
+    # a dearer fit leaves less to measure
+    dearer, _ = cli_learn.rescale_seconds(
+        plan, first, spent, "probe", budget_s=240, ops=ops, fit_s_per_op=2 * per_op
+    )
+    assert dearer["adapt"] < seconds["adapt"]
+
+
+def test_rescale_shares_the_rest_by_phase_and_never_below_zero() -> None:
+    plan = cli_learn.FULL_PLAN
+    spent = {p.name: 0.0 for p in plan} | {"generic": 200.0}
+    seconds, _ = cli_learn.rescale_seconds(
+        plan, cli_learn.plan_seconds(plan, 15), spent, "generic", budget_s=900, ops=3000,
+        fit_s_per_op=0.0035,
+    )  # fmt: skip
+    assert seconds["net"] / seconds["move"] == pytest.approx(0.30 / 0.12, rel=1e-3)
+    over, fit_s = cli_learn.rescale_seconds(
+        plan, cli_learn.plan_seconds(plan, 15), spent, "generic", budget_s=150, ops=3000,
+        fit_s_per_op=0.0035,
+    )  # fmt: skip
+    assert all(over[p.name] == 0.0 for p in plan[1:]) and fit_s > 0
+
+
+def test_learn_resume_keeps_the_rescaled_seconds(tmp_path: Path) -> None:
+    path = tmp_path / "r.records.jsonl.state.json"
+    plan = cli_learn.ADAPT_PLAN
+    state = {"minutes": 4, "base": "b", "spent_s": {"probe": 48.0, "adapt": 10.0},
+             "seconds": {"probe": 48.0, "adapt": 81.5}, "fit_s": 90.2}  # fmt: skip
+    path.write_text(json.dumps(state))
+    back = cli_learn._read_state(path, plan, 4, base="b")
+    assert back["seconds"] == state["seconds"] and back["fit_s"] == 90.2
+    path.write_text(json.dumps({**state, "seconds": {"probe": 48.0}}))
+    with pytest.raises(cli_learn.MeasureError, match="another kind of learn run"):
+        cli_learn._read_state(path, plan, 4, base="b")
