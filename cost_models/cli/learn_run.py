@@ -44,13 +44,17 @@ from tacopt.io import all_or_nothing, check_output_path
 #: ops), 4.4-5.3 minutes in all.
 FIT_RESERVE_S = 60.0
 FIT_SHARE, ADAPT_FIT_SHARE = 0.25, 0.3
-#: Seconds the fit takes per quiet op record, adapting and fresh, on the 2-core Zen 4 under
-#: other jobs (load 2-5): the adaptation's guarded fit (five folds, each with corrections,
-#: residual trees and an own model, in two processes) took 87-138 s on 4,491-7,208 ops live
-#: (0.012-0.031 s an op) and 80 s on 4,492 in one process offline (0.018; where it goes:
-#: LightGBM's boosting 31 s, its trees turned into lists 20 s, the own models' kind fits 28 s,
-#: the own model's sources 13 s); a fresh learn's fit 35 s on 11,831 records (0.003).
-FIT_S_PER_OP = {"adapt": 0.025, "fresh": 0.0035}
+#: Seconds the fit takes per quiet op record, adapting and fresh, on the 2-core Zen 4 with the
+#: cores to itself (:func:`fit_cost_per_op` scales them by the other processes' share): the
+#: adaptation's guarded fit (five folds, each with corrections, residual trees and an own model,
+#: in two processes) took 33 s on 2,871 ops (0.0115 s an op) and 87 s on 7,208 (0.012) live;
+#: under other jobs (load 3-5) 99-138 s on 4,424-4,711 (0.022-0.029). Offline, in one process,
+#: niced: 69 s on 4,492 (0.015). Profiled, 30 s of those are LightGBM's boosting (175
+#: boosters: residual trees and own models, six times: five folds and the whole); the rest is
+#: Python in the own models' kind fits and sources, the predictions and the trees' text read as
+#: lists (timed apart: 0.04 s a booster, 7 s in all): no single waste to cut. A fresh learn's
+#: fit: 35 s on 11,831 records (0.003).
+FIT_S_PER_OP = {"adapt": 0.012, "fresh": 0.003}
 #: The fit's estimate is taken this many times over: the same fit varies by half with the load.
 FIT_MARGIN = 1.3
 #: Seconds outside the measuring and the fit: start-up, reading the records, writing the model.
@@ -151,6 +155,18 @@ def plan_seconds(plan: tuple[Phase, ...], minutes: float) -> dict[str, float]:
     return {p.name: round(measure * p.share / share, 3) for p in plan}
 
 
+def fit_cost_per_op(adapting: bool, others_share: float) -> float:
+    """The fit's seconds per op (:data:`FIT_S_PER_OP`) when other processes keep
+    ``others_share`` of the cores busy (NaN: unknown, taken as none): the fit runs in two
+    processes, so it slows by the share of the cores left to it, at most twofold.
+
+    >>> fit_cost_per_op(True, 0.0), fit_cost_per_op(True, 0.5), fit_cost_per_op(False, 0.9)
+    (0.012, 0.024, 0.006)
+    """
+    share = 0.0 if math.isnan(others_share) else min(max(others_share, 0.0), 0.5)
+    return FIT_S_PER_OP["adapt" if adapting else "fresh"] / (1.0 - share)
+
+
 def rescale_seconds(
     plan: tuple[Phase, ...],
     seconds: Mapping[str, float],
@@ -227,8 +243,9 @@ def learn_command(args: argparse.Namespace) -> int:
                 phase, seconds[phase.name], records, args, state, state_file, bar, base_doc, meter
             )
             if phase != plan[-1]:
+                per_op = fit_cost_per_op(base_doc is not None, others.share())
                 seconds = _replan(plan, phase.name, minutes, records, state, state_file, bar,
-                                  adapting=base_doc is not None, quiet=args.quiet)  # fmt: skip
+                                  per_op=per_op, quiet=args.quiet)  # fmt: skip
     except KeyboardInterrupt:
         bar.close()
         print(
@@ -252,7 +269,7 @@ def _replan(
     state_file: Path,
     bar: _Bar,
     *,
-    adapting: bool,
+    per_op: float,
     quiet: bool,
 ) -> dict[str, float]:
     """:func:`rescale_seconds` after phase ``done`` on the quiet ops measured so far, kept in
@@ -262,7 +279,7 @@ def _replan(
     old = state.get("seconds") or plan_seconds(plan, minutes)
     seconds, fit_s = rescale_seconds(
         plan, old, state["spent_s"], done, budget_s=minutes * 60.0, ops=ops,
-        fit_s_per_op=FIT_S_PER_OP["adapt" if adapting else "fresh"],
+        fit_s_per_op=per_op,
     )  # fmt: skip
     state["seconds"] = seconds
     if not math.isnan(fit_s):
