@@ -44,10 +44,11 @@ from tacopt.io import all_or_nothing, check_output_path
 #: ops), 4.4-5.3 minutes in all.
 FIT_RESERVE_S = 60.0
 FIT_SHARE, ADAPT_FIT_SHARE = 0.25, 0.3
-#: Seconds the fit takes per quiet op record, adapting and fresh, on the 2-core Zen 4 with the
-#: cores to itself (:func:`fit_cost_per_op` scales them by the other processes' share): the
-#: adaptation's guarded fit (five folds, each with corrections, residual trees and an own model,
-#: in two processes) took 33 s on 2,871 ops (0.0115 s an op) and 87 s on 7,208 (0.012) live;
+#: Seconds the fit takes per quiet op record, adapting and fresh, on the 2-core EPYC (Zen 5)
+#: with the cores to itself (:func:`fit_cost_per_op` scales them by the other processes' share):
+#: the adaptation's guarded fit (five folds, each with corrections, residual trees and an own
+#: model, in two processes) took 33 s on 2,871 ops (0.0115 s an op) and 87 s on 7,208 (0.012)
+#: live, and 41 and 48 s on 4,374 and 5,912 (0.0094, 0.0081) once the budget held;
 #: under other jobs (load 3-5) 99-138 s on 4,424-4,711 (0.022-0.029). Offline, in one process,
 #: niced: 69 s on 4,492 (0.015). Profiled, 30 s of those are LightGBM's boosting (175
 #: boosters: residual trees and own models, six times: five folds and the whole); the rest is
