@@ -289,10 +289,11 @@ def _replan(
     bar.resize(sum(seconds.values()))
     names = [p.name for p in plan]
     later = names[names.index(done) + 1 :]
-    if not quiet and not math.isnan(fit_s):
+    moved = any(abs(seconds[n] - old[n]) >= 1.0 for n in later)  # one line per change
+    if not quiet and not math.isnan(fit_s) and moved:
         bar.write(
             f"learn: {ops} ops so far in {sum(state['spent_s'].values()):.0f} s; the fit of "
-            f"those to come should take ~{fit_s:.0f} s, so the rest measures for "
+            f"them and of those to come should take ~{fit_s:.0f} s, so the rest measures for "
             f"{sum(seconds[n] for n in later) / 60:.1f} min "
             f"({', '.join(f'{n} {seconds[n] / 60:.1f}' for n in later)})"
         )
