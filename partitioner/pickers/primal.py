@@ -65,6 +65,7 @@ def search(
     start: np.ndarray | None = None,
     threads: int = 1,
     graph: Graph | None = None,
+    join_at: float | None = None,
 ) -> np.ndarray | None:
     """The cheapest choice within the limit found by ``deadline`` (``time.monotonic()``).
 
@@ -82,6 +83,9 @@ def search(
         Searches run at once (processes, one per core).
     graph
         :func:`prepare`'s arrays, if already built.
+    join_at
+        When the searches after the first start (monotonic seconds; default at once): until
+        then their cores are another stage's (the bound's). They start from the shared best.
 
     Returns
     -------
@@ -93,7 +97,14 @@ def search(
     deadline -= 0.03 * max(0.0, deadline - time.monotonic())
     g = graph if graph is not None else prepare(c)
     if threads > 1 and time.monotonic() < deadline - 2.0:
-        return run_portfolio(lambda s, shared: _one(c, g, deadline, s, start, shared),
+        def one(s: int, shared: Incumbent) -> np.ndarray | None:
+            if s == seed or join_at is None:
+                return _one(c, g, deadline, s, start, shared)
+            time.sleep(max(0.0, min(join_at, deadline) - time.monotonic()))
+            got = shared.take(np.inf)
+            return _one(c, g, deadline, s, start if got is None else got[1], shared)
+
+        return run_portfolio(one,
                              [seed + i for i in range(threads)], c.n_nodes, deadline,
                              lambda x: ls.objective(c, x))  # fmt: skip
     return _one(c, g, deadline, seed, start)
