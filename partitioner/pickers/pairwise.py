@@ -80,16 +80,16 @@ def search_and_prove(
     """The heuristic, then (``prove``) the program and the neighbourhood search, on the reduced
     problem ``c``: ``(best plan or None, lower bound, proven)``; figures go into ``info``.
     ``threads``: processes of the primal search's portfolio on large problems (with two or
-    more, all but the first join once the bound's share of the time is over)."""
+    more, the second joins once the bound's share of the time is over)."""
     t0 = time.monotonic()
     info.update(reduced_nodes=int((c.k > 1).sum()), reduced_edges=len(c.edge_nodes))
     nb = search.neighbourhood(c)
     if prove and len(c.edge_cost) > SMALL_ENTRIES:  # too large for the whole program
         # The bounds stage beside the primal search for the first part of the time, priced
         # toward a quick plan of the price search. With two processes or more, the bound has a
-        # core of its own meanwhile, and the portfolio's other searches join when its share
-        # ends (sharing two cores three ways, M's bound reached 1.51 %; with a core of its own
-        # for the whole time 1.04 %, but S's search, alone on one core, lost 1-3 %).
+        # core of its own meanwhile: the portfolio's second search joins when its share ends
+        # (sharing two cores three ways, M's bound reached 1.51 %; with a core of its own for
+        # the whole time 1.04 %, but S's search, alone on one core, lost 1-3 %).
         quick = search.price_search(c, nb, search.greedy_start(c, nb), min(deadline, t0 + 2.0))
         target = None if quick is None else search.objective(c, quick)
         bound_end = t0 + BOUND_SHARE * (deadline - t0)

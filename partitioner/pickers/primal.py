@@ -84,8 +84,9 @@ def search(
     graph
         :func:`prepare`'s arrays, if already built.
     join_at
-        When the searches after the first start (monotonic seconds; default at once): until
-        then their cores are another stage's (the bound's). They start from the shared best.
+        When the second search starts (monotonic seconds; default at once): until then its
+        core is another stage's (the bound's). It starts from the shared best; the others
+        start at once.
 
     Returns
     -------
@@ -98,7 +99,7 @@ def search(
     g = graph if graph is not None else prepare(c)
     if threads > 1 and time.monotonic() < deadline - 2.0:
         def one(s: int, shared: Incumbent) -> np.ndarray | None:
-            if s == seed or join_at is None:
+            if s != seed + 1 or join_at is None:
                 return _one(c, g, deadline, s, start, shared)
             time.sleep(max(0.0, min(join_at, deadline) - time.monotonic()))
             got = shared.take(np.inf)

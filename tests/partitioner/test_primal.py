@@ -127,12 +127,13 @@ def test_search_fits_the_limit_and_beats_the_start(threads):
     assert fits and cost <= _score(index, c, start)[0]
 
 
-def test_late_searches_join_from_the_shared_plan_and_the_deadline_holds():
-    """``join_at``: the portfolio's other searches start late (their cores are the bound's
-    until then), from the first search's plan, and the whole still ends by its deadline."""
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_late_search_joins_from_the_shared_plan_and_the_deadline_holds(threads):
+    """``join_at``: the portfolio's second search starts late (its core is the bound's until
+    then), from the shared plan, and the whole still ends by its deadline."""
     index, c = _reduced(500, 3, tightness=0.1)
     t0 = time.monotonic()
-    x = primal.search(c, t0 + 4.0, seed=1, threads=2, join_at=t0 + 2.0)
+    x = primal.search(c, t0 + 4.0, seed=1, threads=threads, join_at=t0 + 2.0)
     assert time.monotonic() - t0 < 4.5
     alone = primal.search(c, time.monotonic() + 4.0, seed=1, threads=1)
     assert x is not None and _score(index, c, x)[1]
