@@ -15,12 +15,13 @@ import stat
 import sys
 import tempfile
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 from tacopt.errors import OutputError, TacoptError
+from tacopt.formats import HEAD_BYTES, check_replace, file_format, read_head
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes | str, *, what: str = "output") -> Path:
@@ -41,6 +42,7 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str, *, what: str =
     """
     path = Path(path)
     payload = _encoded(data)
+    check_replace(path, file_format(payload[:HEAD_BYTES]), what=what)
     tmp: str | None = None
     try:
         fd, tmp = tempfile.mkstemp(dir=_folder(path), prefix=_tmp_prefix(path), suffix=".tmp")
@@ -107,6 +109,7 @@ def check_output_path(
     *,
     what: str = "output",
     inputs: Iterable[str | os.PathLike[str] | None] = (),
+    writes: str | None = None,
 ) -> Path:
     """``path`` as a :class:`~pathlib.Path` if a file can be written there, else one clear error.
 
@@ -123,6 +126,10 @@ def check_output_path(
         What the file is, for the message (``"--plan"``, ``"results file"``).
     inputs : iterable of path-like or None
         The files the command reads; writing over one of them is refused.
+    writes : str, optional
+        The kind of file the output will be (:func:`tacopt.formats.file_format`, e.g. ``"JSON"``):
+        an existing file of another kind is refused now, before the work. Without it the same
+        check runs when the output is written (:func:`atomic_write`, :func:`all_or_nothing`).
 
     Returns
     -------
@@ -184,6 +191,8 @@ def check_output_path(
                 raise OutputError(
                     f"{what}: '{path}' is an input of this command; refusing to overwrite it"
                 )
+        if writes is not None:
+            check_replace(path, writes, what=what)
     _probe_folder(parent, what)
     return path
 
@@ -304,6 +313,9 @@ class Staging:
         return None
 
     def _commit(self) -> None:
+        for final, tmp in self._staged.items():  # every check before the first rename
+            if not is_stdout(final):
+                check_replace(final, file_format(read_head(tmp) or b""), what=self.what(final))
         for final, tmp in self._staged.items():
             try:
                 if is_stdout(final):
@@ -329,6 +341,7 @@ def all_or_nothing(
     outputs: Iterable[tuple[str, str | os.PathLike[str] | None]],
     *,
     inputs: Iterable[str | os.PathLike[str] | None] = (),
+    writes: Mapping[str, str] | None = None,
 ) -> Iterator[Staging]:
     """Check every output path first, stage the files, and rename them all at the end.
 
@@ -340,6 +353,10 @@ def all_or_nothing(
     inputs : iterable of path-like or None
         The files the command reads: an output that is one of them is refused
         (:func:`check_output_path`).
+    writes : mapping of str to str, optional
+        The kind of file each option writes (``{"--plan": "JSON"}``): an existing file of another
+        kind is refused before the work starts. Every output is checked again before it
+        replaces a file, whatever its option (:func:`tacopt.formats.check_replace`).
 
     Yields
     ------
@@ -372,9 +389,11 @@ def all_or_nothing(
     """
     inputs = list(inputs)
     names: dict[Path, str] = {}
+    kinds = dict(writes or {})
     for what, path in outputs:
         if path is not None:
-            names[check_output_path(path, what=what, inputs=inputs)] = what
+            checked = check_output_path(path, what=what, inputs=inputs, writes=kinds.get(what))
+            names[checked] = what
     staging = Staging(names)
     try:
         yield staging

@@ -78,6 +78,45 @@ def test_an_output_that_is_an_input_is_refused_by_every_command(inputs, capsys):
             assert the_input.read_bytes() == before
 
 
+def test_no_command_replaces_a_file_of_another_kind(inputs, tmp_path, capsys):
+    """``--plan model.tflite`` once turned a model into a plan: an existing file may be replaced
+    only by a file of its own kind, and a command may write over its own earlier output."""
+    capsys.readouterr()
+    foreign = {"tflite": inputs.read_bytes(), "notes": b"my notes, not a plan\n"}
+    for argv in _argvs(inputs, tmp_path / "out"):
+        writes_model = argv[0] in ("fuse", "rehydrate") or "--export" in argv
+        out = tmp_path / "out"
+        for name, data in foreign.items():
+            if writes_model and name == "tflite":
+                continue
+            out.write_bytes(data)
+            assert main(argv) == 2, argv
+            assert "refusing to replace it" in _one_line(capsys), argv
+            assert out.read_bytes() == data, argv
+        out.unlink()
+        if argv[0] == "fit":  # the records here are not enough for a fit
+            continue
+        for _ in range(2):  # its own output, twice
+            assert main(argv) == 0, argv
+        capsys.readouterr()
+        out.unlink()
+
+
+def test_the_kind_is_checked_again_before_anything_is_renamed(tmp_path):
+    """Without a declared kind, the staged bytes are checked against every target before the
+    first rename: nothing is written when one of them would replace a file of another kind."""
+    image = tmp_path / "b.png"
+    image.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(32))
+    with pytest.raises(OutputError, match="is a PNG image, and this writes JSON"):
+        with all_or_nothing([("--a", tmp_path / "a.json"), ("--b", image)]) as out:
+            out.write(tmp_path / "a.json", "{}")
+            out.write(image, '{"plan": 1}')
+    assert _files(tmp_path) == {"b.png"}
+    with pytest.raises(OutputError, match="refusing to replace it"):
+        atomic_write(image, "{}")
+    assert image.read_bytes().startswith(b"\x89PNG")
+
+
 @pytest.mark.parametrize("kind", ["fifo", "symlink", "device"])
 def test_an_existing_path_that_is_not_a_regular_file_is_kept(inputs, tmp_path, kind, capsys):
     out = Path("/dev/null") if kind == "device" else tmp_path / f"out.{kind}"

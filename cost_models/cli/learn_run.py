@@ -32,6 +32,7 @@ from tacopt.cost_models.learned.sampling.adapt import differing_weights, uncerta
 from tacopt.cost_models.learned.sampling.guard import choice_lines, guarded_adapt
 from tacopt.cost_models.learned.sampling.sweep import PRIORS, adaptive_weights, iter_samples
 from tacopt.cost_models.model_file import model_bytes
+from tacopt.formats import json_file_kind
 from tacopt.fusion.tflite.writer import write_tflite
 from tacopt.io import all_or_nothing, check_output_path
 
@@ -215,7 +216,7 @@ def rescale_seconds(
 def learn_command(args: argparse.Namespace) -> int:
     """Carry out ``tacopt learn`` (:func:`tacopt.cost_models.cli.learn.run_learn`)."""
     minutes = args.minutes if args.minutes is not None else (3.0 if args.base else 15.0)
-    check_output_path(args.out, what="-o")
+    check_output_path(args.out, what="-o", writes=json_file_kind(args.out))
     records = args.records or records_path(args.out)
     if records.exists():
         check_records_file(records, what="--records")

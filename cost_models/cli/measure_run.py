@@ -33,6 +33,7 @@ from tacopt.cost_models.learned.measurement.timing import MeasureConfig
 from tacopt.cost_models.learned.sampling.sweep import PRIORS, adaptive_weights, iter_samples
 from tacopt.cost_models.model_file import model_bytes, read_model_doc
 from tacopt.cost_models.protocol import CostModelError
+from tacopt.formats import json_file_kind
 from tacopt.fusion.ir import Op, Tensor, make_graph
 from tacopt.fusion.tflite.writer import serialize_tflite, write_tflite
 from tacopt.io import GZIP_MAGIC, all_or_nothing, check_output_path
@@ -273,7 +274,11 @@ def silence_xnnpack_banner() -> None:
 
 def fit_command(args: argparse.Namespace) -> int:
     """Carry out ``tacopt fit`` (:func:`tacopt.cost_models.cli.measure.run_fit`)."""
-    with all_or_nothing([("-o", args.out)], inputs=[args.records, args.eval]) as out:
+    with all_or_nothing(
+        [("-o", args.out)],
+        inputs=[args.records, args.eval],
+        writes={"-o": json_file_kind(args.out)},
+    ) as out:
         check_records_file(args.records, what="records file")
         if args.eval is not None:
             check_records_file(args.eval, what="--eval")

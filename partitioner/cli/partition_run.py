@@ -16,6 +16,7 @@ from tacopt.cli_options import options_of
 from tacopt.cost_models.base import get_cost_model
 from tacopt.cost_models.learned.measurement.fingerprint import announce_learned_devices
 from tacopt.errors import OutputError, printable
+from tacopt.formats import json_file_kind
 from tacopt.fusion.tflite.reader import read_tflite
 from tacopt.io import all_or_nothing
 from tacopt.partitioner.cli import load_module
@@ -87,6 +88,19 @@ def outputs_of(opts: PartitionOptions) -> list[tuple[str, Path | None]]:
     return outputs
 
 
+def kinds_of(opts: PartitionOptions) -> dict[str, str]:
+    """The kind of file each output option writes: an existing file of another kind is refused
+    before the work starts (``--plan model.tflite`` never replaces the model)."""
+    return {
+        "--problem": "JSON",  # save_problem writes plain JSON whatever the name
+        "--plan": json_file_kind(opts.plan or ""),
+        "--export": "a .tflite model",
+        "--svg": "XML or SVG",
+        "--dot": "a DOT graph",
+        "--html": "an HTML page",
+    }
+
+
 def inputs_of(opts: PartitionOptions) -> list[Path]:
     """The files the run reads (the model, ``--load`` files): no output may replace one."""
     return [opts.model, *(Path(spec) for spec in opts.load if spec.endswith(".py"))]
@@ -95,7 +109,7 @@ def inputs_of(opts: PartitionOptions) -> list[Path]:
 def partition_command(args: argparse.Namespace) -> int:
     """Carry out ``tacopt partition`` (:func:`tacopt.partitioner.cli.partition.run`)."""
     opts = options_from(args)
-    with all_or_nothing(outputs_of(opts), inputs=inputs_of(opts)) as out:
+    with all_or_nothing(outputs_of(opts), inputs=inputs_of(opts), writes=kinds_of(opts)) as out:
         summary, text = _partition(opts, out)
     # The report's names come from the model: shown escaped (JSON escapes them itself).
     print(json.dumps(summary, indent=1) if opts.json else printable(text, keep_newlines=True))

@@ -18,6 +18,7 @@ from typing import Any
 
 from tacopt.cli_options import options_of
 from tacopt.errors import TacoptError, one_line, printable
+from tacopt.formats import json_file_kind
 from tacopt.io import all_or_nothing
 from tacopt.partitioner.cli import OptionError, align_columns, load_module
 from tacopt.partitioner.errors import PickerError
@@ -80,7 +81,8 @@ def run_pick(options: PickOptions) -> int:
     entered = time.monotonic()
     contest, data = _read(options.problem)
     outputs = [("--plan", options.plan), ("--solution", options.solution)]
-    with all_or_nothing(outputs, inputs=[options.problem]) as out:
+    kinds = {what: json_file_kind(path or "") for what, path in outputs}
+    with all_or_nothing(outputs, inputs=[options.problem], writes=kinds) as out:
         for spec in options.load:
             load_module(spec)
         for name in options.pickers:
