@@ -5,11 +5,13 @@ deadline:
 
 1. primal search (:mod:`.search`, :mod:`.primal`): greedy placement, then Lagrangian best
    responses with repair and limit-keeping sweeps, for a plan within the capacity early;
-2. proof, on small problems: with few memory rows, toulbar2 over every node from a plan of
-   the primal search (:func:`~.windows.prove_whole`, the limit as knapsack constraints), then
-   the integer program (:func:`solve_mip`, below; its memory rows up front when they are few,
-   else lazily) on the whole reduced problem, each for a share of the time; they prove
-   optimality on the contest's B, G (toulbar2), A (the program) and small memory-tight ones;
+2. proof, on small problems: with few memory rows and whole-number costs, toulbar2 over every
+   node from a plan of the primal search (:func:`~.windows.prove_whole`, the limit as
+   knapsack constraints) and the integer program (:func:`solve_mip`, below, its memory rows up
+   front) at the same time, one core each, the first proof stopping the other
+   (:func:`~.proof.race`); otherwise the integer program (its rows up front when they are few,
+   else lazily) for a share of the time. They prove optimality on the contest's B, G
+   (toulbar2), A (the program) and small memory-tight ones;
 3. large-neighbourhood search with the rest: a window of steps or a ball of the graph is
    freed, the rest fixed, and the sub-problem solved exactly; a better plan is kept.
 
@@ -43,7 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from tacopt.partitioner.pickers import primal, search, windows
+from tacopt.partitioner.pickers import primal, proof, search, windows
 from tacopt.partitioner.pickers.bounds import BoundProcess, edge_split_bound
 from tacopt.partitioner.pickers.formulation import local_polytope
 from tacopt.partitioner.pickers.mip import solve_highs
@@ -65,9 +67,9 @@ SEARCH_SHARE = 0.8
 #: (:func:`live_steps`), else lazily.
 ROWS_UP_FRONT = 2_000
 #: Small problems with few memory rows: the share of the time for the primal search before
-#: toulbar2, and toulbar2's share of what is left (:func:`_toulbar2_proof`).
+#: the proof race (:func:`_race`), and the seconds the race leaves before the deadline.
 PRIMAL_FIRST = 0.08
-TOULBAR2_SHARE = 0.4
+RACE_END_S = 0.5
 #: At most this many seconds of that search (G at 120 s: 9 s of it before a 0.5 s proof).
 PRIMAL_FIRST_S = 5.0
 #: Nodes freed per neighbourhood at first and at most.
@@ -116,8 +118,9 @@ def search_and_prove(
         # On the other core: the primal search, then the bounds stage (priced toward its plan).
         # Not without a plan of the heuristic: the time may be needed to look among plans
         # with forbidden pairs (see engine.pairwise_stage).
+        # Not beside the proof race either: its two engines take the two cores.
         searcher: primal.SearchProcess | None = None
-        if best is not None and (c.k > 1).any():
+        if best is not None and (c.k > 1).any() and not _races(c, best):
             searcher = primal.SearchProcess(c, t0 + SEARCH_SHARE * (deadline - t0), seed=seed + 1,
                                           start=best, bound_until=deadline - 0.3)  # fmt: skip
         best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info)
@@ -145,15 +148,11 @@ def _value_or_inf(c: Compact, x: np.ndarray | None) -> float:
 
 
 def _exact(c, nb, best, bound, deadline, seed, info):
-    """toulbar2 on the whole problem (few memory rows, whole-number costs and usages), then
-    the whole program, each for a share of the time, then large-neighbourhood search."""
-    few_rows = len(live_steps(c)) <= ROWS_UP_FRONT
-    if len(c.edge_cost) <= SMALL_ENTRIES and best is not None and few_rows and \
-            windows.is_whole(c):  # fmt: skip
-        best, proven = _toulbar2_proof(c, nb, best, deadline, seed, info)
-        if proven:
-            info["bound_by"] = "toulbar2"
-            return best, float(search.objective(c, best)), True
+    """toulbar2 and the whole program at once (few memory rows, whole-number costs and
+    usages: :func:`_race`), else the whole program for a share of the time, then
+    large-neighbourhood search."""
+    if _races(c, best):
+        return _race(c, nb, best, bound, deadline, seed, info)
     if len(c.edge_cost) <= SMALL_ENTRIES:  # the whole program, while there is time
         everything = np.ones(c.n_nodes, dtype=bool)
         start = best if best is not None else np.zeros(c.n_nodes, dtype=np.int64)
@@ -180,29 +179,47 @@ def _exact(c, nb, best, bound, deadline, seed, info):
     return best, bound, False
 
 
-def _toulbar2_proof(c, nb, best, deadline, seed, info):
-    """The primal search for a moment (toulbar2 prunes by its plan's cost), then toulbar2 over
-    every node from that plan (:func:`~.windows.prove_whole`) for a share of the time:
-    ``(plan, proven)``. On memory-tight problems of 60-200 nodes it proved in 0.1-10 s of CPU
-    what the whole program took 12-74 s to prove."""
+def _races(c: Compact, best: np.ndarray | None) -> bool:
+    """Whether the proof on ``c`` is the race of toulbar2 and the program (:func:`_race`)."""
+    return best is not None and len(c.edge_cost) <= SMALL_ENTRIES and windows.is_whole(c) \
+        and len(live_steps(c)) <= ROWS_UP_FRONT  # fmt: skip
+
+
+def _race(c, nb, best, bound, deadline, seed, info):
+    """The primal search on both cores for a moment (toulbar2 prunes by its plan's cost), then
+    toulbar2 and the whole program from that plan at once, one core each, until one proves
+    optimality or the deadline (:func:`~.proof.race`): ``(plan, bound, proven)``.
+
+    One after the other, toulbar2 had 40 % of the time after the search (~21 s of CPU at a
+    60 s limit) and tight_150_206 was not proven; toulbar2 alone proves it in 35-38 s of CPU.
+    """
     t = time.monotonic()
     x = primal.search(c, t + min(PRIMAL_FIRST * (deadline - t), PRIMAL_FIRST_S), seed=seed,
-                      start=best)  # fmt: skip
+                      start=best, threads=2)  # fmt: skip
     if x is not None and search.objective(c, x) < search.objective(c, best):
         best = x
+    info["proof_from"] = float(search.objective(c, best))
+    attempts = proof.race(c, nb, best, deadline - RACE_END_S, (proof.toulbar2, integer_program))
+    info["proof"] = {a.engine: {"seconds": round(a.seconds, 3), "proven": a.proven,
+                                "bound": a.bound, "note": a.note} for a in attempts}  # fmt: skip
+    best, value, proven = proof.best_of(c, best, attempts)
+    if proven:
+        info["bound_by"] = next(a.engine for a in attempts if a.proven or a.bound >= value)
+        return best, value, True
+    strongest = max(attempts, key=lambda a: a.bound)
+    if strongest.bound > bound:
+        bound, info["bound_by"] = strongest.bound, strongest.engine
+    return best, bound, False
+
+
+def integer_program(c: Compact, nb: search.Neighbourhood, x: np.ndarray, seconds: float):
+    """The whole program from ``x`` (a MIP start) within ``seconds``, its memory rows up front
+    (:func:`_whole_program`): the race's second engine (:func:`~.proof.race`)."""
     t = time.monotonic()
-    share = TOULBAR2_SHARE * (deadline - t)
-    # its limit is CPU time: on a loaded machine the wall time may run up to half again
-    end = min(t + 1.5 * share + 1.0, t + 0.7 * (deadline - t))
-    y, proven = primal.bounded(_whole_toulbar2, end, (best, False), (c, nb, best, share))
-    info["toulbar2_s"] = round(time.monotonic() - t, 3)
-    info["toulbar2_from"] = float(search.objective(c, best))
-    info["toulbar2_proven"] = proven
-    return y, proven
-
-
-def _whole_toulbar2(c: Compact, nb: search.Neighbourhood, x: np.ndarray, seconds: float):
-    return (windows.prove_whole(c, nb, x, max(1, int(seconds))),)
+    res = _whole_program(c, np.ones(c.n_nodes, dtype=bool), x, seconds, True)[0]
+    fits = res.x is not None and search.fits(c, res.x) and bool(np.isfinite(res.objective))
+    return proof.Attempt("integer program", res.x if fits else None, res.bound,
+                         res.optimal and fits, time.monotonic() - t, res.status)  # fmt: skip
 
 
 def _whole_program(c: Compact, free: np.ndarray, start: np.ndarray, seconds: float, warm: bool):

@@ -1,0 +1,125 @@
+"""The proof race (:mod:`tacopt.partitioner.pickers.proof`): toulbar2 and the integer program
+agree with brute force on tiny problems; a failed or stopped engine leaves the other's answer;
+the result does not depend on which engine wins."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+
+import numpy as np
+import pytest
+
+from tacopt.partitioner.pickers import pairwise, primal, proof, search
+from tacopt.partitioner.pickers.reduce import Compact, reduce_problem
+from tacopt.partitioner.problem import index_problem
+from tacopt.partitioner.problem.contest import problem_from_dict
+from tacopt.partitioner.problem.contest_like import contest_like, memory_tight
+
+
+def _reduced(data: dict) -> Compact:
+    c = reduce_problem(index_problem(problem_from_dict(data)))
+    assert isinstance(c, Compact)
+    return c
+
+
+def _start(c: Compact) -> np.ndarray:
+    """A plan within the limit and without forbidden pairs, as the picker races from."""
+    x = primal.search(c, time.monotonic() + 1.0, seed=0)
+    assert x is not None and search.fits(c, x) and np.isfinite(search.objective(c, x))
+    return x
+
+
+def _brute(c: Compact) -> float:
+    best = math.inf
+    for choice in itertools.product(*(range(int(k)) for k in c.k)):
+        x = np.asarray(choice, dtype=np.int64)
+        if search.fits(c, x):
+            best = min(best, float(search.objective(c, x)))
+    return best
+
+
+def failing(c, nb, x, seconds):
+    raise ValueError("engine broke")
+
+
+def sleeping(c, nb, x, seconds):
+    time.sleep(seconds + 30.0)  # past the race's deadline: stopped
+
+
+ENGINES = (proof.toulbar2, pairwise.integer_program)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_both_engines_prove_the_brute_force_optimum(seed):
+    c = _reduced(contest_like(7, seed=seed, mean_strategies=3.0, tightness=0.05,
+                              forbidden_share=0.0))  # fmt: skip
+    if int(np.prod(c.k.astype(float))) > 20_000:
+        pytest.skip("too many choices for brute force")
+    nb = search.neighbourhood(c)
+    x = search.lowest_usage(c, nb)
+    optimum = _brute(c)
+    for engine in ENGINES:  # each alone: both prove the same optimum
+        (a,) = proof.race(c, nb, x, time.monotonic() + 30.0, (engine,))
+        assert a.proven, a
+        plan = x if a.x is None else a.x
+        assert search.fits(c, plan) and search.objective(c, plan) == pytest.approx(optimum)
+        assert a.bound <= optimum + 1e-6
+    best, value, proven = proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 30.0,
+                                                         ENGINES))  # fmt: skip
+    assert proven and value == pytest.approx(optimum) == search.objective(c, best)
+
+
+def test_a_failed_engine_leaves_the_others_answer():
+    c = _reduced(memory_tight(12, seed=1))
+    nb = search.neighbourhood(c)
+    x = _start(c)
+    broken, good = proof.race(c, nb, x, time.monotonic() + 30.0, (failing, proof.toulbar2))
+    assert broken.engine == "failing" and broken.note.startswith("failed: ")
+    assert "engine broke" in broken.note and broken.x is None and broken.bound == -math.inf
+    assert good.proven
+    best, value, proven = proof.best_of(c, x, [broken, good])
+    assert proven and value == search.objective(c, best) <= search.objective(c, x)
+
+
+def test_an_engine_out_of_time_is_stopped_and_the_other_wins():
+    c = _reduced(memory_tight(12, seed=2))
+    nb = search.neighbourhood(c)
+    x = _start(c)
+    slow, good = proof.race(c, nb, x, time.monotonic() + 20.0, (sleeping, proof.toulbar2))
+    assert good.proven and slow.note == "stopped" and slow.x is None
+    # nobody proves: every engine is stopped at the deadline, the starting plan stands
+    (alone,) = proof.race(c, nb, x, time.monotonic() + 1.5, (sleeping,))
+    assert alone.note == "stopped" and not alone.proven
+    best, bound, proven = proof.best_of(c, x, [alone])
+    assert best is x and bound == -math.inf and not proven
+
+
+def test_the_race_gives_the_same_optimum_whichever_engine_wins():
+    c = _reduced(memory_tight(16, seed=3, mean_strategies=6.0))
+    nb = search.neighbourhood(c)
+    x = _start(c)
+    values = set()
+    for engines in (ENGINES, ENGINES[::-1], ENGINES[:1], ENGINES[1:], ENGINES):
+        best, value, proven = proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 30.0,
+                                                             engines))  # fmt: skip
+        assert proven and search.fits(c, best) and value == search.objective(c, best)
+        values.add(value)
+    assert len(values) == 1
+    # one engine: the same plan every time
+    plans = [proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 30.0, ENGINES[:1]))[0]
+             for _ in range(2)]  # fmt: skip
+    assert (plans[0] == plans[1]).all()
+
+
+def test_toulbar2s_bound_out_of_time_is_below_the_optimum():
+    c = _reduced(memory_tight(60, seed=11))
+    nb = search.neighbourhood(c)
+    x = _start(c)
+    (short,) = proof.race(c, nb, x, time.monotonic() + 2.5, (proof.toulbar2,))
+    best, value, proven = proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 60.0,
+                                                         ENGINES))  # fmt: skip
+    if not proven:
+        pytest.skip("not proven within 60 s on this machine")
+    assert short.bound <= value + 1e-6
