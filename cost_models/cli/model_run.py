@@ -59,6 +59,7 @@ WHOLE_MODEL_TERMS = (
     "cache_bytes",
     "per_op_us",
     "while_trip_us",
+    "cold_weight_us_per_mb",
 )
 
 

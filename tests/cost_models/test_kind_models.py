@@ -18,9 +18,11 @@ from tacopt.cost_models.learned.fitting.model import DEFAULT_MODEL, LearnedCostM
 from tacopt.cost_models.learned.fitting.trees import predict_stacked
 from tacopt.cost_models.learned.fitting.whole_model import whole_model_terms
 from tacopt.cost_models.learned.measurement.records import (
+    cold_level,
     ops_and_bytes,
     records_by_key,
     spill_level,
+    weight_bytes,
 )
 from tacopt.cost_models.model_file import model_bytes, read_model_doc
 
@@ -348,15 +350,17 @@ def test_whole_model_terms_recover_scale_and_per_op_cost() -> None:
     doc = fit(records)
     assert doc["in_model_scale"] == pytest.approx(1.12, abs=0.01)
     assert doc["per_op_us"] == pytest.approx(0.3, abs=0.05)
-    scale, spill, per_op, trip = whole_model_terms(records, LearnedCostModel(doc))
+    scale, spill, per_op, trip, cold = whole_model_terms(records, LearnedCostModel(doc))
     assert (scale, per_op, trip) == (doc["in_model_scale"], doc["per_op_us"], 0.0)
+    assert cold == doc["cold_weight_us_per_mb"] == 0.0  # no caches: nothing overflows
     assert spill == doc["in_model_spill"] == 0.0  # records with no caches: no spill to fit
     assert doc["cache_bytes"] is None
 
 
-def spill_records(rng: np.random.Generator, spill: float) -> list[dict]:
+def spill_records(rng: np.random.Generator, spill: float, cold: float = 0.0) -> list[dict]:
     """Conv records of a device with a 64 KB L2 and a 4 MB L3, and chains of 2-40 of them run
-    at (1.01 + ``spill`` x their spill level) x their ops' sum."""
+    at (1.01 + ``spill`` x their spill level) x their ops' sum, + ``cold`` us a weight megabyte
+    x their cold level."""
     fp = {"cpu": "test", "l2_bytes": 2**16, "l3_bytes": 2**22, "resolver": "xnnpack"}
     ops = [{**conv_record(rng, i), "device": "d"} for i in range(120)]
     records: list[dict] = [{"type": "device", "device": "d", "fingerprint": fp}, *ops]
@@ -364,9 +368,11 @@ def spill_records(rng: np.random.Generator, spill: float) -> list[dict]:
         picked = rng.choice(len(ops), size=int(rng.integers(2, 40)), replace=False)
         net = sum(ops[k]["latency_us"] - 0.5 for k in picked)
         moved = sum(ops[k]["bytes"] for k in picked)
+        weights = sum(weight_bytes(ops[k]) for k in picked)
         level = spill_level(moved, (2**16, 2**22))
         records.append({"type": "model", "model": f"m{j}", "device": "d",
-                        "latency_us": 0.5 + (1.01 + spill * level) * net,
+                        "latency_us": 0.5 + (1.01 + spill * level) * net
+                        + cold * weights / 1e6 * cold_level(moved, (2**16, 2**22)),
                         "ops": [[ops[k]["key"], 1] for k in picked]})  # fmt: skip
     return records
 
@@ -394,6 +400,25 @@ def test_whole_model_terms_fit_how_far_a_model_spills_from_the_l2() -> None:
     assert old.predict_model(records[-1], by_key) == pytest.approx(
         old.overhead_us + doc["in_model_scale"] * raw + doc["per_op_us"] * ops_and_bytes(
             records[-1], by_key)[0])  # fmt: skip
+
+
+def test_whole_model_terms_fit_the_weights_that_come_back_cold_past_the_l3() -> None:
+    # past the L3 an op's weights, hot when it is timed alone, come from memory on every
+    # invoke: chains cost 300 us a weight megabyte x their cold level more than their ops' sum
+    records = spill_records(np.random.default_rng(11), 0.0, cold=300)
+    levels = [cold_level(ops_and_bytes(r, records_by_key(records))[1], (2**16, 2**22))
+              for r in records if r["type"] == "model"]  # fmt: skip
+    assert min(levels) == 0.0 and max(levels) == 1.0  # some chains stay in the L3, some not
+    doc = fit(records)
+    assert doc["cold_weight_us_per_mb"] == pytest.approx(300, rel=0.1)
+    m = LearnedCostModel(json.loads(json.dumps(doc)))
+    by_key = records_by_key(records)
+    errors = [m.predict_model(r, by_key) / r["latency_us"] - 1 for r in records[-10:]]
+    assert max(map(abs, errors)) < 0.03
+    # a file before the term prices no cold weights
+    old = LearnedCostModel({k: v for k, v in doc.items() if k != "cold_weight_us_per_mb"})
+    assert all(old.predict_model(r, by_key) < m.predict_model(r, by_key) + 1e-9
+               for r in records[-10:])  # fmt: skip
 
 
 def test_evaluate_lists_each_whole_models_price_error_and_in_model_scale() -> None:

@@ -220,6 +220,7 @@ def _fit(
         "in_model_spill": 0.0,
         "per_op_us": 0.0,
         "while_trip_us": 0.0,
+        "cold_weight_us_per_mb": 0.0,
         "conversion_us_per_element": conversion_rate(ops),
         "fallback_flops_per_us": gemm_rate(ops),
         "trained_on": {
@@ -262,5 +263,5 @@ def _fit(
     model["cache_bytes"] = fingerprint_caches(model["fingerprint"])
     terms = whole_model_terms(records, LearnedCostModel(model))
     model["in_model_scale"], model["in_model_spill"], model["per_op_us"] = terms[:3]
-    model["while_trip_us"] = terms[3]
+    model["while_trip_us"], model["cold_weight_us_per_mb"] = terms[3:]
     return model

@@ -48,7 +48,9 @@ the innermost runs a broadcast, a reduction or a transposed convolution walks (`
 Whole models (:meth:`LearnedCostModel.predict_model`): one invoke overhead + ``in_model_scale``
 (+ ``in_model_spill`` x how far the model's data spill from the L2 towards the L3 of the
 training device, ``cache_bytes``: version 13) x the sum of net op latencies + ``per_op_us`` per
-op + ``while_trip_us`` per WHILE trip; the terms are fitted on the training models' measured
+op + ``while_trip_us`` per WHILE trip + ``cold_weight_us_per_mb`` per weight megabyte of a model
+whose data overflow that L3 (version 15 files fitted since issue 47's session 4; before: none);
+the terms are fitted on the training models' measured
 latencies (:func:`~tacopt.cost_models.learned.fitting.whole_model.whole_model_terms`). Quantize /
 dequantize at a boundary cost ``conversion_us_per_element`` (fitted on QUANTIZE / DEQUANTIZE
 records).
@@ -94,8 +96,16 @@ from tacopt.cost_models.learned.fitting.kind_models import EXP_MAX, KindModels, 
 from tacopt.cost_models.learned.fitting.movement import predict_movement
 from tacopt.cost_models.learned.fitting.rules import fitted_kind, rule_latency
 from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_trees
-from tacopt.cost_models.learned.fitting.whole_model import LEGACY_FLOOR_US
-from tacopt.cost_models.learned.measurement.records import counted_ops, spill_level
+from tacopt.cost_models.learned.fitting.whole_model import (
+    LEGACY_FLOOR_US,
+    check_whole_model_terms,
+)
+from tacopt.cost_models.learned.measurement.records import (
+    cold_level,
+    counted_ops,
+    spill_level,
+    weight_bytes,
+)
 from tacopt.cost_models.learned.measurement.singleop import (
     UNMEASURABLE,
     absorbed_reason,
@@ -262,6 +272,9 @@ class LearnedCostModel(CostModelBase):
             self.spill = float(doc.get("in_model_spill", 0.0))
             self.cache_bytes = [float(b) for b in doc.get("cache_bytes") or []] or None
             self.while_trip_us = float(doc.get("while_trip_us", 0.0))
+            #: us a weight megabyte costs an op in a model whose data overflow the L3
+            #: (whole_model.whole_model_terms; files before: none)
+            self.cold_weight_us_per_mb = float(doc.get("cold_weight_us_per_mb", 0.0))
             self.per_op_us = float(doc.get("per_op_us", 0.0))
             self.conversion_us = float(doc.get("conversion_us_per_element", 0.0))
             self.gemm_rate = float(doc.get("fallback_flops_per_us", 0.0))
@@ -273,7 +286,7 @@ class LearnedCostModel(CostModelBase):
             gross = int(doc.get("version", 1)) >= 2
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise CostModelError(f"learned model '{source}': bad or missing field {exc}") from None
-        self._check_whole_model_terms(source)
+        check_whole_model_terms(self, source)
         names = feature_names(**self.feature_flags)
         expected = [*names, *(f"kind={k}" for k in self.tree_kinds)]
         has_trees = self.trees is not None or bool(self.family_trees)
@@ -309,6 +322,8 @@ class LearnedCostModel(CostModelBase):
         self._graph_bytes = weakref.WeakKeyDictionary()
         #: the in-model scale of the model graph it is bound to (for_model); None: each graph's
         self._bound_scale: float | None = None
+        #: the cold level of the model graph it is bound to (for_model)
+        self._bound_cold: float | None = None
 
     def predict(self, features: Mapping[str, Any], *, key: str | None = None) -> Prediction:
         """Single-op latency (us, invoke overhead included) of one op configuration (see the
@@ -483,56 +498,42 @@ class LearnedCostModel(CostModelBase):
         latencies + ``per_op_us`` per op + the per-trip loop overhead (``raw``: the overhead
         and the plain sum of net op latencies). Ops the record lists as ``absorbed`` (a PAD
         XNNPACK adds to the next convolution) count for nothing."""
-        total = ops = moved = 0.0
+        total = ops = moved = weights = 0.0
         for key, rec, count in counted_ops(model_record, by_key):
             # an op that could not run alone (skip record) is predicted from its features
             total += count * self.predict_net(rec, key=key if rec.get("type") == "op" else None)
             ops += count
             moved += count * float(rec.get("bytes", 0.0))
+            weights += count * weight_bytes(rec)
         if raw:
             return self.overhead_us + total
         total = self.overhead_us + self.in_model_scale(moved) * total + self.per_op_us * ops
+        total += self.cold_weight_us_per_mb * weights / 1e6 * self.cold_level(moved)
         if with_loops:
             total += self.while_trip_us * model_record.get("loop_trips", 0.0)
         return total
-
-    def _check_whole_model_terms(self, source: str) -> None:
-        """One line naming the file and the field for a whole-model term that is not a finite
-        number in range (the scale positive, the others non-negative), or caches that are not
-        two sizes."""
-        terms = {
-            "in_model_scale": self.scale,
-            "in_model_spill": self.spill,
-            "per_op_us": self.per_op_us,
-            "while_trip_us": self.while_trip_us,
-        }
-        for name, v in terms.items():
-            least = "positive" if name == "in_model_scale" else "non-negative"
-            if not math.isfinite(v) or v < 0 or (name == "in_model_scale" and v == 0):
-                raise CostModelError(
-                    f"learned model '{source}': {name} is {v}, not a {least} finite number"
-                )
-        caches = self.cache_bytes
-        if caches is not None and (
-            len(caches) != 2 or not all(math.isfinite(b) and b > 0 for b in caches)
-        ):
-            raise CostModelError(
-                f"learned model '{source}': cache_bytes is {caches}, not [L2 bytes, L3 bytes]"
-            )
 
     def in_model_scale(self, model_bytes: float) -> float:
         """How much slower an op runs inside a model whose ops read and write ``model_bytes`` per
         invoke than alone: ``in_model_scale`` + ``in_model_spill`` x its spill level."""
         return self.scale + self.spill * spill_level(model_bytes, self.cache_bytes)
 
+    def cold_level(self, model_bytes: float) -> float:
+        """How far a model whose ops read and write ``model_bytes`` per invoke overflows the
+        training device's L3 (:func:`~.records.cold_level`): its ops' weights cost
+        ``cold_weight_us_per_mb`` a megabyte times this."""
+        return cold_level(model_bytes, self.cache_bytes) if self.cold_weight_us_per_mb else 0.0
+
     def for_model(self, G: nx.MultiDiGraph) -> LearnedCostModel:
         """This model pricing every op at the in-model scale of model graph ``G`` (the bytes
         its ops move), whatever part of ``G`` it is given: a partitioner's unit is a part of the
         model it runs in (:func:`tacopt.cost_models.protocol.for_model`)."""
-        if not self.spill:
+        if not self.spill and not self.cold_weight_us_per_mb:
             return self
         bound = copy.copy(self)
-        bound._bound_scale = self._graph_scale(G)
+        moved = self._graph_moved(G)
+        bound._bound_scale = self.in_model_scale(moved)
+        bound._bound_cold = self.cold_level(moved)
         return bound
 
     def op_cost(
@@ -545,19 +546,27 @@ class LearnedCostModel(CostModelBase):
         check_inference_type(inference_type, model=self.name)
         if node not in G:
             raise CostModelError(f"cost model 'learned': op '{node}' is not in the graph")
-        scale = self._graph_scale(G) if self._bound_scale is None else self._bound_scale
-        return self._op_cost(G, node, inference_type, scale)
+        if self._bound_scale is None:
+            moved = self._graph_moved(G)
+            scale, cold = self.in_model_scale(moved), self.cold_level(moved)
+        else:
+            scale, cold = self._bound_scale, self._bound_cold or 0.0
+        return self._op_cost(G, node, inference_type, scale, cold)
 
-    def _op_cost(self, G: nx.MultiDiGraph, node: str, inference_type: str, scale: float) -> float:
+    def _op_cost(
+        self, G: nx.MultiDiGraph, node: str, inference_type: str, scale: float, cold: float = 0.0
+    ) -> float:
         op = G.nodes[node]["op"]
         if op.kind == "WHILE":
-            return self._while_cost(G, node, inference_type, scale)
+            return self._while_cost(G, node, inference_type, scale, cold)
         if not self._runs(G, node):
             return 0.0  # state, an op of constants (computed once, at init), an absorbed PAD
         feats = op_features(G, node, root=G)
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type
         net = scale * self.predict_net(feats, key=key) + self.per_op_us
+        if cold:
+            net += self.cold_weight_us_per_mb * cold * weight_bytes(feats) / 1e6
         return self.speed_factors[reference_family(op.kind, inference_type)] * net
 
     def _runs(self, G: nx.MultiDiGraph, node: str) -> bool:
@@ -567,12 +576,12 @@ class LearnedCostModel(CostModelBase):
             return False
         return self.resolver != "xnnpack" or absorbed_reason(G, node) is None
 
-    def _graph_scale(self, G: nx.MultiDiGraph) -> float:
-        """The in-model scale of the ops of model ``G``: from the bytes its top-level ops read
-        and write per invoke (a WHILE's body and condition, subgraphs of their own, left out),
-        computed once per graph of a given size."""
-        if not self.spill:
-            return self.scale
+    def _graph_moved(self, G: nx.MultiDiGraph) -> float:
+        """The bytes the top-level ops of model ``G`` read and write per invoke (a WHILE's body
+        and condition, subgraphs of their own, left out), which set its in-model scale and cold
+        level; computed once per graph of a given size (0 when neither depends on them)."""
+        if not self.spill and not self.cold_weight_us_per_mb:
+            return 0.0
 
         size = (G.number_of_nodes(), G.number_of_edges())
         known = self._graph_bytes.get(G)
@@ -582,9 +591,11 @@ class LearnedCostModel(CostModelBase):
                 if G.nodes[n]["op"].kind != "WHILE" and self._runs(G, n):
                     moved += float(op_features(G, n, root=G)["bytes"])
             known = self._graph_bytes[G] = (size, moved)
-        return self.in_model_scale(known[1])
+        return known[1]
 
-    def _while_cost(self, G: nx.MultiDiGraph, node: str, itype: str, scale: float) -> float:
+    def _while_cost(
+        self, G: nx.MultiDiGraph, node: str, itype: str, scale: float, cold: float
+    ) -> float:
         op = G.nodes[node]["op"]
         trips, _ = trip_count(G, node, root=G)
         subs = G.graph.get("subgraphs", {})
@@ -593,7 +604,7 @@ class LearnedCostModel(CostModelBase):
             S = subs[op.options[part]]
             S_root = _with_subgraphs(S, subs)
             for n in S.nodes:
-                total += mult * self._op_cost(S_root, n, itype, scale)
+                total += mult * self._op_cost(S_root, n, itype, scale, cold)
         return total
 
     def link_cost(self, src_device: str, dst_device: str) -> LinkCost:

@@ -250,7 +250,8 @@ def check_model_doc(
     _check_kind_models(f, doc.get("kind_models"), len(base))
     f.number(doc.get("overhead_us"), "overhead_us", low=0)
     for key in ("net_floor_us", "in_model_spill", "while_trip_us", "per_op_us",
-                "conversion_us_per_element", "fallback_flops_per_us"):  # fmt: skip
+                "cold_weight_us_per_mb", "conversion_us_per_element",
+                "fallback_flops_per_us"):  # fmt: skip
         if doc.get(key) is not None:
             f.number(doc[key], key, low=0)
     if doc.get("in_model_scale") is not None:

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from tacopt.cost_models.learned.fitting.schema import check_records
 from tacopt.cost_models.learned.measurement.singleop import UNMEASURABLE
 from tacopt.errors import TacoptError
+from tacopt.fusion.ir.vocabulary import DTYPE_NBYTES
 from tacopt.io import read_json_lines
 
 
@@ -93,6 +94,45 @@ def spill_level(model_bytes: float, cache_bytes: Sequence[float] | None) -> floa
     return min(math.log(model_bytes / l2) / math.log(l3 / l2), 1.0)
 
 
+def cold_level(model_bytes: float, cache_bytes: Sequence[float] | None) -> float:
+    """How far a model's data overflow a core's L3 cache, 0 to 1: 0 at or below the L3's size,
+    1 at twice it or beyond, log-linear between; 0 when the caches are unknown. Past it an
+    op's weights, hot in cache when the op is timed alone, come back from memory on every
+    invoke (:func:`weight_bytes`, ``whole_model.whole_model_terms``).
+
+    >>> cold_level(2**25, (2**20, 2**25)), cold_level(2**26, (2**20, 2**25))
+    (0.0, 1.0)
+    >>> round(cold_level(1.5 * 2**25, (2**20, 2**25)), 3), cold_level(2**30, None)
+    (0.585, 0.0)
+    """
+    if not cache_bytes or len(cache_bytes) != 2 or not all(cache_bytes):
+        return 0.0
+    l3 = float(cache_bytes[1])
+    if model_bytes <= l3:
+        return 0.0
+    return min(math.log2(model_bytes / l3), 1.0)
+
+
+#: Kinds whose constant operand is a table read by the rows asked for, not whole per invoke.
+TABLE_KINDS = frozenset({"GATHER", "GATHER_ND", "EMBEDDING_LOOKUP"})
+
+
+def weight_bytes(features: Mapping[str, Any]) -> float:
+    """Bytes of an op's constant operands (its weights and biases), which it reads whole on every
+    invoke; a table read by rows (:data:`TABLE_KINDS`) counts nothing.
+
+    >>> weight_bytes({"kind": "CONV_2D", "inputs": [[[1, 8, 8, 4], "float32", False],
+    ...     [[16, 3, 3, 4], "float32", True], [[16], "float32", True]]})
+    2368.0
+    """
+    if features.get("kind") in TABLE_KINDS:
+        return 0.0
+    return float(sum(
+        math.prod(max(int(v), 1) for v in d[0]) * DTYPE_NBYTES.get(d[1], 4)
+        for d in features.get("inputs", []) if d and len(d) > 2 and d[2]
+    ))  # fmt: skip
+
+
 def counted_ops(
     model_record: Mapping[str, Any], by_key: Mapping[str, Mapping[str, Any]]
 ) -> Iterator[tuple[str, Mapping[str, Any], float]]:
@@ -113,11 +153,21 @@ def ops_and_bytes(
 ) -> tuple[float, float]:
     """``(ops, bytes)``: how many ops a ``model`` record runs per invoke (:func:`counted_ops`)
     and the bytes they read and write (the op records' ``bytes``)."""
-    n = moved = 0.0
+    n, moved, _ = ops_bytes_weights(model_record, by_key)
+    return n, moved
+
+
+def ops_bytes_weights(
+    model_record: Mapping[str, Any], by_key: Mapping[str, Mapping[str, Any]]
+) -> tuple[float, float, float]:
+    """``(ops, bytes, weight bytes)`` of a ``model`` record per invoke: :func:`ops_and_bytes`
+    and the bytes of its ops' weights (:func:`weight_bytes`)."""
+    n = moved = weights = 0.0
     for _, rec, count in counted_ops(model_record, by_key):
         n += count
         moved += count * float(rec.get("bytes", 0.0))
-    return n, moved
+        weights += count * weight_bytes(rec)
+    return n, moved, weights
 
 
 def fingerprint_caches(fp: Mapping[str, Any] | None) -> list[int] | None:
