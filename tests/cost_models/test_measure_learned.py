@@ -435,6 +435,31 @@ def test_queue_writes_an_op_after_its_last_pass_and_parks_it_for_the_gap(tmp_pat
     assert stats == {"measured": 2, "skipped": 1} and len(q) == 0
 
 
+def test_ops_of_a_positive_domain_are_timed_on_positive_inputs() -> None:
+    """LiteRT's builtin LOG, SQRT, RSQRT and POW take a slow path on the NaN a negative input
+    gives (LOG 3x here), which a real model never feeds them: their single-op models get
+    positive inputs, the other kinds U(-1, 1) as before (real LiteRT interpreters)."""
+    import io
+
+    from tacopt.cost_models.learned.measurement.queue import OpQueue
+    from tacopt.cost_models.learned.measurement.speed import SpeedTracker
+
+    #  x -> [LOG] -> y
+    ts = [Tensor("x", (1, 64), "float32"), Tensor("y", (1, 64), "float32")]
+    log = serialize_tflite(make_graph("l", ts, [Op("log_0", "LOG", ("x",), ("y",))], ["x"], ["y"]))
+    cfg = MeasureConfig(samples=2, rounds=1, quiet_target=1, passes=2, pass_gap_s=3600, chunk=4)
+    stats = {"measured": 0, "skipped": 0}
+    q = OpQueue(io.StringIO(), cfg, _SlowEpisode(), SpeedTracker(), lambda: {"device": "d"}, stats)  # type: ignore[arg-type]
+    q.submit({"key": "k0", "model": "m", "op": "log_0"}, {"kind": "LOG"}, log)
+    neg = serialize_tflite(neg_graph())
+    q.submit({"key": "k1", "model": "m", "op": "neg_0"}, {"kind": "NEG"}, neg)
+    assert [op.timer.positive for op in q.parked if op.timer] == [True, False]
+    positive = Timer(log, None, cfg, seed=0, samples=1, positive=True).values[0]
+    as_before = Timer(log, None, cfg, seed=0, samples=1).values[0]
+    assert positive.min() >= 0 and as_before.min() < 0
+    assert np.array_equal(positive, np.abs(as_before))  # the same draws, sign dropped
+
+
 def test_queue_past_its_deadline_writes_parked_ops_as_they_are() -> None:
     """Past the deadline a parked op is written with its one pass, and a new one gets one pass
     (a partial chunk) and is written too: a tiny budget still measures what it started."""

@@ -29,6 +29,7 @@ from tacopt.cost_models.learned.measurement.custom_ops import stand_in_model
 from tacopt.cost_models.learned.measurement.records import write_record
 from tacopt.cost_models.learned.measurement.speed import SpeedTracker, reference_models
 from tacopt.cost_models.learned.measurement.timing import (
+    POSITIVE_DOMAIN,
     Gate,
     MeasureConfig,
     Timer,
@@ -146,8 +147,9 @@ class OpQueue:
             if op.timer is None:
                 try:
                     op.timer = Timer(
-                        op.model, None, cfg, seed=cfg.seed, samples=cfg.samples, passes=cfg.passes
-                    )
+                        op.model, None, cfg, seed=cfg.seed, samples=cfg.samples,
+                        passes=cfg.passes, positive=op.feats.get("kind") in POSITIVE_DOMAIN,
+                    )  # fmt: skip
                 except Exception as exc:  # the runtime refused this op
                     first = (str(exc).splitlines() or [""])[0][:160]
                     op.timer = self._stand_in_timer(op)
