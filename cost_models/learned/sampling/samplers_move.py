@@ -407,15 +407,24 @@ def _select_v2(rng: Rng) -> nx.MultiDiGraph:
     return finish(b, y)
 
 
+#: A detector's anchors and classes (SSD's 1917 x 91, BlazeFace's 896, ...): its scores'
+#: max and arg-max over the classes (an SSD post-processing's ARG_MAX was priced at 0.6x).
+_ANCHORS = (500, 896, 1917, 2034, 2304, 4096, 8732)
+_CLASSES = (2, 3, 11, 20, 21, 80, 90, 91)
+
+
 def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     """A reduction of a small tensor, of many short rows, or of an axis of a feature map (a
-    score's max over the anchors, a spectrogram's sum over its few channels)."""
+    score's max over the anchors, a spectrogram's sum over its few channels), or (a third of
+    the maxima) over each anchor's classes."""
 
     def build(rng: Rng) -> nx.MultiDiGraph:
         shape = _post_shape(rng)
         axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(0, len(shape)))
         if len(shape) == 3 and shape[1] >= 256 and shape[-1] <= 16 and rng.random() < 0.5:
             axis = 1  # the best score over a detector's anchors: one long strided walk
+        if kind != "SUM" and rng.random() < 0.35:  # the best class of each anchor
+            shape, axis = (1, int(rng.choice(_ANCHORS)), int(rng.choice(_CLASSES))), 2
 
         keep = bool(rng.random() < 0.5)
         out = tuple(1 if a == axis else d for a, d in enumerate(shape) if keep or a != axis)
@@ -433,7 +442,13 @@ def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
 
 def _concat_rows(rng: Rng) -> nx.MultiDiGraph:
     """A detector's output assembled along the last axis of many short rows: boxes, keypoints
-    and a score (``(1, N, 4) + (1, N, 12) + (1, N, 1)``), 2-4 narrow parts."""
+    and a score (``(1, N, 4) + (1, N, 12) + (1, N, 1)``), 2-4 narrow parts; or (30 %) 3-13
+    single rows stacked (a recommender's features: 9 x (1, 1, 32) was priced at 0.3x)."""
+    if rng.random() < 0.3:  # a recommender's pooled features, one row each
+        dim, k = int(rng.choice([8, 16, 32, 64, 128])), int(rng.integers(3, 14))
+        b = GraphBuilder("concatenation_rows")
+        xs = [b.input(f"x{i}", (1, 1, dim)) for i in range(k)]
+        return finish(b, b.op("CONCATENATION", *xs, axis=1, shape=(1, k, dim)))
     rows = _rows(rng)
     parts = [int(rng.choice(_NARROW)) for _ in range(int(rng.integers(2, 5)))]
     b = GraphBuilder("concatenation_rows")
@@ -490,7 +505,7 @@ MOVE_PRIOR: dict[str, float] = {
     "SELECT_V2_SMALL": 0.8,
     "REDUCE_MAX_SMALL": 0.8,
     "SUM_SMALL": 0.8,
-    "ARG_MAX_SMALL": 0.4,
+    "ARG_MAX_SMALL": 0.7,
     **{f"{k}_SMALL": 0.15 for k in _SMALL_ELEMENTWISE},
     # a threshold of every anchor's score against a scalar runs in the builtin kernels'
     # broadcast path, 2.4 ns an element here (a face detector's GREATER was priced at 0.2x
