@@ -199,7 +199,7 @@ def _race(c, nb, best, bound, deadline, seed, info):
     if x is not None and search.objective(c, x) < search.objective(c, best):
         best = x
     info["proof_from"] = float(search.objective(c, best))
-    attempts = proof.race(c, nb, best, deadline - RACE_END_S, (proof.toulbar2, integer_program))
+    attempts = proof.race(c, nb, best, deadline - RACE_END_S, (proof.TOULBAR2, INTEGER_PROGRAM))
     info["proof"] = {a.engine: {"seconds": round(a.seconds, 3), "proven": a.proven,
                                 "bound": a.bound, "note": a.note} for a in attempts}  # fmt: skip
     best, value, proven = proof.best_of(c, best, attempts)
@@ -212,15 +212,18 @@ def _race(c, nb, best, bound, deadline, seed, info):
     return best, bound, False
 
 
-def integer_program(c: Compact, nb: search.Neighbourhood, x: np.ndarray, seconds: float):
+def _integer_program(c: Compact, nb: search.Neighbourhood, x: np.ndarray, seconds: float):
     """The whole program from ``x`` (a MIP start) within ``seconds``, its memory rows up front
-    (:func:`_whole_program`): the race's second engine (:func:`~.proof.race`)."""
+    (:func:`_whole_program`)."""
     t = time.monotonic()
     res = _whole_program(c, np.ones(c.n_nodes, dtype=bool), x, seconds, True)[0]
     fits = res.x is not None and search.fits(c, res.x) and bool(np.isfinite(res.objective))
     return proof.Attempt("integer program", res.x if fits else None, res.bound,
                          res.optimal and fits, time.monotonic() - t, res.status)  # fmt: skip
 
+
+#: The race's second engine (:func:`~.proof.race`); HiGHS keeps its own (wall-clock) limit.
+INTEGER_PROGRAM = proof.Engine("integer program", _integer_program)
 
 def _whole_program(c: Compact, free: np.ndarray, start: np.ndarray, seconds: float, warm: bool):
     # Every row up front when they are few: lazily, HiGHS solved the program again per round

@@ -7,14 +7,18 @@ proved most memory-tight instances of 60-200 nodes in 0.1-10 s of CPU, the integ
 bound was the closest on the ones neither proved. Run one after the other, each had a share of
 the time; here they run at the same time, each in a forked process of its own (one core each
 on two cores). The first to prove wins and the other is stopped; without a proof each engine's
-plan and lower bound count (:func:`race`). An engine that fails or is stopped at the deadline
-leaves the other's answer.
+plan and lower bound count (:func:`race`). toulbar2 is stopped at its end of time by the signal
+of its own CPU-time limit and returns its best plan and bound at once (its CPU-time limit alone
+ran past a 60 s deadline at load 5-6 on 2 cores, and killing it lost both). An engine that fails
+or is stopped at the deadline leaves the other's answer.
 """
 
 from __future__ import annotations
 
 import math
 import multiprocessing as mp
+import os
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,8 +31,10 @@ from tacopt.partitioner.errors import PickerError, send_result, worker_result
 from tacopt.partitioner.pickers import search, windows
 from tacopt.partitioner.pickers.reduce import Compact
 
-#: Seconds kept back from an engine's own limit for sending its answer before the deadline.
-SEND_S = 1.0
+#: The share of the race's time (at least :data:`SEND_S` seconds) kept back from the engines'
+#: own limits for sending their answers before the deadline (HiGHS may overrun its limit).
+SEND_SHARE = 0.08
+SEND_S = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +52,25 @@ class Attempt:
     note: str = ""
 
 
-Engine = Callable[[Compact, search.Neighbourhood, np.ndarray, float], Attempt]
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """A proof engine: its name, ``run(c, nb, x, seconds) -> Attempt``, and the signal that
+    makes it return what it has at once (None: it keeps its own limit)."""
+
+    name: str
+    run: Callable[[Compact, search.Neighbourhood, np.ndarray, float], Attempt]
+    stop_signal: int | None = None
 
 
-def toulbar2(c: Compact, nb: search.Neighbourhood, x: np.ndarray, seconds: float) -> Attempt:
-    """toulbar2 over every node from ``x`` (which fits) for ``seconds`` of CPU
-    (:func:`~.windows.prove_whole`); its bound is toulbar2's global dual bound."""
+def _toulbar2(c: Compact, nb: search.Neighbourhood, x: np.ndarray, seconds: float) -> Attempt:
     t = time.monotonic()
     y, proven, bound = windows.prove_whole(c, nb, x, max(1, int(seconds)))
     return Attempt("toulbar2", y, bound, proven, time.monotonic() - t)
+
+
+#: toulbar2 over every node from the plan (:func:`~.windows.prove_whole`), its bound toulbar2's
+#: global dual bound; SIGVTALRM is its CPU-time limit's signal.
+TOULBAR2 = Engine("toulbar2", _toulbar2, signal.SIGVTALRM)
 
 
 def race(
@@ -66,6 +82,9 @@ def race(
 ) -> list[Attempt]:
     """Every engine on ``c`` from ``x`` (which fits) at once, each in a forked process, until
     one proves optimality (the others are then stopped) or ``deadline`` (monotonic seconds).
+    At their end of time (:data:`SEND_SHARE` before the deadline) engines with a stop signal
+    get it; what they send after it is not a proof (it may be cut short), but its plan and
+    bound count.
 
     Parameters
     ----------
@@ -74,11 +93,10 @@ def race(
     x
         A plan within the limit: the engines' start (toulbar2 prunes by its cost).
     deadline
-        When every engine still running is stopped; each gets its own limit :data:`SEND_S`
-        before it.
+        When every engine still running is killed.
     engines
-        Functions ``(c, nb, x, seconds) -> Attempt`` (:func:`toulbar2`; the integer program:
-        :func:`~.pairwise.integer_program`), in the order ties are broken (two proofs in one poll).
+        :data:`TOULBAR2`, the integer program (:data:`~.pairwise.INTEGER_PROGRAM`), ..., in the
+        order ties are broken (two proofs in one poll).
 
     Returns
     -------
@@ -95,54 +113,67 @@ def race(
     >>> from tacopt.partitioner.pickers.reduce import reduce_problem
     >>> c = reduce_problem(index_problem(problem_from_dict(memory_tight(12, seed=1))))
     >>> nb = search.neighbourhood(c)
-    >>> out = race(c, nb, search.lowest_usage(c, nb), time.monotonic() + 20.0, (toulbar2,))
+    >>> out = race(c, nb, search.lowest_usage(c, nb), time.monotonic() + 20.0, (TOULBAR2,))
     >>> [(a.engine, a.proven) for a in out]
     [('toulbar2', True)]
     """
     t0 = time.monotonic()
-    seconds = max(0.1, deadline - t0 - SEND_S)
+    end = deadline - max(SEND_S, SEND_SHARE * (deadline - t0))
     ctx = mp.get_context("fork")
     running: dict[Any, tuple[int, Any]] = {}
     out: list[Attempt | None] = [None] * len(engines)
+    stopped: set[int] = set()  # engines sent their stop signal
+    signalled = False
     for i, engine in enumerate(engines):
         receive, send = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_child, args=(engine, (c, nb, x, seconds), send), daemon=True)
+        proc = ctx.Process(target=_child, args=(engine.run, (c, nb, x, max(0.1, end - t0)), send),
+                           daemon=True)  # fmt: skip
         proc.start()
         send.close()
         running[receive] = (i, proc)
     try:
         while running and not any(a is not None and a.proven for a in out):
-            ready = wait(list(running), timeout=max(0.0, deadline - time.monotonic()))
-            if not ready:
+            now = time.monotonic()
+            if now >= end and not signalled:
+                signalled = True
+                for i, proc in running.values():
+                    signum = engines[i].stop_signal
+                    if signum is not None:
+                        os.kill(proc.pid, signum)
+                        stopped.add(i)
+            wake = end if now < end else deadline
+            ready = wait(list(running), timeout=max(0.0, wake - now))
+            if not ready and now >= end:
                 break  # the deadline
-            for end in sorted(ready, key=lambda r: running[r][0]):  # ties: engine order
-                i, proc = running.pop(end)
-                out[i] = _received(engines[i], end, time.monotonic() - t0)
-                end.close()  # type: ignore[union-attr]
+            for conn in sorted(ready, key=lambda r: running[r][0]):  # ties: engine order
+                i, proc = running.pop(conn)
+                out[i] = _received(engines[i].name, conn, time.monotonic() - t0,
+                                   i in stopped)  # fmt: skip
+                conn.close()  # type: ignore[union-attr]
                 proc.join()
     finally:
-        for end, (i, proc) in running.items():  # the losers and the ones out of time
+        for conn, (i, proc) in running.items():  # the losers and the ones out of time
             proc.kill()
             proc.join()
-            end.close()
-            out[i] = Attempt(_name(engines[i]), None, -math.inf, False, time.monotonic() - t0,
+            conn.close()
+            out[i] = Attempt(engines[i].name, None, -math.inf, False, time.monotonic() - t0,
                              "stopped")  # fmt: skip
     return [a for a in out if a is not None]
 
 
-def _name(engine: Engine) -> str:
-    return engine.__name__.replace("_", " ")  # toulbar2, integer program
-
-
-def _received(engine: Engine, receive: Any, seconds: float) -> Attempt:
-    """The engine's attempt from its pipe; a failure (or a process that died without sending)
-    becomes an attempt with nothing, so the other engine's answer stands."""
+def _received(name: str, receive: Any, seconds: float, cut_short: bool) -> Attempt:
+    """The engine's attempt from its pipe (``cut_short``: sent after its stop signal, so not
+    a proof); a failure, or a process that died without sending, becomes an attempt with
+    nothing, so the other engine's answer stands."""
     try:
-        return worker_result(receive.recv())
+        got = worker_result(receive.recv())
     except PickerError as exc:
-        return Attempt(_name(engine), None, -math.inf, False, seconds, f"failed: {exc}")
+        return Attempt(name, None, -math.inf, False, seconds, f"failed: {exc}")
     except (EOFError, OSError):
-        return Attempt(_name(engine), None, -math.inf, False, seconds, "failed: no answer")
+        return Attempt(name, None, -math.inf, False, seconds, "failed: no answer")
+    if cut_short:
+        return Attempt(got.engine, got.x, got.bound, False, got.seconds, "stopped at its end")
+    return got
 
 
 def _child(engine: Engine, args: tuple, send: Any) -> None:

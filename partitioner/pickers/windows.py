@@ -109,12 +109,14 @@ def prove_whole(
     """The optimum within the limit over every node, by toulbar2 from ``x`` (which fits) with
     VAC in preprocessing, within ``seconds`` of CPU: ``(choice, proven, bound)``, the choice
     ``x`` unless a cheaper one was found; ``proven`` when the search ended before the limit;
-    ``bound`` a lower bound of the objective (toulbar2's global dual bound, at most ``x``'s
-    cost). The costs and usages must be whole numbers (toulbar2 rounds them: :func:`is_whole`).
+    ``bound`` a lower bound of the objective, proven or not (toulbar2's global dual bound, at
+    most the choice's cost). The costs and usages must be whole numbers (toulbar2 rounds them:
+    :func:`is_whole`). SIGVTALRM (toulbar2's CPU-time limit) stops it early with what it has.
 
     VAC in preprocessing only: a 100-node memory-tight problem (25 strategies per node) proven
     in 7.6 s of CPU with it, 35 s without (a 200-node one: 9.7 s, not in 60 s without). After a
-    complete search toulbar2's dual bound is stale, so the proof is the search's end.
+    complete search toulbar2's dual bound is stale (below the optimum), so the proof is the
+    search's end.
     """
     import pytoulbar2  # required (pyproject.toml); 10 ms to import, loaded at the first solve
 
@@ -129,12 +131,10 @@ def prove_whole(
         return x, False, -np.inf
     res, ended = _run(cfn, seconds)
     y = x if not res else _better(c, x, nodes, res[0])
-    if ended and (not res or y is not x):  # nothing below x, or y: the search ended
-        value = float(ls.objective(c, y))
-        return y, True, value
     # the network's costs are the objective less a constant (fixed nodes, shifts)
-    bound = float(cfn.GetDDualBound()) + value - _free_cost(c, nb, x, free)
-    return y, False, min(bound, float(ls.objective(c, y)))
+    bound = min(float(cfn.GetDDualBound()) + value - _free_cost(c, nb, x, free),
+                float(ls.objective(c, y)))  # fmt: skip
+    return y, ended and (not res or y is not x), bound  # proven: nothing below x, or y
 
 
 def is_whole(c: Compact) -> bool:

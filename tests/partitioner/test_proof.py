@@ -40,15 +40,17 @@ def _brute(c: Compact) -> float:
     return best
 
 
-def failing(c, nb, x, seconds):
+def _failing(c, nb, x, seconds):
     raise ValueError("engine broke")
 
 
-def sleeping(c, nb, x, seconds):
-    time.sleep(seconds + 30.0)  # past the race's deadline: stopped
+def _sleeping(c, nb, x, seconds):
+    time.sleep(seconds + 30.0)  # past the race's deadline: killed
 
 
-ENGINES = (proof.toulbar2, pairwise.integer_program)
+FAILING = proof.Engine("failing", _failing)
+SLEEPING = proof.Engine("sleeping", _sleeping)
+ENGINES = (proof.TOULBAR2, pairwise.INTEGER_PROGRAM)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -75,7 +77,7 @@ def test_a_failed_engine_leaves_the_others_answer():
     c = _reduced(memory_tight(12, seed=1))
     nb = search.neighbourhood(c)
     x = _start(c)
-    broken, good = proof.race(c, nb, x, time.monotonic() + 30.0, (failing, proof.toulbar2))
+    broken, good = proof.race(c, nb, x, time.monotonic() + 30.0, (FAILING, proof.TOULBAR2))
     assert broken.engine == "failing" and broken.note.startswith("failed: ")
     assert "engine broke" in broken.note and broken.x is None and broken.bound == -math.inf
     assert good.proven
@@ -87,10 +89,10 @@ def test_an_engine_out_of_time_is_stopped_and_the_other_wins():
     c = _reduced(memory_tight(12, seed=2))
     nb = search.neighbourhood(c)
     x = _start(c)
-    slow, good = proof.race(c, nb, x, time.monotonic() + 20.0, (sleeping, proof.toulbar2))
+    slow, good = proof.race(c, nb, x, time.monotonic() + 20.0, (SLEEPING, proof.TOULBAR2))
     assert good.proven and slow.note == "stopped" and slow.x is None
     # nobody proves: every engine is stopped at the deadline, the starting plan stands
-    (alone,) = proof.race(c, nb, x, time.monotonic() + 1.5, (sleeping,))
+    (alone,) = proof.race(c, nb, x, time.monotonic() + 1.5, (SLEEPING,))
     assert alone.note == "stopped" and not alone.proven
     best, bound, proven = proof.best_of(c, x, [alone])
     assert best is x and bound == -math.inf and not proven
@@ -117,9 +119,20 @@ def test_toulbar2s_bound_out_of_time_is_below_the_optimum():
     c = _reduced(memory_tight(60, seed=11))
     nb = search.neighbourhood(c)
     x = _start(c)
-    (short,) = proof.race(c, nb, x, time.monotonic() + 2.5, (proof.toulbar2,))
+    (short,) = proof.race(c, nb, x, time.monotonic() + 2.5, (proof.TOULBAR2,))
     best, value, proven = proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 60.0,
                                                          ENGINES))  # fmt: skip
     if not proven:
         pytest.skip("not proven within 60 s on this machine")
     assert short.bound <= value + 1e-6
+
+
+def test_toulbar2_stopped_at_its_end_returns_its_plan_and_bound_but_no_proof():
+    c = _reduced(memory_tight(200, seed=207, mean_strategies=29.0))  # not proven in seconds
+    nb = search.neighbourhood(c)
+    x = _start(c)
+    (a,) = proof.race(c, nb, x, time.monotonic() + 6.0, (proof.TOULBAR2,))
+    assert a.note == "stopped at its end" and not a.proven, a
+    assert a.x is not None and search.fits(c, a.x)
+    assert a.bound <= search.objective(c, a.x) <= search.objective(c, x)
+    assert np.isfinite(a.bound)

@@ -80,7 +80,7 @@ def test_the_whole_proof_is_the_optimum_within_the_limit(seed):
     nb = search.neighbourhood(c)
     y, proven, bound = windows.prove_whole(c, nb, search.lowest_usage(c, nb), seconds=5)
     assert proven and search.fits(c, y)
-    assert search.objective(c, y) == pytest.approx(_brute(c)) == pytest.approx(bound)
+    assert bound <= search.objective(c, y) == pytest.approx(_brute(c))
 
 
 def test_costs_that_are_not_whole_numbers_are_not_for_toulbar2():
