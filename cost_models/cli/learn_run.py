@@ -98,7 +98,8 @@ ADAPT_SAMPLES = (4, 2)
 class Phase:
     """One phase of a learn run: ``share`` of the measuring time on ops of ``prior`` drawn
     with ``seed`` (``weights``: "adaptive" = the earlier phases' cross-validated misses,
-    "uncertain" = where the base model is least sure), then chain models if ``chains``."""
+    "uncertain" = where the base model is least sure), then chain models if ``chains``
+    (``chain_share`` of the phase; those of ``chain_prior``, default ``prior``)."""
 
     name: str
     seed: int
@@ -106,6 +107,8 @@ class Phase:
     share: float
     weights: str = "prior"
     chains: bool = True
+    chain_share: float = CHAIN_SHARE
+    chain_prior: str | None = None
 
 
 #: A full learn: the generic prior, where networks put ops, more of what the fit misses, RNNs,
@@ -124,9 +127,15 @@ FULL_PLAN: tuple[Phase, ...] = (
 #: Adapting a base model (issue 47): probes of every prior's samplers where the base is least
 #: sure, then the rest of the budget where the probes found the device furthest from the
 #: re-anchored base ("differs": :func:`~tacopt.cost_models.learned.sampling.adapt.
-#: differing_weights`); no chains (its whole-model terms stay).
+#: differing_weights`). The probes end with network chain models timed whole (the ``net``
+#: prior's, :data:`ADAPT_CHAIN_SHARE` of the phase), on which the guard checks that the
+#: adaptation prices whole models no worse than its base
+#: (:func:`~tacopt.cost_models.learned.sampling.guard.whole_model_check`); the whole-model
+#: terms stay the base's.
+ADAPT_CHAIN_SHARE = 0.3
 ADAPT_PLAN: tuple[Phase, ...] = (
-    Phase("probe", 7, "generic", 0.25, weights="uncertain", chains=False),
+    Phase("probe", 7, "generic", 0.25, weights="uncertain", chain_share=ADAPT_CHAIN_SHARE,
+          chain_prior="net"),  # fmt: skip
     Phase("adapt", 8, "generic", 0.75, weights="differs", chains=False),
 )
 
@@ -428,6 +437,8 @@ def _measure_phase(
     t0 = time.monotonic()
     before = sum(spent.values())
     weights, chain, ops_per_chain = PRIORS[phase.prior]
+    if phase.chain_prior is not None:
+        _, chain, ops_per_chain = PRIORS[phase.chain_prior]
     weights = _phase_weights(phase, weights, records, base_doc)
     if phase.weights == "differs" and weights and not args.quiet:
         top = sorted(weights, key=lambda k: (-weights[k], k))[:6]
@@ -441,7 +452,7 @@ def _measure_phase(
         if counted[0] % 8 == 0:
             bar.show(before + now, f"{phase.name}: {label.split(':')[0][:24]}")
 
-    ops_s = left * (1 - CHAIN_SHARE) if phase.chains else left
+    ops_s = left * (1 - phase.chain_share) if phase.chains else left
     cap = _measured(records, phase.seed) + int(left * MAX_RATE)
     # each op's samples in two passes, a third of the phase apart (at most two minutes)
     gap = min(max(ops_s / 3, 20.0), 120.0)

@@ -93,3 +93,47 @@ def test_an_adaptation_probes_every_prior_then_measures_where_the_device_differs
     assert gain["ADD"] > 1.0 > gain["MUL"]
     assert gain["PRELU"] == pytest.approx(UNPROBED_DISTANCE + 0.1, rel=1e-3)
     assert differing_weights(base, probes) == w  # the same records: the same plan (resume)
+
+
+def _chains(ops: list[dict], add_ratio: float) -> list[dict]:
+    """Chain models of four of ``ops`` each (two ADDs, two MULs), timed whole with their ADDs
+    running ``add_ratio`` x as long as they did alone (a context effect: the audio family's
+    LOG ran 3x slower alone on random inputs than inside its model)."""
+    adds = [r for r in ops if r["kind"] == "ADD"]
+    muls = [r for r in ops if r["kind"] == "MUL"]
+    chains = []
+    for i in range(10):
+        parts = [adds[2 * i], adds[2 * i + 1], muls[2 * i], muls[2 * i + 1]]
+        net = sum((r["latency_us"] - 0.5) * (add_ratio if r["kind"] == "ADD" else 1.0)
+                  for r in parts)  # fmt: skip
+        chains.append({"type": "model", "model": f"chain_{i}", "latency_us": 0.5 + net,
+                       "ops": [[r["key"], 1.0] for r in parts], "overhead_us": 0.5,
+                       "speed": {"add": 10.0, "conv": 10.0}})  # fmt: skip
+    return chains
+
+
+def test_a_family_that_wins_on_ops_but_loses_the_chains_timed_whole_goes_back_to_the_base() -> None:
+    """ADD runs 2x slower alone on the new device, MUL as on the base's: the ops choose the
+    adaptation for the elementwise family. Chain models of those ops timed whole run their ADDs
+    at the base's speed (a context effect), so the adaptation prices them worse than the base
+    and the family goes back to the base; chains that run as their ops keep the adaptation."""
+    sizes = _sizes(3, 150)
+    base = fit([_op(k, n, i, n / 1000) for i, n in enumerate(sizes) for k in ("ADD", "MUL")])
+    new = [_op("ADD", n, 1000 + i, 2 * n / 1000) for i, n in enumerate(sizes)]
+    new += [_op("MUL", n, 2000 + i, n / 1000) for i, n in enumerate(sizes)]
+    as_alone = guarded_adapt(base, [*new, *_chains(new, 1.0)], workers=1)["adapted"]
+    assert as_alone["guard"]["elementwise"]["adapted"] > as_alone["guard"]["elementwise"]["base"]
+    assert as_alone["family_choice"]["elementwise"] != "base"
+    whole = as_alone["whole_guard"]
+    assert whole["chains"] == 10 and whole["to_base"] == []
+    assert whole["chosen_pct"] < whole["base_pct"]
+    in_context = guarded_adapt(base, [*new, *_chains(new, 0.5)], workers=1)["adapted"]
+    whole = in_context["whole_guard"]
+    assert in_context["family_choice"]["elementwise"] == "base"
+    assert whole["to_base"] in (["elementwise"], ["*"])
+    assert whole["chosen_pct"] <= whole["base_pct"]
+    line = [ln for ln in choice_lines(in_context) if ln.startswith("  whole models")]
+    assert len(line) == 1 and line[0].endswith(("elementwise", "*"))
+    without = guarded_adapt(base, new, workers=1)["adapted"]  # no chains: no check
+    assert without["whole_guard"] == {"chains": 0}
+    assert without["family_choice"] == as_alone["family_choice"]

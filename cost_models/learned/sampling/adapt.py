@@ -256,7 +256,8 @@ def _own_model(
     workers: int | None = None,
     memo: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """``{"own": DOC, "own_weights": {...}, "own_families": [...], "fold_hits": {...}}``: a
+    """``{"own": DOC, "own_weights": {...}, "own_families": [...], "fold_hits": {...},
+    "fold_predictions": {...}}``: a
     model fitted on the new device's records alone, and per kernel family the weight
     (:data:`OWN_WEIGHTS`) of its log net latency against the corrected base's that put the most
     held-out ops within ±10 % (each of :data:`OWN_FOLDS` folds by key hash held out once, each
@@ -267,7 +268,10 @@ def _own_model(
     and how many of them the base, the corrected base and the adaptation (at its family's
     weight) put within ±10 %, for the guard
     (:func:`~tacopt.cost_models.learned.sampling.guard.guarded_adapt`): every record judged by
-    a fit that did not see it, with no fit of its own.
+    a fit that did not see it, with no fit of its own. ``fold_predictions``: per op record key,
+    the net latency (the base's units) its fold priced it at, the base's, the corrected base's,
+    then at each weight (:data:`OWN_WEIGHTS`), for the guard's whole-model check (not written
+    to the model file).
 
     The folds and the final fit run in ``workers`` processes (default: one per CPU this process
     may use, for :data:`PARALLEL_OPS` records or more, where ``fork`` exists), with the same
@@ -284,7 +288,9 @@ def _own_model(
     *folds, own_doc = _run_all(tasks, workers)
     # per family and kind: [held-out ops, base, corrected, then each weight's hits]
     hits: dict[str, list[int]] = defaultdict(lambda: [0] * (3 + len(OWN_WEIGHTS)))
-    for fold_hits in folds:
+    predictions: dict[str, list[float]] = {}
+    for fold_hits, fold_predictions in folds:
+        predictions.update(fold_predictions)
         for name, h in fold_hits.items():
             hits[name] = [a + b for a, b in zip(hits[name], h, strict=True)]
     weights, best = {}, {}
@@ -301,12 +307,13 @@ def _own_model(
         judged[name] = {"probes": n, "base": base, "corrected": corrected,
                         "adapted": by_weight[w]}  # fmt: skip
     if not weights:
-        return {"fold_hits": judged}
+        return {"fold_hits": judged, "fold_predictions": predictions}
     return {
         "own": own_doc,
         "own_weights": weights,
         "own_families": sorted(weights),
         "fold_hits": judged,
+        "fold_predictions": predictions,
     }
 
 
@@ -317,10 +324,11 @@ def _fold_hits(
     sources: Any,
     k: int,
     memo: dict[str, Any] | None = None,
-) -> dict[str, list[int]]:
+) -> tuple[dict[str, list[int]], dict[str, list[float]]]:
     """Per kernel family and per kind (``KIND|TYPE``), fold ``k``'s held-out ops and how many
     of them the base, the corrected base (no trees) and each weight of :data:`OWN_WEIGHTS`
-    put within ±10 %, every side fitted on the other folds."""
+    put within ±10 %, every side fitted on the other folds; and per held-out record key the
+    net latencies (the base's units) of those ways."""
     train = [r for r in ops if fold(r, folds=OWN_FOLDS) != k]
     test = [r for r in ops if fold(r, folds=OWN_FOLDS) == k]
     doc = adapt(base_doc, train, own=False, base_memo=memo)
@@ -330,17 +338,19 @@ def _fold_hits(
     corrected = own.with_own_weights({})
     simpler = [own.choosing(dict.fromkeys(FAMILIES, c)) for c in ("base", "corrected")]
     out: dict[str, list[int]] = defaultdict(lambda: [0] * (3 + len(OWN_WEIGHTS)))
+    predictions: dict[str, list[float]] = {}
     # judged as measured, in the base's units (the own model's re-anchored by predict)
     for raw, r in zip(test, normalize_records(test, own.anchor_speed), strict=True):
         kernel = as_kernel_kind(r, **own.kernel_kind_flags) if own.kernel_kinds else r
         nets = own.predict_net(r), corrected.predict_net(r)
-        predicted = [m.predict_as_measured(r) for m in simpler] + [
-            own.as_measured(r, own.overhead_us + blend_net(*nets, w)) for w in OWN_WEIGHTS
-        ]
+        net = [m.predict(r).latency_us - own.overhead_us for m in simpler]
+        net += [blend_net(*nets, w) for w in OWN_WEIGHTS]
+        predictions[str(r["key"])] = [round(v, 4) for v in net]
+        predicted = [own.as_measured(r, own.overhead_us + v) for v in net]
         hit = [1] + [int(abs(p - raw["latency_us"]) <= 0.1 * raw["latency_us"]) for p in predicted]
         for name in (_family(r, own), f"{kernel['kind']}|{kernel.get('inference_type')}"):
             out[name] = [a + b for a, b in zip(out[name], hit, strict=True)]
-    return dict(out)
+    return dict(out), predictions
 
 
 def _cpus() -> int:
