@@ -423,6 +423,8 @@ def _small_reduce(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
         axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(0, len(shape)))
         if len(shape) == 3 and shape[1] >= 256 and shape[-1] <= 16 and rng.random() < 0.5:
             axis = 1  # the best score over a detector's anchors: one long strided walk
+            if rng.random() < 0.5:
+                shape = (1, shape[1], 1)  # of one score per anchor (priced at 0.6-0.9x)
         if kind != "SUM" and rng.random() < 0.35:  # the best class of each anchor
             shape, axis = (1, int(rng.choice(_ANCHORS)), int(rng.choice(_CLASSES))), 2
 
@@ -472,6 +474,8 @@ def _small_elementwise(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
 
     def build(rng: Rng) -> nx.MultiDiGraph:
         shape = _small_shape(rng) if rng.random() < small else _rows(rng)
+        if compare and len(shape) == 3 and shape[1] >= 256 and rng.random() < 0.5:
+            shape = (1, shape[1], 1)  # one score per anchor (a detector's threshold: 0.42x)
         other = (1,) if rng.random() < scalar else shape
         b = GraphBuilder(f"small_{kind.lower()}")
         x = b.input("x", shape)
