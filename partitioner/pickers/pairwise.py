@@ -53,6 +53,10 @@ from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 #: Reduced problems with at most this many pairwise entries get the whole program first.
 SMALL_ENTRIES = 300_000
+#: Larger ones up to this many (whole-number costs, few memory rows) get the proof race
+#: (:func:`_race`) for this share of the time first, then the large path from its plan.
+RACE_ENTRIES = 600_000
+RACE_SHARE = 0.3
 #: The share of the time the Lagrangian bound may run beside the primal search (large
 #: problems; with two processes or more, on a core of its own); it ends sooner when it stalls.
 #: At 0.6, sharing the cores, S's search (whose bound never stalls) lost 2.6 % of its score
@@ -92,19 +96,32 @@ def search_and_prove(
         # core of its own meanwhile: the portfolio's second search joins when its share ends
         # (sharing two cores three ways, M's bound reached 1.51 %; with a core of its own for
         # the whole time 1.04 %, but S's search, alone on one core, lost 1-3 %).
-        quick = search.price_search(c, nb, search.greedy_start(c, nb), min(deadline, t0 + 2.0))
+        # Up to RACE_ENTRIES, the proof race first for a share of the time; without a proof,
+        # this from its plan, its bound kept.
+        start, first = None, -math.inf
+        if _races(c, RACE_ENTRIES):
+            start, first, proven = _race(c, nb, None, -math.inf,
+                                         t0 + RACE_SHARE * (deadline - t0), seed, info, threads)
+            if proven:
+                return start, first, True
+        t1 = time.monotonic()
+        quick = start if start is not None else \
+            search.price_search(c, nb, search.greedy_start(c, nb), min(deadline, t1 + 2.0))
         target = None if quick is None else search.objective(c, quick)
-        bound_end = t0 + BOUND_SHARE * (deadline - t0)
+        bound_end = t1 + BOUND_SHARE * (deadline - t1)
         beside = BoundProcess(c, bound_end, target)
-        best = primal.search(c, deadline, seed=seed, threads=threads,
+        best = primal.search(c, deadline, seed=seed, threads=threads, start=start,
                              join_at=bound_end if threads > 1 else None)  # fmt: skip
-        info["primal_s"] = round(time.monotonic() - t0, 3)
+        info["primal_s"] = round(time.monotonic() - t1, 3)
         lagrangian = beside.result()
         info["lagrangian_bound"] = lagrangian
         bound = edge_split_bound(c)
         info["bound_by"] = "edge split" if lagrangian is None or lagrangian <= bound else \
             "lagrangian"  # fmt: skip
-        return best, bound if lagrangian is None else max(bound, lagrangian), False
+        bound = bound if lagrangian is None else max(bound, lagrangian)
+        if first > bound:
+            bound, info["bound_by"] = first, info.get("race_bound_by", "race")
+        return best, bound, False
     x = search.greedy_start(c, nb)
     heuristic_end = min(deadline, t0 + max(1.0, HEURISTIC_SHARE * (deadline - t0)))
     best = search.price_search(c, nb, x, heuristic_end)
@@ -120,10 +137,10 @@ def search_and_prove(
         # with forbidden pairs (see engine.pairwise_stage).
         # Not beside the proof race either: its two engines take the two cores.
         searcher: primal.SearchProcess | None = None
-        if best is not None and (c.k > 1).any() and not _races(c, best):
+        if best is not None and (c.k > 1).any() and not _races(c):
             searcher = primal.SearchProcess(c, t0 + SEARCH_SHARE * (deadline - t0), seed=seed + 1,
                                           start=best, bound_until=deadline - 0.3)  # fmt: skip
-        best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info)
+        best, bound, proven = _exact(c, nb, best, bound, deadline, seed, info, threads)
         if searcher is not None and proven:
             searcher.cancel()
         elif searcher is not None:
@@ -147,12 +164,14 @@ def _value_or_inf(c: Compact, x: np.ndarray | None) -> float:
     return np.inf if x is None else float(search.objective(c, x))
 
 
-def _exact(c, nb, best, bound, deadline, seed, info):
+def _exact(c, nb, best, bound, deadline, seed, info, threads=2):
     """toulbar2 and the whole program at once (few memory rows, whole-number costs and
     usages: :func:`_race`), else the whole program for a share of the time, then
     large-neighbourhood search."""
-    if _races(c, best):
-        return _race(c, nb, best, bound, deadline, seed, info)
+    if _races(c):
+        best, bound, proven = _race(c, nb, best, bound, deadline, seed, info, threads)
+        if best is not None:
+            return best, bound, proven
     if len(c.edge_cost) <= SMALL_ENTRIES:  # the whole program, while there is time
         everything = np.ones(c.n_nodes, dtype=bool)
         start = best if best is not None else np.zeros(c.n_nodes, dtype=np.int64)
@@ -179,25 +198,28 @@ def _exact(c, nb, best, bound, deadline, seed, info):
     return best, bound, False
 
 
-def _races(c: Compact, best: np.ndarray | None) -> bool:
-    """Whether the proof on ``c`` is the race of toulbar2 and the program (:func:`_race`)."""
-    return best is not None and len(c.edge_cost) <= SMALL_ENTRIES and windows.is_whole(c) \
-        and len(live_steps(c)) <= ROWS_UP_FRONT  # fmt: skip
+def _races(c: Compact, most: int = SMALL_ENTRIES) -> bool:
+    """Whether the proof on ``c`` is the race of toulbar2 and the program (:func:`_race`):
+    at most ``most`` pairwise entries, whole-number costs and usages, few memory rows."""
+    return len(c.edge_cost) <= most and windows.is_whole(c) and \
+        len(live_steps(c)) <= ROWS_UP_FRONT  # fmt: skip
 
 
-def _race(c, nb, best, bound, deadline, seed, info):
-    """The primal search on both cores for a moment (toulbar2 prunes by its plan's cost), then
-    toulbar2 and the whole program from that plan at once, one core each, until one proves
-    optimality or the deadline (:func:`~.proof.race`): ``(plan, bound, proven)``.
+def _race(c, nb, best, bound, deadline, seed, info, threads):
+    """The primal search (``threads`` processes) for a moment (toulbar2 prunes by its plan's
+    cost), then toulbar2 and the whole program from that plan at once, one core each, until one
+    proves optimality or the deadline (:func:`~.proof.race`): ``(plan, bound, proven)``.
 
     One after the other, toulbar2 had 40 % of the time after the search (~21 s of CPU at a
     60 s limit) and tight_150_206 was not proven; toulbar2 alone proves it in 35-38 s of CPU.
     """
     t = time.monotonic()
     x = primal.search(c, t + min(PRIMAL_FIRST * (deadline - t), PRIMAL_FIRST_S), seed=seed,
-                      start=best, threads=2)  # fmt: skip
-    if x is not None and search.objective(c, x) < search.objective(c, best):
+                      start=best, threads=threads)  # fmt: skip
+    if x is not None and (best is None or search.objective(c, x) < search.objective(c, best)):
         best = x
+    if best is None or not np.isfinite(search.objective(c, best)):
+        return None, bound, False  # no plan to start from (nor to prune by): the program alone
     info["proof_from"] = float(search.objective(c, best))
     attempts = proof.race(c, nb, best, deadline - RACE_END_S, (proof.TOULBAR2, INTEGER_PROGRAM))
     info["proof"] = {a.engine: {"seconds": round(a.seconds, 3), "proven": a.proven,
@@ -209,6 +231,7 @@ def _race(c, nb, best, bound, deadline, seed, info):
     strongest = max(attempts, key=lambda a: a.bound)
     if strongest.bound > bound:
         bound, info["bound_by"] = strongest.bound, strongest.engine
+        info["race_bound_by"] = strongest.engine
     return best, bound, False
 
 

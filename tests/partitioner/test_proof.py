@@ -136,3 +136,36 @@ def test_toulbar2_stopped_at_its_end_returns_its_plan_and_bound_but_no_proof():
     assert a.x is not None and search.fits(c, a.x)
     assert a.bound <= search.objective(c, a.x) <= search.objective(c, x)
     assert np.isfinite(a.bound)
+
+
+def test_past_small_entries_the_race_comes_first_then_the_large_path(monkeypatch):
+    c = _reduced(memory_tight(40, seed=4))
+    monkeypatch.setattr(pairwise, "SMALL_ENTRIES", 0)  # every problem is "large" here
+    monkeypatch.setattr(pairwise, "RACE_ENTRIES", len(c.edge_cost))
+    info: dict = {}
+    best, bound, proven = pairwise.search_and_prove(c, True, time.monotonic() + 20.0, 0, info)
+    assert proven and info["bound_by"] in ("toulbar2", "integer program")
+    assert search.fits(c, best) and bound == search.objective(c, best)
+    # engines that prove nothing: the large path from the race's plan, its own bound
+    monkeypatch.setattr(proof, "TOULBAR2", SLEEPING)
+    monkeypatch.setattr(pairwise, "INTEGER_PROGRAM", SLEEPING)
+    info = {}
+    found, low, sure = pairwise.search_and_prove(c, True, time.monotonic() + 8.0, 0, info)
+    assert not sure and found is not None and search.fits(c, found)
+    assert low <= bound and search.objective(c, found) >= bound
+    assert info["proof"]["sleeping"]["note"] == "stopped" and "primal_s" in info
+
+
+def test_toulbar2_stopped_before_its_search_sends_nothing_but_no_failure(monkeypatch):
+    c = _reduced(memory_tight(20, seed=5))
+    nb = search.neighbourhood(c)
+    x = _start(c)
+    build = proof.windows._network
+
+    def slow_network(*args):
+        time.sleep(4.0)  # the stop signal comes while the network is built
+        return build(*args)
+
+    monkeypatch.setattr(proof.windows, "_network", slow_network)
+    (a,) = proof.race(c, nb, x, time.monotonic() + 3.0, (proof.TOULBAR2,))
+    assert a.note == "stopped at its end" and a.x is None and a.bound == -math.inf, a
