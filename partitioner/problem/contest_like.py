@@ -19,7 +19,7 @@ from its production to its last use. :func:`contest_like` builds such a problem:
 :func:`memory_tight` draws the regime where memory takes almost the whole limit (the lowest
 possible peak at 85-97 % of it, 20-180 strategies per node): :data:`TIGHT_TUNING` and
 :data:`TIGHT_HELD_OUT` name the instances tuned on and those kept out of tuning, and
-:data:`TIGHT_SMALL` small ones (60-400 nodes) for proofs.
+:data:`TIGHT_SMALL` and :data:`TIGHT_RACE` small ones (60-500 nodes) for proofs.
 
 The result is the contest's JSON (``{"problem": {...}}``), readable by
 :func:`~tacopt.partitioner.problem.contest.problem_from_dict`.
@@ -215,6 +215,11 @@ TIGHT_SMALL = ((60, 201, 0.91, 29.0), (60, 202, 0.95, 35.0), (100, 203, 0.91, 29
                (100, 204, 0.88, 25.0), (150, 205, 0.93, 29.0), (150, 206, 0.91, 35.0),
                (200, 207, 0.91, 29.0), (200, 208, 0.95, 25.0), (300, 209, 0.91, 29.0),
                (400, 210, 0.91, 29.0))  # fmt: skip
+#: More small and mid-sized memory-tight instances the proof race was tuned on (besides
+#: :data:`TIGHT_SMALL`): where the proof path ends (pairwise.RACE_ENTRIES).
+TIGHT_RACE = ((150, 301, 0.91, 35.0), (200, 302, 0.91, 29.0), (250, 303, 0.93, 29.0),
+              (300, 304, 0.91, 29.0), (300, 305, 0.95, 25.0), (400, 306, 0.91, 29.0),
+              (400, 307, 0.88, 25.0), (500, 308, 0.91, 29.0))  # fmt: skip
 #: Memory-tight instances kept out of tuning (read only for the figures they report).
 TIGHT_HELD_OUT = ((816, 101, 0.91, 29.0), (816, 102, 0.97, 35.0), (820, 103, 0.85, 22.0),
                   (8000, 104, 0.90, 30.0))  # fmt: skip

@@ -31,12 +31,14 @@ from tacopt.partitioner.problem import index_problem
 from tacopt.partitioner.problem.contest import problem_from_dict
 from tacopt.partitioner.problem.contest_like import (
     TIGHT_HELD_OUT,
+    TIGHT_RACE,
     TIGHT_SMALL,
     TIGHT_TUNING,
     memory_tight,
 )
 
-SETS = {"tuning": TIGHT_TUNING, "held_out": TIGHT_HELD_OUT, "small": TIGHT_SMALL}
+SETS = {"tuning": TIGHT_TUNING, "held_out": TIGHT_HELD_OUT, "small": TIGHT_SMALL,
+        "race": TIGHT_RACE}  # fmt: skip
 
 
 def run(c: Compact, seconds: float, threads: int, seed: int, before: bool) -> float:
