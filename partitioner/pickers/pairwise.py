@@ -11,7 +11,8 @@ deadline:
    front) at the same time, one core each, the first proof stopping the other
    (:func:`~.proof.race`); otherwise the integer program (its rows up front when they are few,
    else lazily) for a share of the time. They prove optimality on the contest's B, G
-   (toulbar2), A (the program) and small memory-tight ones;
+   (toulbar2), A (the program) and small memory-tight ones. Problems a little larger
+   (``RACE_ENTRIES``) get the race for a share of the time, then the large path;
 3. large-neighbourhood search with the rest: a window of steps or a ball of the graph is
    freed, the rest fixed, and the sub-problem solved exactly; a better plan is kept.
 
