@@ -127,15 +127,17 @@ FULL_PLAN: tuple[Phase, ...] = (
 #: Adapting a base model (issue 47): probes of every prior's samplers where the base is least
 #: sure, then the rest of the budget where the probes found the device furthest from the
 #: re-anchored base ("differs": :func:`~tacopt.cost_models.learned.sampling.adapt.
-#: differing_weights`). The probes end with network chain models timed whole (the ``net``
-#: prior's, :data:`ADAPT_CHAIN_SHARE` of the phase), on which the guard checks that the
-#: adaptation prices whole models no worse than its base
-#: (:func:`~tacopt.cost_models.learned.sampling.guard.whole_model_check`); the whole-model
-#: terms stay the base's.
+#: differing_weights`). The probes end with chain models timed whole (the ``net-rnn``
+#: prior's: networks, every fourth a chain of tiny ops, :data:`ADAPT_CHAIN_SHARE` of the
+#: phase), on which the guard checks that the adaptation prices whole models no worse than its
+#: base (:func:`~tacopt.cost_models.learned.sampling.guard.whole_model_check`); the
+#: whole-model terms stay the base's. Network chains alone (two live 3-minute builtin runs, 4
+#: chains each) missed what went wrong on models of a few microseconds: the recommendation
+#: MLPs of 1.8-5.7 us, 29 % off from the shipped base and 60 % adapted.
 ADAPT_CHAIN_SHARE = 0.3
 ADAPT_PLAN: tuple[Phase, ...] = (
     Phase("probe", 7, "generic", 0.25, weights="uncertain", chain_share=ADAPT_CHAIN_SHARE,
-          chain_prior="net"),  # fmt: skip
+          chain_prior="net-rnn"),  # fmt: skip
     Phase("adapt", 8, "generic", 0.75, weights="differs", chains=False),
 )
 

@@ -15,9 +15,11 @@ unguarded (:func:`~tacopt.cost_models.learned.sampling.adapt.adapt`) and guarded
 ``--test`` records (models no adaptation saw): ops within ±10 %, MAPE, and the median
 whole-model error of the base, the unguarded and the guarded model, per family of
 :mod:`~tacopt.benchmarks.scripts.learned.families` when the records hold its models, and the
-guard's choice per kernel family and kind. ``--all``: every op record with a quiet sample, as
-``tacopt learn --from`` fits them (the records of a live adaptation); ``--save PREFIX``: the two
-adapted models as ``PREFIX.unguarded.json.gz`` and ``PREFIX.guarded.json.gz``.
+guard's choice per kernel family and kind. ``--all``: every quiet record, chain models timed
+whole included, as ``tacopt learn --from`` fits them (the records of a live adaptation);
+``--chains K``: beside the subset, the first ``K`` network chain models (``netchain_*``) timed
+whole and their ops, for the guard's whole-model check; ``--save PREFIX``: the two adapted
+models as ``PREFIX.unguarded.json.gz`` and ``PREFIX.guarded.json.gz``.
 """
 
 from __future__ import annotations
@@ -54,7 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--minutes", type=float, default=3.0)
     ap.add_argument("--duty", type=float, default=0.45, help="measured time / wall time")
     ap.add_argument("--ops", type=int, help="keep this many op records instead of --minutes")
-    ap.add_argument("--all", action="store_true", help="every quiet op record (as learn)")
+    ap.add_argument("--all", action="store_true", help="every quiet record (as learn)")
+    ap.add_argument("--chains", type=int, default=0, help="also K network chains and their ops")
     ap.add_argument("--test", type=Path, required=True, help="held-out records")
     ap.add_argument("--save", help="write PREFIX.unguarded.json.gz and PREFIX.guarded.json.gz")
     args = ap.parse_args(argv)
@@ -62,16 +65,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     every = read_records(args.records)
     shuffled = _shuffled(quiet_records(every))
     ops: list[dict[str, Any]]
+    chains: list[dict[str, Any]] = []
     if args.all:
         ops, kept = [dict(r) for r in quiet_records(every) if r.get("type") == "op"], "--all"
+        chains = [dict(r) for r in quiet_records(every) if r.get("type") == "model"]
     elif args.ops:
         ops, kept = shuffled[: args.ops], f"--ops {args.ops}"
     else:
         ops = first_minutes(shuffled, args.minutes, args.duty)
         kept = f"{args.minutes:g} min at duty {args.duty:g}"
+    if args.chains:
+        quiet = quiet_records(every)
+        chains = [dict(r) for r in quiet if r.get("type") == "model"
+                  and str(r.get("model")).startswith("netchain_")][: args.chains]  # fmt: skip
+        labels = {c["model"] for c in chains}
+        have = {(r["key"], r.get("model")) for r in ops}
+        ops += [dict(r) for r in quiet if r.get("type") == "op" and r.get("model") in labels
+                and (r["key"], r.get("model")) not in have]  # fmt: skip
     devices = [r for r in every if r.get("type") == "device"]
-    recs = [*devices, *ops]
-    print(f"adapting {args.base.name} on {len(ops)} ops of {args.records.name} ({kept})")
+    recs = [*devices, *ops, *chains]
+    print(f"adapting {args.base.name} on {len(ops)} ops of {args.records.name} ({kept}), "
+          f"{len(chains)} chain models timed whole")  # fmt: skip
     test = read_records(args.test)
     guarded = guarded_adapt(base_doc, recs)
     models = {
