@@ -9,7 +9,7 @@ deadline:
    node from a plan of the primal search (:func:`~.windows.prove_whole`, the limit as
    knapsack constraints) and the integer program (:func:`solve_mip`, below, its memory rows up
    front) at the same time, one core each, the first proof stopping the other
-   (:func:`~.proof.race`); otherwise the integer program (its rows up front when they are few,
+   (:func:`~.mip.race`); otherwise the integer program (its rows up front when they are few,
    else lazily) for a share of the time. They prove optimality on the contest's B, G
    (toulbar2), A (the program) and small memory-tight ones. Problems a little larger
    (``RACE_ENTRIES``) get the race for a share of the time, then the large path;
@@ -46,10 +46,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import sparse
 
-from tacopt.partitioner.pickers import primal, proof, search, windows
+from tacopt.partitioner.pickers import mip, primal, search, windows
 from tacopt.partitioner.pickers.bounds import BoundProcess, edge_split_bound
 from tacopt.partitioner.pickers.formulation import local_polytope
-from tacopt.partitioner.pickers.mip import solve_highs
 from tacopt.partitioner.pickers.reduce import Compact, ranges
 
 #: Reduced problems with at most this many pairwise entries get the whole program first.
@@ -209,7 +208,7 @@ def _races(c: Compact, most: int = SMALL_ENTRIES) -> bool:
 def _race(c, nb, best, bound, deadline, seed, info, threads):
     """The primal search (``threads`` processes) for a moment (toulbar2 prunes by its plan's
     cost), then toulbar2 and the whole program from that plan at once, one core each, until one
-    proves optimality or the deadline (:func:`~.proof.race`): ``(plan, bound, proven)``.
+    proves optimality or the deadline (:func:`~.mip.race`): ``(plan, bound, proven)``.
 
     One after the other, toulbar2 had 40 % of the time after the search (~21 s of CPU at a
     60 s limit) and tight_150_206 was not proven; toulbar2 alone proves it in 35-38 s of CPU.
@@ -222,10 +221,10 @@ def _race(c, nb, best, bound, deadline, seed, info, threads):
     if best is None or not np.isfinite(search.objective(c, best)):
         return None, bound, False  # no plan to start from (nor to prune by): the program alone
     info["proof_from"] = float(search.objective(c, best))
-    attempts = proof.race(c, nb, best, deadline - RACE_END_S, (proof.TOULBAR2, INTEGER_PROGRAM))
+    attempts = mip.race(c, nb, best, deadline - RACE_END_S, (mip.TOULBAR2, INTEGER_PROGRAM))
     info["proof"] = {a.engine: {"seconds": round(a.seconds, 3), "proven": a.proven,
                                 "bound": a.bound, "note": a.note} for a in attempts}  # fmt: skip
-    best, value, proven = proof.best_of(c, best, attempts)
+    best, value, proven = mip.best_of(c, best, attempts)
     if proven:
         info["bound_by"] = next(a.engine for a in attempts if a.proven or a.bound >= value)
         return best, value, True
@@ -242,12 +241,12 @@ def _integer_program(c: Compact, nb: search.Neighbourhood, x: np.ndarray, second
     t = time.monotonic()
     res = _whole_program(c, np.ones(c.n_nodes, dtype=bool), x, seconds, True)[0]
     fits = res.x is not None and search.fits(c, res.x) and bool(np.isfinite(res.objective))
-    return proof.Attempt("integer program", res.x if fits else None, res.bound,
+    return mip.Attempt("integer program", res.x if fits else None, res.bound,
                          res.optimal and fits, time.monotonic() - t, res.status)  # fmt: skip
 
 
-#: The race's second engine (:func:`~.proof.race`); HiGHS keeps its own (wall-clock) limit.
-INTEGER_PROGRAM = proof.Engine("integer program", _integer_program)
+#: The race's second engine (:func:`~.mip.race`); HiGHS keeps its own (wall-clock) limit.
+INTEGER_PROGRAM = mip.Engine("integer program", _integer_program)
 
 def _whole_program(c: Compact, free: np.ndarray, start: np.ndarray, seconds: float, warm: bool):
     # Every row up front when they are few: lazily, HiGHS solved the program again per round
@@ -410,7 +409,7 @@ def solve_mip(
         # a strategy forbidden next to a fixed neighbour's choice (an infinite cost) is out
         barred = ~np.isfinite(cost)
         cost = np.where(barred, 0.0, cost)
-        res = solve_highs(cost, A, lb, ub, np.zeros(len(cost)), np.where(barred, 0.0, 1.0),
+        res = mip.solve_highs(cost, A, lb, ub, np.zeros(len(cost)), np.where(barred, 0.0, 1.0),
                           integer, left, "mip_rel_gap=1e-9", start)  # fmt: skip
         base = fixed_cost + c.const
         if np.isfinite(res.dual_bound):

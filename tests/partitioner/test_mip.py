@@ -1,4 +1,4 @@
-"""The proof race (:mod:`tacopt.partitioner.pickers.proof`): toulbar2 and the integer program
+"""The proof race (:func:`tacopt.partitioner.pickers.mip.race`): toulbar2 and the integer program
 agree with brute force on tiny problems; a failed or stopped engine leaves the other's answer;
 the result does not depend on which engine wins."""
 
@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from tacopt.partitioner.pickers import pairwise, primal, proof, search
+from tacopt.partitioner.pickers import mip, pairwise, primal, search
 from tacopt.partitioner.pickers.reduce import Compact, reduce_problem
 from tacopt.partitioner.problem import index_problem
 from tacopt.partitioner.problem.contest import problem_from_dict
@@ -48,9 +48,9 @@ def _sleeping(c, nb, x, seconds):
     time.sleep(seconds + 30.0)  # past the race's deadline: killed
 
 
-FAILING = proof.Engine("failing", _failing)
-SLEEPING = proof.Engine("sleeping", _sleeping)
-ENGINES = (proof.TOULBAR2, pairwise.INTEGER_PROGRAM)
+FAILING = mip.Engine("failing", _failing)
+SLEEPING = mip.Engine("sleeping", _sleeping)
+ENGINES = (mip.TOULBAR2, pairwise.INTEGER_PROGRAM)
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -63,12 +63,12 @@ def test_both_engines_prove_the_brute_force_optimum(seed):
     x = search.lowest_usage(c, nb)
     optimum = _brute(c)
     for engine in ENGINES:  # each alone: both prove the same optimum
-        (a,) = proof.race(c, nb, x, time.monotonic() + 30.0, (engine,))
+        (a,) = mip.race(c, nb, x, time.monotonic() + 30.0, (engine,))
         assert a.proven, a
         plan = x if a.x is None else a.x
         assert search.fits(c, plan) and search.objective(c, plan) == pytest.approx(optimum)
         assert a.bound <= optimum + 1e-6
-    best, value, proven = proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 30.0,
+    best, value, proven = mip.best_of(c, x, mip.race(c, nb, x, time.monotonic() + 30.0,
                                                          ENGINES))  # fmt: skip
     assert proven and value == pytest.approx(optimum) == search.objective(c, best)
 
@@ -77,11 +77,11 @@ def test_a_failed_engine_leaves_the_others_answer():
     c = _reduced(memory_tight(12, seed=1))
     nb = search.neighbourhood(c)
     x = _start(c)
-    broken, good = proof.race(c, nb, x, time.monotonic() + 30.0, (FAILING, proof.TOULBAR2))
+    broken, good = mip.race(c, nb, x, time.monotonic() + 30.0, (FAILING, mip.TOULBAR2))
     assert broken.engine == "failing" and broken.note.startswith("failed: ")
     assert "engine broke" in broken.note and broken.x is None and broken.bound == -math.inf
     assert good.proven
-    best, value, proven = proof.best_of(c, x, [broken, good])
+    best, value, proven = mip.best_of(c, x, [broken, good])
     assert proven and value == search.objective(c, best) <= search.objective(c, x)
 
 
@@ -89,12 +89,12 @@ def test_an_engine_out_of_time_is_stopped_and_the_other_wins():
     c = _reduced(memory_tight(12, seed=2))
     nb = search.neighbourhood(c)
     x = _start(c)
-    slow, good = proof.race(c, nb, x, time.monotonic() + 20.0, (SLEEPING, proof.TOULBAR2))
+    slow, good = mip.race(c, nb, x, time.monotonic() + 20.0, (SLEEPING, mip.TOULBAR2))
     assert good.proven and slow.note == "stopped" and slow.x is None
     # nobody proves: every engine is stopped at the deadline, the starting plan stands
-    (alone,) = proof.race(c, nb, x, time.monotonic() + 1.5, (SLEEPING,))
+    (alone,) = mip.race(c, nb, x, time.monotonic() + 1.5, (SLEEPING,))
     assert alone.note == "stopped" and not alone.proven
-    best, bound, proven = proof.best_of(c, x, [alone])
+    best, bound, proven = mip.best_of(c, x, [alone])
     assert best is x and bound == -math.inf and not proven
 
 
@@ -104,13 +104,13 @@ def test_the_race_gives_the_same_optimum_whichever_engine_wins():
     x = _start(c)
     values = set()
     for engines in (ENGINES, ENGINES[::-1], ENGINES[:1], ENGINES[1:], ENGINES):
-        best, value, proven = proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 30.0,
+        best, value, proven = mip.best_of(c, x, mip.race(c, nb, x, time.monotonic() + 30.0,
                                                              engines))  # fmt: skip
         assert proven and search.fits(c, best) and value == search.objective(c, best)
         values.add(value)
     assert len(values) == 1
     # one engine: the same plan every time
-    plans = [proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 30.0, ENGINES[:1]))[0]
+    plans = [mip.best_of(c, x, mip.race(c, nb, x, time.monotonic() + 30.0, ENGINES[:1]))[0]
              for _ in range(2)]  # fmt: skip
     assert (plans[0] == plans[1]).all()
 
@@ -119,8 +119,8 @@ def test_toulbar2s_bound_out_of_time_is_below_the_optimum():
     c = _reduced(memory_tight(60, seed=11))
     nb = search.neighbourhood(c)
     x = _start(c)
-    (short,) = proof.race(c, nb, x, time.monotonic() + 2.5, (proof.TOULBAR2,))
-    best, value, proven = proof.best_of(c, x, proof.race(c, nb, x, time.monotonic() + 60.0,
+    (short,) = mip.race(c, nb, x, time.monotonic() + 2.5, (mip.TOULBAR2,))
+    best, value, proven = mip.best_of(c, x, mip.race(c, nb, x, time.monotonic() + 60.0,
                                                          ENGINES))  # fmt: skip
     if not proven:
         pytest.skip("not proven within 60 s on this machine")
@@ -131,7 +131,7 @@ def test_toulbar2_stopped_at_its_end_returns_its_plan_and_bound_but_no_proof():
     c = _reduced(memory_tight(200, seed=207, mean_strategies=29.0))  # not proven in seconds
     nb = search.neighbourhood(c)
     x = _start(c)
-    (a,) = proof.race(c, nb, x, time.monotonic() + 6.0, (proof.TOULBAR2,))
+    (a,) = mip.race(c, nb, x, time.monotonic() + 6.0, (mip.TOULBAR2,))
     assert a.note == "stopped at its end" and not a.proven, a
     assert a.x is not None and search.fits(c, a.x)
     assert a.bound <= search.objective(c, a.x) <= search.objective(c, x)
@@ -147,7 +147,7 @@ def test_past_small_entries_the_race_comes_first_then_the_large_path(monkeypatch
     assert proven and info["bound_by"] in ("toulbar2", "integer program")
     assert search.fits(c, best) and bound == search.objective(c, best)
     # engines that prove nothing: the large path from the race's plan, its own bound
-    monkeypatch.setattr(proof, "TOULBAR2", SLEEPING)
+    monkeypatch.setattr(mip, "TOULBAR2", SLEEPING)
     monkeypatch.setattr(pairwise, "INTEGER_PROGRAM", SLEEPING)
     info = {}
     found, low, sure = pairwise.search_and_prove(c, True, time.monotonic() + 8.0, 0, info)
@@ -160,12 +160,12 @@ def test_toulbar2_stopped_before_its_search_sends_nothing_but_no_failure(monkeyp
     c = _reduced(memory_tight(20, seed=5))
     nb = search.neighbourhood(c)
     x = _start(c)
-    build = proof.windows._network
+    build = mip.windows._network
 
     def slow_network(*args):
         time.sleep(4.0)  # the stop signal comes while the network is built
         return build(*args)
 
-    monkeypatch.setattr(proof.windows, "_network", slow_network)
-    (a,) = proof.race(c, nb, x, time.monotonic() + 3.0, (proof.TOULBAR2,))
+    monkeypatch.setattr(mip.windows, "_network", slow_network)
+    (a,) = mip.race(c, nb, x, time.monotonic() + 3.0, (mip.TOULBAR2,))
     assert a.note == "stopped at its end" and a.x is None and a.bound == -math.inf, a
