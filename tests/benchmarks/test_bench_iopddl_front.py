@@ -28,6 +28,8 @@ def test_a_memory_tight_instance_runs_the_whole_command(tmp_path: Path, capsys):
     (record,) = [json.loads(line) for line in
                  gzip.decompress((out / "results.jsonl.gz").read_bytes()).splitlines()]  # fmt: skip
     assert record["valid"] and record["jobs"] == 1 and record["score"] is not None
+    # the CPU the command got: more than reading the problem takes, within its wall time x cores
+    assert 0.1 < record["cpu_s"] <= record["wall_s"] * record["cores"] + 1.0
     assert record["bound"] is None or record["bound"] <= record["score"]
 
 

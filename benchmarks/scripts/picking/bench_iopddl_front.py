@@ -11,7 +11,8 @@ included; the solution file is scored again by the one checker. A row gives the 
 ratio to the best known value (the "best known now" table of ``--best-known``, by default the
 instances' ``README.md``), the bound the command reports and the gap to it, the stage that
 gave the bound (else the one that answered), the wall time against the limit, the load average
-before and after, and the cores.
+before and after, the CPU seconds the command and its processes got (on a busy machine a run
+may get well under its cores for its wall time), and the cores.
 ``--jobs N`` (or any ``--extra`` options) are passed to the command; ``--jobs 1,2`` runs each
 instance at both, one after the other, for the portfolio's ratio at equal wall-clock time.
 
@@ -44,7 +45,8 @@ from tacopt.io import atomic_write, check_output_folder
 from tacopt.partitioner.cli.pick_run import contest_time_limit
 
 HEADER = (f"{'instance':<22} {'jobs':>4} {'status':>9} {'score':>16} {'vs best':>8} "
-          f"{'bound':>16} {'gap':>8} {'bound by':>16} {'wall/limit s':>13} {'load':>11} cores")
+          f"{'bound':>16} {'gap':>8} {'bound by':>16} {'wall/limit s':>13} {'cpu s':>6} "
+          f"{'load':>11} cores")
 
 
 def gap_of(score: float | None, bound: float | None) -> float | None:
@@ -65,7 +67,7 @@ def row(r: dict[str, Any]) -> str:
             f"{num(r['score']):>16} {'-' if ratio is None else f'{ratio:.5f}':>8} "
             f"{num(r['bound']):>16} {'-' if gap is None else f'{100 * gap:.3f}%':>8} "
             f"{str(r.get('bound_by') or r.get('stage')):>16} "
-            f"{r['wall_s']:>7.1f}/{r['time_limit_s']:<5g} "
+            f"{r['wall_s']:>7.1f}/{r['time_limit_s']:<5g} {num(r.get('cpu_s')):>6} "
             f"{r['load_before']:>5.2f}->{r['load_after']:<5.2f} {r['cores']:>3}"
             f"{'' if r['valid'] else '  NOT VALID: ' + str(r.get('reason'))}")  # fmt: skip
 

@@ -40,6 +40,7 @@ import json
 import math
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -119,13 +120,17 @@ def run_one(path: str, seed: int, limit_s: float, picker: str, extra: Sequence[s
         cmd = [*TACOPT, "pick", path, "--picker", picker, "--time-limit", f"{limit_s:g}",
                "--seed", str(seed), "--json", "--solution", str(solution), *extra]  # fmt: skip
         load_before = os.getloadavg()[0]
+        cpu_before = _children_cpu_s()
         t0 = time.monotonic()
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         wall_s = time.monotonic() - t0
+        # the CPU the command and its processes got: on a busy machine a run may get far less
+        # than its cores for its wall time (S at --jobs 1 got 51 % of it under the lock, load 4-6)
+        cpu_s = _children_cpu_s() - cpu_before
         record: dict[str, Any] = {
             "instance": instance_name(Path(path)), "file": Path(path).name, "picker": picker,
             "seed": seed, "time_limit_s": limit_s, "wall_s": round(wall_s, 2),
-            "exit": done.returncode, "load_before": load_before,
+            "exit": done.returncode, "load_before": load_before, "cpu_s": round(cpu_s, 1),
             "load_after": os.getloadavg()[0], "cores": len(os.sched_getaffinity(0)),
             "extra": list(extra), "score": None, "valid": False,
         }  # fmt: skip
@@ -145,6 +150,12 @@ def run_one(path: str, seed: int, limit_s: float, picker: str, extra: Sequence[s
         record.update(score=evaluate_index(index, chosen).total, valid=broken is None,
                       reason=broken or "")  # fmt: skip
         return record
+
+
+def _children_cpu_s() -> float:
+    """User and system seconds of this process's ended children so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 @lru_cache(maxsize=4)
