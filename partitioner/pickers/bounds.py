@@ -72,6 +72,7 @@ def diffusion_bound(
     colours: list[np.ndarray] | None = None,
     target: float | None = None,
     price_every: int = 4,
+    progress=None,
 ) -> float:
     """The best lower bound min-sum diffusion reaches by ``deadline`` (see the module).
 
@@ -79,7 +80,8 @@ def diffusion_bound(
     ``target``: the objective of a known plan, for the price steps (Polyak's rule: a step
     proportional to the gap to it); without one, steps of 5 % of the bound. The bound is read,
     and the prices move, every ``price_every`` sweeps (the diffusion settles between moves); it
-    stops before ``deadline`` when the bound has stalled (``STALL_SHARE``).
+    stops before ``deadline`` when the bound has stalled (``STALL_SHARE``). ``progress``: a
+    shared value (``.value``) that gets the bound so far at each read, for another process.
     """
     d = _Diffusion(c, colours)
     prices = _Prices(c) if memory and np.isfinite(c.limit) else None
@@ -95,6 +97,8 @@ def diffusion_bound(
             continue
         best = max(best, _read(d, prices, best, target))
         history.append(best)
+        if progress is not None:
+            progress.value = best
         back = STALL_SWEEPS // price_every
         if len(history) > back and best - history[-1 - back] <= STALL_SHARE * abs(best):
             break
@@ -310,14 +314,21 @@ class BoundProcess:
     def __init__(self, c: Compact, deadline: float, target: float | None) -> None:
         self.deadline = deadline
         self.process = None
+        self._progress = None
         if "fork" not in mp.get_all_start_methods():
             return
         ctx = mp.get_context("fork")
+        self._progress = ctx.RawValue("d", -np.inf)  # the bound so far, as the worker reads it
         self.receive, send = ctx.Pipe(duplex=False)
-        self.process = ctx.Process(target=_bound_worker, args=(c, deadline, target, send),
+        self.process = ctx.Process(target=_bound_worker,
+                                   args=(c, deadline, target, send, self._progress),
                                    daemon=True)  # fmt: skip
         self.process.start()
         send.close()
+
+    def so_far(self) -> float:
+        """The bound the process has reached so far (``-inf`` before its first read)."""
+        return -np.inf if self._progress is None else float(self._progress.value)
 
     def result(self) -> float | None:
         """The bound (None when the process gave none in time); the process is ended."""
@@ -339,6 +350,7 @@ class BoundProcess:
             self.process.join(1.0)
 
 
-def _bound_worker(c: Compact, deadline: float, target: float | None, send) -> None:
-    send_result(send, lambda: diffusion_bound(c, deadline, memory=True, target=target))
+def _bound_worker(c: Compact, deadline: float, target: float | None, send, progress) -> None:
+    send_result(send, lambda: diffusion_bound(c, deadline, memory=True, target=target,
+                                              progress=progress))  # fmt: skip
     send.close()

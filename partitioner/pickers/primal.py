@@ -66,6 +66,7 @@ def search(
     threads: int = 1,
     graph: Graph | None = None,
     join_at: float | None = None,
+    join_if: Callable[[float], bool] | None = None,
 ) -> np.ndarray | None:
     """The cheapest choice within the limit found by ``deadline`` (``time.monotonic()``).
 
@@ -87,6 +88,9 @@ def search(
         When the second search starts (monotonic seconds; default at once): until then its
         core is another stage's (the bound's). It starts from the shared best; the others
         start at once.
+    join_if
+        With ``join_at``: the second search starts earlier, once ``join_if(value of the shared
+        best)`` holds (asked every half second).
 
     Returns
     -------
@@ -101,7 +105,10 @@ def search(
         def one(s: int, shared: Incumbent) -> np.ndarray | None:
             if s != seed + 1 or join_at is None:
                 return _one(c, g, deadline, s, start, shared)
-            time.sleep(max(0.0, min(join_at, deadline) - time.monotonic()))
+            while time.monotonic() < min(join_at, deadline):
+                if join_if is not None and join_if(shared.value):
+                    break
+                time.sleep(max(0.0, min(0.5, min(join_at, deadline) - time.monotonic())))
             got = shared.take(np.inf)
             return _one(c, g, deadline, s, start if got is None else got[1], shared)
 

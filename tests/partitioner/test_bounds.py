@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tacopt.partitioner.pickers import pick
-from tacopt.partitioner.pickers.bounds import diffusion_bound, edge_split_bound
+from tacopt.partitioner.pickers.bounds import BoundProcess, diffusion_bound, edge_split_bound
 from tacopt.partitioner.pickers.reduce import Compact, reduce_problem
 from tacopt.partitioner.plan import NoPlanError
 from tacopt.partitioner.problem import index_problem
@@ -96,3 +96,20 @@ def test_a_stalled_bound_stops_before_its_deadline() -> None:
     t0 = time.monotonic()
     assert diffusion_bound(c, t0 + 20, memory=True, max_sweeps=10**9) > 445 - 1e-3
     assert time.monotonic() - t0 < 5  # settled after a few hundred sweeps, not at the deadline
+
+
+def test_the_bound_so_far_is_seen_by_another_process_and_is_a_bound() -> None:
+    """``BoundProcess.so_far``: what the worker has read so far (the search's portfolio asks
+    it), never above the optimum (445 on the contest example) nor the final bound."""
+    c = _reduced(EXAMPLE)
+    assert c is not None
+    beside = BoundProcess(c, time.monotonic() + 20, None)
+    for _ in range(200):
+        if np.isfinite(beside.so_far()):
+            break
+        time.sleep(0.01)
+    seen = beside.so_far()
+    final = beside.result()
+    assert final is not None and np.isfinite(seen)
+    assert seen <= 445 + 1e-6 and final <= 445
+    assert seen <= final + 1e-3 * abs(final) + 1e-6  # the final has a float margin taken off

@@ -8,6 +8,7 @@ compared with the brute-force picker.
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import time
 from itertools import product
 from pathlib import Path
@@ -138,6 +139,23 @@ def test_a_late_search_joins_from_the_shared_plan_and_the_deadline_holds(threads
     alone = primal.search(c, time.monotonic() + 4.0, seed=1, threads=1)
     assert x is not None and _score(index, c, x)[1]
     assert _score(index, c, x)[0] <= _score(index, c, alone)[0] * 1.05
+
+
+def test_the_second_search_joins_early_once_asked():
+    """``join_if``: the second search starts before ``join_at`` once it holds (asked with the
+    shared best's value), and the whole still ends by its deadline with a plan."""
+    index, c = _reduced(500, 3, tightness=0.1)
+    seen = mp.get_context("fork").RawValue("d", -1.0)  # the value join_if got, in the child
+
+    def join_if(value: float) -> bool:
+        seen.value = value
+        return True
+
+    t0 = time.monotonic()
+    x = primal.search(c, t0 + 3.0, seed=1, threads=2, join_at=t0 + 60.0, join_if=join_if)
+    assert time.monotonic() - t0 < 3.5  # not waiting for join_at
+    assert x is not None and _score(index, c, x)[1]
+    assert seen.value != -1.0  # asked (the shared best's value: inf until one is published)
 
 
 def test_search_finds_the_example_optimum():
