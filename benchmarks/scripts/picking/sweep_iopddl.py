@@ -140,7 +140,8 @@ def run_one(path: str, seed: int, limit_s: float, picker: str, extra: Sequence[s
             reported = {}
         params = reported.get("params", {})
         record.update(status=reported.get("status", "ERROR"), bound=reported.get("bound"),
-                      stage=params.get("stage"), bound_by=params.get("bound_by"))  # fmt: skip
+                      stage=params.get("stage"), bound_by=params.get("bound_by"),
+                      joined_s=params.get("joined_s"))  # fmt: skip
         if done.returncode != 0 or not solution.exists():
             record["reason"] = (done.stderr.strip().splitlines() or ["no solution written"])[-1]
             return record
