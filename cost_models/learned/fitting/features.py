@@ -88,7 +88,8 @@ def kernel_kind(
     ViT's at 0.87-1.32x, where the convolutions' model priced them at 0.99-1.07x.
     One row (a GEMV, memory-bound) stays a FULLY_CONNECTED.
 
-    A STRIDED_SLICE with a stride other than 1 or an axis shrunk away (``strided``, version
+    A STRIDED_SLICE with a stride other than 1 (-1 too: a sequence reversed, an OCR model's
+    backward direction) or an axis shrunk away (``strided``, version
     14) is a ``"STRIDED_SLICE_BUILTIN"``: XNNPACK does not take it (in a 15-minute learn's
     records, none of 59 such slices and all 141 others), and LiteRT's builtin kernel walks it
     element by element. An audio model's harmonic stacking (every third bin of a
@@ -106,6 +107,9 @@ def kernel_kind(
     'CONV_2D_GROUPED'
     >>> kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 56, 56, 96), t(32, 3, 3, 96), t(32)]})
     'CONV_2D'
+    >>> rev = [[3], "int32", True, False, [-1, 1, 1]]
+    >>> kernel_kind({"kind": "STRIDED_SLICE", "inputs": [t(25, 1, 64), t(3), t(3), rev]})
+    'STRIDED_SLICE_BUILTIN'
     >>> fc = lambda *x: {"kind": "FULLY_CONNECTED", "inputs": [t(*x), [[64, 32], "float32", True]]}
     >>> kernel_kind(fc(1, 49, 32)), kernel_kind(fc(1, 32)), kernel_kind(fc(8, 32), gemm_rows=False)
     ('CONV_2D', 'FULLY_CONNECTED', 'FULLY_CONNECTED')
@@ -117,7 +121,7 @@ def kernel_kind(
         ins = features.get("inputs") or []
         rank = len(ins[0][0]) if ins and ins[0] else 0
         shrink = (features.get("options") or {}).get("shrink_axis_mask", 0)
-        if shrink or any(s != 1 for s in _slice_strides(features, rank)):
+        if shrink or any(s != 1 for s in _slice_strides(features, rank, signed=True)):
             return "STRIDED_SLICE_BUILTIN"
     if kind == "CONV_2D":
         ins = [d for d in features.get("inputs", []) if d]
@@ -532,11 +536,12 @@ SLICES = frozenset({"SLICE", "STRIDED_SLICE"})
 PADS = frozenset({"PAD", "PADV2", "MIRROR_PAD"})
 
 
-def _slice_strides(features: Mapping[str, Any], rank: int) -> list[int]:
-    """A slice's strides per dimension (STRIDED_SLICE's constant ``strides`` input, else 1)."""
+def _slice_strides(features: Mapping[str, Any], rank: int, *, signed: bool = False) -> list[int]:
+    """A slice's strides per dimension (STRIDED_SLICE's constant ``strides`` input, else 1);
+    their sizes unless ``signed`` (a reversal, stride -1, is one XNNPACK refuses)."""
     ins = features.get("inputs", [])
     if features.get("kind") == "STRIDED_SLICE" and len(ins) > 3 and len(ins[3]) > 4:
-        values = [abs(int(v)) for v in ins[3][4]]
+        values = [int(v) if signed else abs(int(v)) for v in ins[3][4]]
         if len(values) == rank:
             return values
     return [1] * rank
