@@ -22,6 +22,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tacopt.errors import TacoptError, print_error
 from tacopt.io import atomic_write, check_output_folder
 from tacopt.partitioner.cli import main as tacopt_main
 from tacopt.partitioner.pickers import pairwise
@@ -63,7 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     arms = args.arms.split(",")
     if any(a not in ARMS for a in arms):
         parser.error(f"--arms: one of {', '.join(ARMS)}")
-    out = check_output_folder(args.out, what="--out") if args.out else None
+    try:
+        out = check_output_folder(args.out, what="--out") if args.out else None
+    except TacoptError as exc:
+        return print_error("bench_race", exc)
     records = []
     for path in args.files:
         for arm in arms:
