@@ -211,6 +211,7 @@ def facemesh(h: int, c: int, *, crop: bool = False, refine: bool = False) -> nx.
     outs = [b.op("RESHAPE", lm, _i32(1, 468, 3)),
             b.op("LOGISTIC", _conv(b, x, cin, 1, q, padding="VALID"))]  # fmt: skip
     if refine:
+        assert mid is not None, "a refined face mesh needs a stride-2 stage"
         m, cm = mid
         mh = b.tensor(m).shape[1]
         outs.append(b.op("CUSTOM:Convolution2DTransposeBias", m, _w(4, 2, 2, cm),
