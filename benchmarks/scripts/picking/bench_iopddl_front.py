@@ -25,8 +25,6 @@ Run it under the timing lock, one set of instances per hold::
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 import math
 import os
 import time
@@ -39,9 +37,10 @@ from tacopt.benchmarks.scripts.picking.sweep_iopddl import (
     best_known,
     instance_files,
     run_one,
+    write_records,
 )
 from tacopt.errors import print_error
-from tacopt.io import atomic_write, check_output_folder
+from tacopt.io import check_output_folder
 from tacopt.partitioner.cli.pick_run import contest_time_limit
 
 HEADER = (f"{'instance':<22} {'jobs':>4} {'status':>9} {'score':>16} {'vs best':>8} "
@@ -125,9 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(HEADER, flush=True)
     records = front(files, seeds, jobs, best_known(readme), args.time_limit, args.extra.split())
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        body = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
-        atomic_write(out / "results.jsonl.gz", gzip.compress(body.encode(), mtime=0))
+        write_records(out, "results.jsonl.gz", records)
     return 0
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import gzip
 import io
 import json
 import os
@@ -22,8 +21,9 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from tacopt.benchmarks.scripts.picking.sweep_iopddl import write_records
 from tacopt.errors import TacoptError, print_error
-from tacopt.io import atomic_write, check_output_folder
+from tacopt.io import check_output_folder
 from tacopt.partitioner.cli import main as tacopt_main
 from tacopt.partitioner.pickers import pairwise
 
@@ -74,9 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             records.append(run(path, arm, args.time_limit, args.jobs))
             print(json.dumps(records[-1]), flush=True)
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        body = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
-        atomic_write(out / "results.jsonl.gz", gzip.compress(body.encode(), mtime=0))
+        write_records(out, "results.jsonl.gz", records)
     return 0
 
 

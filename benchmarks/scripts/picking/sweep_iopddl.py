@@ -264,11 +264,17 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.5f}"
 
 
-def write_outputs(out: Path, records: Sequence[dict], known: dict[str, int], source: str) -> None:
-    """``runs.jsonl.gz``, ``results.csv`` and ``report.md`` into ``out``."""
+def write_records(out: Path, name: str, records: Sequence[dict]) -> None:
+    """``records`` as gzipped JSON lines in ``out/name`` (the folder made if need be): sorted keys
+    and no timestamp, so the same records give the same bytes."""
     out.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(r, sort_keys=True) + "\n" for r in records)
-    atomic_write(out / "runs.jsonl.gz", gzip.compress(lines.encode(), mtime=0))
+    atomic_write(out / name, gzip.compress(lines.encode(), mtime=0))
+
+
+def write_outputs(out: Path, records: Sequence[dict], known: dict[str, int], source: str) -> None:
+    """``runs.jsonl.gz``, ``results.csv`` and ``report.md`` into ``out``."""
+    write_records(out, "runs.jsonl.gz", records)
     atomic_write(out / "results.csv", results_csv(records))
     atomic_write(out / "report.md", report(records, known, source))
 
