@@ -68,7 +68,7 @@ def test_every_tour_command_runs(tmp_path: Path) -> None:
             cmd = cmd.replace("../shared/iopddl", str(IOPDDL))
         result = run(cmd, tmp_path)
         assert result.returncode == 0, f"{cmd}\n{result.stderr[-2000:]}"
-    assert (tmp_path / "out.tflite").is_file() and (tmp_path / "model.json").is_file()
+    assert (tmp_path / "out.tflite").is_file() and (tmp_path / "model.json.gz").is_file()
 
 
 def test_the_tours_pick_problem_is_one_where_the_pickers_differ(tmp_path: Path) -> None:
