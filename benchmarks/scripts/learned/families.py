@@ -37,7 +37,11 @@ before that round's tuning, ``write DIR --set heldout``) is the leave-family-out
 once on the round's final learn. Both have now been looked at and tuned on; the third set
 (``family_sets.third``: U-Net decoders, soft-argmax pose heads, gated 1-D speech convolutions,
 a ViT-tiny, an OCR CRNN, a face-mesh regressor with custom ops; ``write DIR --set third``) was
-written before session 4's tuning and is reported once, on its final learn.
+written before session 4's tuning and is reported once, on its final learn. It is spent too; the
+fourth set (``family_sets.fourth``: a GhostNet-like classifier, a MobileBERT-like encoder, a
+YOLOv8-like detector, a DeepLabV3+-like ASPP segmenter, a style-transfer network, a BlazePalm-like
+detector with a custom op, basic-pitch-like note / onset heads; ``write DIR --set fourth``) was
+written before session 5's tuning.
 
     python -m tacopt.benchmarks.scripts.learned.families write DIR
     flock /tmp/tacopt-timing.lock tacopt measure DIR/*.tflite --out families.jsonl
@@ -60,6 +64,7 @@ import networkx as nx
 import numpy as np
 
 from tacopt.benchmarks.scripts.learned.family_sets.blocks import conv, depthwise, weights
+from tacopt.benchmarks.scripts.learned.family_sets.fourth import FOURTH_FAMILIES
 from tacopt.benchmarks.scripts.learned.family_sets.third import THIRD_FAMILIES
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel
@@ -474,16 +479,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="cmd", required=True)
     w = sub.add_parser("write", help="write the families' models")
     w.add_argument("folder", type=Path)
-    w.add_argument("--set", choices=("first", "heldout", "third"), default="first",
+    w.add_argument("--set", choices=("first", "heldout", "third", "fourth"), default="first",
                    help="the first five families, the six held out in session 2 (now tuned "
-                        "on), or the third set held out of session 4's tuning")  # fmt: skip
+                        "on), the third set (held out of session 4's tuning, now spent), or "
+                        "the fourth held out of session 5's")  # fmt: skip
     r = sub.add_parser("report", help="learned models on the families' records")
     r.add_argument("models", type=Path, nargs="+")
     r.add_argument("--records", type=Path, required=True)
     r.add_argument("--per-kind", action="store_true")
     args = parser.parse_args(argv)
     if args.cmd == "write":
-        sets = {"first": FAMILIES, "heldout": HELDOUT_FAMILIES, "third": THIRD_FAMILIES}
+        sets = {"first": FAMILIES, "heldout": HELDOUT_FAMILIES, "third": THIRD_FAMILIES,
+                "fourth": FOURTH_FAMILIES}
         for p in write_models(args.folder, sets[args.set]):
             print(p)
         return 0
