@@ -28,6 +28,7 @@ from tacopt.cost_models.learned.measurement.timing import (
     run_pass,
 )
 from tacopt.fusion.ir import Buffer, Op, Tensor, make_graph, validate_graph
+from tacopt.fusion.ir.builder import GraphBuilder
 from tacopt.fusion.tflite.writer import serialize_tflite
 from tacopt.partitioner.cli import main
 
@@ -327,6 +328,15 @@ def test_retype_op_quantizes_and_dequantizes() -> None:
     assert out.scale == (1 / 128,) and out.zero_point == (0,)  # what TFLite's int8 TANH requires
     with pytest.raises(RetypeError, match="same op in every type"):
         retype_op(retype_op(tanh, "QUANTIZED_INT8"), "QUANTIZED_INT8")
+    # a constant class token concatenated to the tokens shares their quantization (XNNPACK
+    # failed to prepare the int8 concatenation of two scales)
+    b = GraphBuilder("cls")
+    token = b.const(np.full((1, 1, 8), 0.5, np.float32))
+    G = b.build(outputs=[b.op("CONCATENATION", token, b.input("x", (1, 4, 8)), axis=1)])
+    Q = retype_op(G, "QUANTIZED_INT8")
+    op = Q.nodes[next(iter(Q))]["op"]
+    qs = {Q.graph["tensors"][n].quantization for n in (*op.inputs, *op.outputs)}
+    assert len(qs) == 1
 
 
 def test_an_lstm_retyped_to_int8_runs_the_kernels_integer_path(tmp_path: Path) -> None:

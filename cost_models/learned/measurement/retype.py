@@ -173,6 +173,13 @@ def _quantized_tensors(S: nx.MultiDiGraph, op: Op, *, seed: int) -> dict[str, Te
             assert qo is not None
             q = np.clip(np.round(x / qo.scale[0]) + qo.zero_point[0], -128, 127).astype(np.int8)
             out[n] = _with_data(t, q, "int8", qo)
+        elif op.kind in ("CONCATENATION", "PACK") and acts:
+            # a constant part (a ViT's class token) shares the activations' quantization, as
+            # the converter writes it: XNNPACK fails to prepare a concatenation of two scales
+            qa = out[acts[0]].quantization
+            assert qa is not None
+            q = np.clip(np.round(x / qa.scale[0]) + qa.zero_point[0], -128, 127).astype(np.int8)
+            out[n] = _with_data(t, q, "int8", qa)
         elif slot != b_slot:
             c_scale = max(float(np.abs(x).max(initial=0.0)), 1e-8) / 127
             q = np.clip(np.round(x / c_scale), -127, 127).astype(np.int8)

@@ -262,22 +262,60 @@ def unary_sampler(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     return build
 
 
-def _softmax(rng: Rng) -> nx.MultiDiGraph:
-    """A softmax over the last axis; a fifth of the time with a temperature (``beta`` other than
-    1: a soft-argmax sharpened over a heatmap's pixels), which XNNPACK refuses: the builtin kernel
-    ran the third set's pose heads at 5x what a learn that drew only beta 1 priced."""
-    b = GraphBuilder("softmax")
-    x = b.input("x", draw_shape(rng, int(rng.choice([2, 3, 4]))))
-    if rng.random() < 0.2:
-        return finish(b, b.op("SOFTMAX", x, beta=float(rng.choice([0.5, 2.0, 10.0, 20.0]))))
-    return finish(b, b.op("SOFTMAX", x))
+#: Lengths of a long last axis: a heatmap's pixels (32 x 32 to 96 x 96), a vocabulary's logits.
+_LONG_AXIS = (256, 576, 1024, 2304, 4096, 9216)
+
+
+def _softmax_shape(rng: Rng) -> tuple[int, ...]:
+    """What a softmax normalizes: an activation over its last axis (60 %), a few rows of a long
+    last axis (30 %: a soft-argmax over each keypoint's heatmap pixels, ``(1, K, P)``), or a
+    time-major sequence ``(T, 1, C)`` (10 %: a CTC head's characters per step)."""
+    u = rng.random()
+    if u < 0.3:
+        rows = int(rng.choice([1, 4, 17, 21, 33, 64]))
+        return (1, rows, int(rng.choice(_LONG_AXIS)))
+    if u < 0.4:
+        return (int(rng.choice([8, 13, 25, 32, 64, 128])), 1, draw_channels(rng))
+    return draw_shape(rng, int(rng.choice([2, 3, 4])))
+
+
+def softmax_sampler(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
+    """A SOFTMAX or LOG_SOFTMAX over the last axis (:func:`_softmax_shape`); a softmax with a
+    temperature 30 % of the time (``beta`` other than 1: a soft-argmax sharpened over a
+    heatmap's pixels), which XNNPACK refuses, as it refuses LOG_SOFTMAX: the builtin kernels ran
+    the third set's sharpened pose heads (``(1, 33, 4096)``, beta 10) at 5x what a learn that drew
+    only beta 1 over rows of at most 1,280 priced, and a CTC head's LOG_SOFTMAX at 2-3x the
+    fallback's price (no sampler drew the kind)."""
+
+    def build(rng: Rng) -> nx.MultiDiGraph:
+        b = GraphBuilder(kind.lower())
+        x = b.input("x", _softmax_shape(rng))
+        if kind == "SOFTMAX" and rng.random() < 0.3:
+            return finish(b, b.op(kind, x, beta=float(rng.choice([0.5, 2.0, 10.0, 20.0]))))
+        return finish(b, b.op(kind, x))
+
+    return build
 
 
 def _pool(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
     """A pooling window of 2 x 2 (a detector's or a landmark model's downsampling), 3 x 3, 5 x 5
-    or 1 x 1, or over the whole plane (15 %: converters mostly write a global pool as a MEAN)."""
+    or 1 x 1, or over the whole plane (15 %: converters mostly write a global pool as a MEAN);
+    or (20 %) a window of one axis, (2, 1) / (1, 2) / (3, 1) strided by itself, on a plane wider
+    than high: an OCR model pools the height of a text line away and keeps its width (the third
+    set's (2, 1) pools were priced at 0.74-0.83x by a learn that drew only square windows)."""
 
     def build(rng: Rng) -> nx.MultiDiGraph:
+        if rng.random() < 0.2:
+            kh, kw = ((2, 1), (2, 1), (1, 2), (3, 1))[int(rng.integers(0, 4))]
+            c = draw_channels(rng)
+            h, w = int(rng.choice([2, 4, 8, 16, 32])), int(rng.choice([25, 40, 64, 100, 128, 256]))
+            h, w = (h, w) if kh > 1 else (w, h)
+            while h * w * c > MAX_ELEMENTS:
+                c = max(c // 2, 1)
+            b = GraphBuilder(kind.lower())
+            y = b.op(kind, b.input("x", (1, h, w, c)), padding="VALID", stride_h=kh,
+                     stride_w=kw, filter_height=kh, filter_width=kw)  # fmt: skip
+            return finish(b, y)
         h, c = draw_size(rng), draw_channels(rng)
         glob = rng.random() < 0.15
         k = h if glob else int(rng.choice([1, 2, 2, 3, 3, 5]))
@@ -311,6 +349,17 @@ def _mean(rng: Rng) -> nx.MultiDiGraph:
 
 
 def _concat(rng: Rng) -> nx.MultiDiGraph:
+    """Parts of one shape cut to a quarter, a half or whole along the axis (the last 70 %);
+    or (25 %) a token prepended along axis 1, ``(1, 1, C) + (1, N, C)``, a constant half the
+    time (a ViT's class token: parts 1 : N, priced at 1.13-1.21x by a learn that drew parts at
+    most 4 : 1 and no constant)."""
+    if rng.random() < 0.25:
+        n, c = int(rng.choice([16, 36, 49, 64, 196, 256, 576])), draw_channels(rng)
+        b = GraphBuilder("concat")
+        tokens = b.input("x", (1, n, c))
+        first = (b.const(rng.normal(0, 0.1, (1, 1, c)).astype(np.float32))
+                 if rng.random() < 0.5 else b.input("t", (1, 1, c)))  # fmt: skip
+        return finish(b, b.op("CONCATENATION", first, tokens, axis=1))
     shape = draw_shape(rng)
     n = int(rng.choice([2, 2, 2, 3, 4]))
     axis = len(shape) - 1 if rng.random() < 0.7 else int(rng.integers(1, len(shape)))
@@ -413,10 +462,26 @@ def _batch_matmul(rng: Rng) -> nx.MultiDiGraph:
         if bs * m * k * n <= MAX_MACS:
             break
     b = GraphBuilder("bmm")
+    if rng.random() < 0.3:
+        # a product with a constant: a soft-argmax's probabilities by the pixel grid (1, P, 2),
+        # a projection of a long axis to a few values; k up to a heatmap's 9,216 pixels (the
+        # third set's (1, K, 4096) x (1, 4096, 2) ran at 0.43-0.68x what a learn that drew
+        # k <= 196 and no constant priced)
+        m, k, n = int(rng.choice([1, 17, 21, 33, 64])), int(rng.choice(_LONG_AXIS)), int(
+            rng.choice([1, 2, 3, 4, 16, 64]))  # fmt: skip
+        grid = rng.uniform(-1, 1, (1, k, n)).astype(np.float32)
+        return finish(b, b.op("BATCH_MATMUL", b.input("a", (1, m, k)), b.const(grid)))
     # attention's heads (1, heads, tokens, depth): 4-D, both operands computed (XNNPACK refused
-    # the int8 ones of a text transformer, 64.8 us where a model of 3-D ones priced 5.2)
+    # the int8 ones of a text transformer, 64.8 us where a model of 3-D ones priced 5.2); a
+    # fifth of them with an operand read transposed (``adj_x`` / ``adj_y``: a key not
+    # transposed beforehand)
     lead = (1, bs) if rng.random() < 0.5 else (bs,)
-    y = b.op("BATCH_MATMUL", b.input("a", (*lead, m, k)), b.input("b", (*lead, k, n)))
+    adj = int(rng.integers(0, 3)) if rng.random() < 0.2 else -1
+    a_shape, b_shape = (*lead, k, m) if adj == 0 else (*lead, m, k), (*lead, k, n)
+    if adj >= 1:
+        b_shape = (*lead, n, k)
+    y = b.op("BATCH_MATMUL", b.input("a", a_shape), b.input("b", b_shape), adj_x=adj == 0,
+             adj_y=adj >= 1)  # fmt: skip
     return finish(b, y)
 
 
@@ -446,7 +511,7 @@ SAMPLERS: dict[str, tuple[Callable[[Rng], nx.MultiDiGraph], float]] = {
         k: (unary_sampler(k), 1.0)
         for k in ("LOGISTIC", "HARD_SWISH", "RELU", "RELU6", "TANH", "GELU", "RSQRT", "NEG")
     },
-    "SOFTMAX": (_softmax, 1.0),
+    "SOFTMAX": (softmax_sampler("SOFTMAX"), 1.5),
     "AVERAGE_POOL_2D": (_pool("AVERAGE_POOL_2D"), 1.0),
     "MAX_POOL_2D": (_pool("MAX_POOL_2D"), 1.0),
     "MEAN": (_mean, 1.5),

@@ -109,11 +109,19 @@ def _transpose_heads(rng: Rng) -> nx.MultiDiGraph:
 
 def _transpose_layout(rng: Rng) -> nx.MultiDiGraph:
     """A layout change (NHWC -> NCHW or back, a PyTorch export's), a channel shuffle of groups
-    (5-D), a pixel shuffle (6-D), or a matrix / batched-matrix transpose (2-D, 3-D)."""
-    form = str(rng.choice(["nchw", "nchw", "nhwc", "shuffle", "pixel", "matrix", "batched"]))
+    (5-D), a pixel shuffle (6-D), a matrix / batched-matrix transpose (2-D, 3-D), a keypoint
+    head's heatmaps turned to rows of pixels (a narrow inner axis of 1-33 moved out: 0.78-0.81x
+    on the third set), or a sequence made time-major (a unit axis moved: a copy)."""
+    form = str(rng.choice(["nchw", "nchw", "nhwc", "shuffle", "pixel", "matrix", "batched",
+                           "heatmap", "time_major"]))  # fmt: skip
     h, w, c = _plane(rng)
     shape: tuple[int, ...]
-    if form == "nchw":
+    if form == "heatmap":  # a keypoint head's (1, pixels, K) -> (1, K, pixels): a narrow inner
+        k = int(rng.choice([1, 2, 5, 17, 21, 33]))
+        shape, perm = (1, int(rng.choice([256, 1024, 2304, 4096, 9216])), k), [0, 2, 1]
+    elif form == "time_major":  # (1, T, C) -> (T, 1, C): only a unit axis moves (an OCR head's)
+        shape, perm = (1, int(rng.choice([13, 25, 40, 64, 128, 256])), c), [1, 0, 2]
+    elif form == "nchw":
         shape, perm = (1, h, w, c), [0, 3, 1, 2]
     elif form == "nhwc":
         shape, perm = (1, c, h, w), [0, 2, 3, 1]
@@ -166,9 +174,9 @@ def _reshape_move(rng: Rng) -> nx.MultiDiGraph:
 def _expand_dims(rng: Rng) -> nx.MultiDiGraph:
     """EXPAND_DIMS of an audio model's 1-D convolution (``(1, T, C)`` -> ``(1, 1, T, C)``), of
     a pooled vector, or of a mask; any axis, negative ones too."""
-    shape = draw_shape(rng, int(rng.choice([1, 2, 3, 3, 3])))
-    if len(shape) == 1:
-        shape = (int(rng.choice([1, 16, 128, 1024])),)
+    rank = int(rng.choice([1, 2, 3, 3, 3]))
+    # draw_shape has no rank 1 (it drew a 2-D shape): a vector of its own
+    shape = (int(rng.choice([1, 16, 128, 1024])),) if rank == 1 else draw_shape(rng, rank)
     axis = int(rng.integers(-len(shape) - 1, len(shape) + 1))
     pos = axis if axis >= 0 else len(shape) + 1 + axis
     out = (*shape[:pos], 1, *shape[pos:])
@@ -271,8 +279,14 @@ def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
     begin, end, strides = [0] * rank, list(shape), [1] * rank
     begin_mask = end_mask = shrink = 0
     ax = int(rng.integers(1 if rank > 1 else 0, rank))
-    form = str(rng.choice(["range", "range", "stride", "shrink", "crop"]))
-    if form == "shrink" and shape[ax] > 0:
+    form = str(rng.choice(["range", "range", "stride", "shrink", "crop", "reverse"]))
+    if form == "reverse" and shape[ax] > 1:
+        # a sequence read backwards (a bidirectional layer's backward pass written out, as an
+        # OCR model's converter does): stride -1, whole axis by masks; the builtin kernel
+        # walks it element by element (XNNPACK refuses it), and no sampler drew it before
+        strides[ax], begin_mask, end_mask = -1, 1 << ax, 1 << ax
+        begin[ax], end[ax] = 0, 0
+    elif form == "shrink" and shape[ax] > 0:
         i = int(rng.integers(0, shape[ax]))
         begin[ax], end[ax], shrink = i, i + 1, 1 << ax
     elif form == "stride" and shape[ax] > 1:
@@ -293,7 +307,9 @@ def _strided_slice(rng: Rng) -> nx.MultiDiGraph:
             begin_mask |= 1 << a
             end_mask |= 1 << a
     out = [
-        len(range(begin[a], end[a], strides[a])) for a in range(rank) if not (shrink >> a) & 1
+        shape[a] if strides[a] < 0 else len(range(begin[a], end[a], strides[a]))
+        for a in range(rank)
+        if not (shrink >> a) & 1
     ]
     b = GraphBuilder("strided_slice")
     y = b.op(
