@@ -174,6 +174,9 @@ def _concat(info: Info) -> dict[str, str]:
     return {
         "axis": "last" if axis % rank == rank - 1 else "not last",
         "parts": "unequal (>= 8x)" if max(sizes) >= 8 * min(sizes) else "alike",
+        "parts/inner": ("unequal" if max(sizes) >= 8 * min(sizes) else "alike")
+        + "/"
+        + _width_bucket(ins[0].shape[-1]),
         "constant part": "yes" if any(t.buffer is not None for t in ins) else "no",
     }
 
@@ -237,6 +240,7 @@ AXES: dict[str, tuple[Callable[[Info], dict[str, str]] | None, dict[str, tuple[s
             "parts": ("alike", "unequal (>= 8x)"),
             "constant part": ("yes", "no"),
             "inner": ("1-8", "128-1023"),
+            "parts/inner": ("alike/16-64", "alike/128-1023", "unequal/128-1023"),
         },
     ),
     "STRIDED_SLICE": (

@@ -46,6 +46,23 @@ from tacopt.cost_models.learned.sampling.samplers_net import (
 from tacopt.cost_models.learned.sampling.samplers_tail import TAIL_PRIOR
 from tacopt.fusion.ir.builder import GraphBuilder
 
+#: The samplers of the regimes the axes check found no learn drew (issue 47, session 5:
+#: ``python -m tacopt.benchmarks check_sampler_axes``; docs/cost-models-design.md): a sweep of
+#: them alone (``--prior regimes``) measures those regimes without the rest of each prior.
+REGIMES_PRIOR: dict[str, float] = {
+    "SOFTMAX": 1.5,
+    "LOG_SOFTMAX": 1.0,
+    "BATCH_MATMUL": 1.5,
+    "CONCATENATION": 1.5,
+    "MAX_POOL_2D": 1.0,
+    "AVERAGE_POOL_2D": 0.5,
+    "REDUCE_MAX": 1.0,
+    "SUM": 0.5,
+    "STRIDED_SLICE_MOVE": 1.0,
+    "TRANSPOSE_LAYOUT_MOVE": 1.0,
+    "EXPAND_DIMS_MOVE": 0.3,
+}
+
 #: Named priors of ``tacopt measure --sweep --prior``: sampler weights (None: the generic
 #: samplers, :data:`BASE_SAMPLERS`), the chain models drawn with them, and how many sampled
 #: ops per chain model (a network chain of the ``net`` prior costs ~18 op timings).
@@ -57,6 +74,7 @@ PRIORS: dict[
     "net-rnn": (NET_RNN_PRIOR, sample_net_chain_or_tiny, 50),
     "tail": (TAIL_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
     "move": (MOVE_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
+    "regimes": (REGIMES_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
 }
 
 
