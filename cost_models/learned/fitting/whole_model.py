@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -14,9 +15,11 @@ import numpy as np
 from tacopt.cost_models.base import CostModelError
 from tacopt.cost_models.learned.measurement.records import (
     cold_level,
+    counted_ops,
     ops_bytes_weights,
     records_by_key,
     spill_level,
+    weight_bytes,
 )
 
 #: The least net latency (us) a fit sees or a prediction gives. An op that does next to nothing
@@ -225,3 +228,76 @@ def _fit_scale(rows: Sequence[Row]) -> tuple[float, float, float, float]:
     )
     return (round(float(fit.x[0]), 4), round(float(fit.x[2]), 4), round(float(fit.x[1]), 4),
             round(float(fit.x[3]), 4))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorParts:
+    """Where a whole model's price error comes from (:func:`error_parts`): ``measured_us``,
+    ``predicted_us`` (:meth:`~.model.LearnedCostModel.predict_model`), ``terms_us`` (the same
+    terms over each op's *measured* net latency: what the whole-model terms alone get wrong),
+    and ``kinds``: each op kind's share of the rest, ``(kind, us)`` (its ops' predicted less
+    measured net latency x count x the model's in-model scale), the largest first."""
+
+    model: str
+    measured_us: float
+    predicted_us: float
+    terms_us: float
+    kinds: tuple[tuple[str, float], ...]
+
+    @property
+    def error(self) -> float:
+        """The whole model's relative price error."""
+        return self.predicted_us / self.measured_us - 1
+
+    @property
+    def terms_error(self) -> float:
+        """The relative error of the terms alone (each op at its measured latency)."""
+        return self.terms_us / self.measured_us - 1
+
+
+def error_parts(records: Sequence[Mapping[str, Any]], model: Any) -> list[ErrorParts]:
+    """Each timed ``model`` record's price error split into the whole-model terms' part and
+    each op kind's part, in ``model``'s units (records already put there:
+    :func:`~tacopt.cost_models.learned.measurement.speed.normalize_records`).
+
+    An op that could not run alone (a skip record) counts at its predicted latency on both
+    sides. The two parts add up: ``predicted - measured = (terms - measured) + sum of kinds``.
+
+    >>> from types import SimpleNamespace
+    >>> m = SimpleNamespace(overhead_us=0.5, floor_us=FLOOR_US, per_op_us=0.0, while_trip_us=0,
+    ...     cold_weight_us_per_mb=0.0, cold_level=lambda b: 0.0, in_model_scale=lambda b: 1.0,
+    ...     predict_net=lambda r, key=None: 2.0)
+    >>> recs = [{"type": "op", "key": "a", "kind": "ADD", "inputs": [], "bytes": 8,
+    ...          "latency_us": 1.5, "overhead_us": 0.5},
+    ...         {"type": "model", "model": "m", "ops": [["a", 3]], "latency_us": 4.0}]
+    >>> p = error_parts(recs, m)[0]
+    >>> p.predicted_us, p.terms_us, p.kinds
+    (6.5, 3.5, (('ADD', 3.0),))
+    """
+    by_key = records_by_key(records)
+    out = []
+    for r in records:
+        if r.get("type") != "model" or not r.get("latency_us"):
+            continue
+        predicted = measured = moved = weights = n = 0.0
+        kinds: dict[str, float] = {}
+        for key, rec, count in counted_ops(r, by_key):
+            timed = rec.get("type") == "op"
+            p = model.predict_net(rec, key=key if timed else None)
+            m = net_latency(rec) if timed else p
+            predicted += count * p
+            measured += count * m
+            kinds[rec["kind"]] = kinds.get(rec["kind"], 0.0) + count * (p - m)
+            moved += count * float(rec.get("bytes", 0.0))
+            weights += count * weight_bytes(rec)
+            n += count
+        scale = model.in_model_scale(moved)
+        rest = model.overhead_us + model.per_op_us * n
+        rest += model.cold_weight_us_per_mb * weights / 1e6 * model.cold_level(moved)
+        rest += model.while_trip_us * r.get("loop_trips", 0.0)
+        out.append(ErrorParts(
+            str(r["model"]), float(r["latency_us"]), rest + scale * predicted,
+            rest + scale * measured,
+            tuple(sorted(((k, scale * v) for k, v in kinds.items()), key=lambda kv: -abs(kv[1]))),
+        ))  # fmt: skip
+    return out

@@ -1,0 +1,73 @@
+"""Where a learned model's whole-model error comes from: its ops or its whole-model terms.
+
+    python -m tacopt.benchmarks whole_model_parts MODEL.json.gz RECORDS.jsonl.gz [...] \\
+        [--worst 10] [--kinds 3]
+
+For each records file (a family set measured by ``tacopt measure``, the zoo's test half), the
+median whole-model error as the model prices it, and the same with every op at its *measured*
+net latency (the terms alone: :func:`~tacopt.cost_models.learned.fitting.whole_model.
+error_parts`); then per family (``family__name`` models,
+:mod:`~tacopt.benchmarks.scripts.learned.families`) the same two medians; then the ``--worst``
+models with the op kinds whose prices move them most (``--kinds``, in us and in percent of the
+model's measured latency). A model whose error the terms alone carry (the two errors alike) is
+the terms' to fix; one whose terms are right and whose kinds are off is its ops'. Nothing is
+timed: it reads records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tacopt.benchmarks.scripts.learned.families import family_of
+from tacopt.cost_models.learned.fitting.model import LearnedCostModel
+from tacopt.cost_models.learned.fitting.whole_model import ErrorParts, error_parts
+from tacopt.cost_models.learned.measurement.records import read_records
+from tacopt.cost_models.learned.measurement.speed import normalize_records
+from tacopt.cost_models.model_file import read_model_doc
+
+
+def _medians(parts: Sequence[ErrorParts]) -> str:
+    err = [abs(p.error) * 100 for p in parts]
+    terms = [abs(p.terms_error) * 100 for p in parts]
+    return (f"{len(parts):3d} models  whole-model {statistics.median(err):5.1f} % (worst "
+            f"{max(err):5.1f} %, over 10 %: {sum(e > 10 for e in err)})  terms alone "
+            f"{statistics.median(terms):5.1f} % (worst {max(terms):5.1f} %)")  # fmt: skip
+
+
+def report_lines(parts: Sequence[ErrorParts], *, worst: int, kinds: int) -> list[str]:
+    """The report of one records file's :func:`error_parts` (see the module docstring)."""
+    lines = [f"  {'all':12s} {_medians(parts)}"]
+    families = sorted({family_of(p.model) for p in parts if "__" in p.model})
+    for fam in families:
+        lines.append(f"  {fam:12s} {_medians([p for p in parts if family_of(p.model) == fam])}")
+    for p in sorted(parts, key=lambda p: -abs(p.error))[:worst]:
+        top = ", ".join(f"{k} {us:+.1f} us ({us / p.measured_us * 100:+.1f} %)"
+                        for k, us in p.kinds[:kinds])  # fmt: skip
+        lines.append(f"    {p.model[:44]:44s} {p.error * 100:+6.1f} % (terms alone "
+                     f"{p.terms_error * 100:+6.1f} %): {top}")  # fmt: skip
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="whole_model_parts",
+                                     description=__doc__.splitlines()[0])  # fmt: skip
+    parser.add_argument("model", type=Path)
+    parser.add_argument("records", type=Path, nargs="+")
+    parser.add_argument("--worst", type=int, default=10, help="models listed (default 10)")
+    parser.add_argument("--kinds", type=int, default=3, help="kinds a model (default 3)")
+    args = parser.parse_args(argv)
+    model = LearnedCostModel(read_model_doc(args.model), source=str(args.model))
+    for path in args.records:
+        records = normalize_records(read_records(path), model.anchor_speed)
+        print(f"{args.model} on {path}:")
+        for line in report_lines(error_parts(records, model), worst=args.worst, kinds=args.kinds):
+            print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
