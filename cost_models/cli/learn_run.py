@@ -23,6 +23,11 @@ from tacopt.cost_models.cli.measure_run import (
     read_learned_doc,
     silence_xnnpack_banner,
 )
+from tacopt.cost_models.learned.fitting.companion import (
+    companion_name,
+    pick_companion,
+    starting_line,
+)
 from tacopt.cost_models.learned.fitting.fit import fit
 from tacopt.cost_models.learned.measurement.contention import CONTENTION_SHARE, OtherLoad
 from tacopt.cost_models.learned.measurement.measure import Meter, measure_graphs, measure_models
@@ -245,6 +250,9 @@ def learn_command(args: argparse.Namespace) -> int:
         f"then the fit; records {records}",
         file=sys.stderr,
     )
+    if base_doc is not None:
+        target = companion_name(args.resolver, args.threads)
+        print(f"learn: {starting_line(args.base, base_doc, target)}", file=sys.stderr)
     records.parent.mkdir(parents=True, exist_ok=True)
     bar = _Bar(sum(seconds.values()), quiet=args.quiet, spent_s=sum(state["spent_s"].values()))
     meter = None  # one gate and speed tracker for every phase (measure.Meter), made at first use
@@ -271,6 +279,14 @@ def learn_command(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     return _fit_and_write(args, records, base_doc, state, others.share())
+
+
+def _companion(args: argparse.Namespace, base_doc: Mapping[str, Any] | None) -> str | None:
+    """The kernel-set companion of ``--from``'s model for ``--resolver`` and ``--threads``
+    (:func:`~tacopt.cost_models.learned.fitting.companion.pick_companion`), if any."""
+    if base_doc is None:
+        return None
+    return pick_companion(base_doc, args.resolver, args.threads)
 
 
 def _replan(
@@ -441,7 +457,7 @@ def _measure_phase(
     weights, chain, ops_per_chain = PRIORS[phase.prior]
     if phase.chain_prior is not None:
         _, chain, ops_per_chain = PRIORS[phase.chain_prior]
-    weights = _phase_weights(phase, weights, records, base_doc)
+    weights = _phase_weights(phase, weights, records, base_doc, _companion(args, base_doc))
     if phase.weights == "differs" and weights and not args.quiet:
         top = sorted(weights, key=lambda k: (-weights[k], k))[:6]
         bar.write(f"learn: phase {phase.name}: most samples where the probes found the base "
@@ -490,6 +506,7 @@ def _phase_weights(
     weights: Mapping[str, float] | None,
     records: Path,
     base_doc: Mapping[str, Any] | None,
+    companion: str | None = None,
 ) -> Mapping[str, float] | None:
     if phase.weights == "adaptive":
         return adaptive_weights(read_records(records), seed=phase.seed)
@@ -500,7 +517,8 @@ def _phase_weights(
         assert base_doc is not None
         tag = f":{phase.seed}:"
         measured = quiet_records(read_records(records)) if records.exists() else []
-        return differing_weights(base_doc, [r for r in measured if tag not in str(r.get("model"))])
+        probes = [r for r in measured if tag not in str(r.get("model"))]
+        return differing_weights(base_doc, probes, companion=companion)
     return weights
 
 
@@ -560,7 +578,7 @@ def _fit_and_write(
     with all_or_nothing([("-o", args.out)]) as out:
         if base_doc is not None:
             try:
-                doc = guarded_adapt(base_doc, recs)
+                doc = guarded_adapt(base_doc, recs, companion=_companion(args, base_doc))
             except ValueError as exc:
                 raise MeasureError(f"learn: {exc} (give more --minutes)") from None
         else:
@@ -571,6 +589,8 @@ def _fit_and_write(
             "measured_s": round(sum(state["spent_s"].values()), 1),
             "ops": ops,
             "from": state.get("base"),
+            **({"companion": doc["adapted"]["companion"]} if base_doc is not None
+               and doc["adapted"].get("companion") else {}),  # fmt: skip
             "rejected_share": round(rejected, 3),
             "left_out": slow,
             **({} if math.isnan(others_share) else {"other_load_share": round(others_share, 3)}),

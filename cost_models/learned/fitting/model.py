@@ -86,6 +86,7 @@ from tacopt.cost_models.base import (
     check_inference_type,
     needs_conversion,
 )
+from tacopt.cost_models.learned.fitting.companion import chosen_companion, ratio_of
 from tacopt.cost_models.learned.fitting.features import (
     as_kernel_kind,
     design_row,
@@ -135,10 +136,7 @@ def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | No
     >>> correction_of({"*": 0.1, "family:movement": 0.2}, "PAD", "FLOAT")
     0.2
     """
-    for name in (f"{kind}|{inference_type}", f"family:{family(kind, inference_type)}", "*"):
-        if name in corr:
-            return float(corr[name])
-    return 0.0
+    return ratio_of(corr, kind, inference_type)  # looked up as a companion's ratios
 
 
 def blend_net(own_us: float, corrected_us: float, weight: float) -> float:
@@ -245,6 +243,9 @@ class LearnedCostModel(CostModelBase):
             self.family_choice = None if fc is None else {str(k): str(v) for k, v in fc.items()}
             if any(v not in CHOICES for v in (self.family_choice or {}).values()):
                 raise ValueError(f"adapted.family_choice: not one of {CHOICES}")
+            #: the kernel-set companion an adaptation's prior multiplies the base by
+            #: (``adapted.companion``, :mod:`~.companion`); the ``base`` choice goes without
+            self.companion = chosen_companion(doc, source)
             #: the adapted trees also see the corrected net latency (after the tree features)
             self.adapt_trees_see_net = adapted.get("tree_inputs") == "features+log_net"
             #: a model of the adapted device's own, for the kernel families it prices better
@@ -365,15 +366,17 @@ class LearnedCostModel(CostModelBase):
     def _predict_corrected(
         self, features: Mapping[str, Any], *, key: str | None, with_trees: bool = True
     ) -> Prediction:
-        """The base's prediction, corrected (an adapted model) by the op's kind or family and
-        (``with_trees``) the residual trees."""
+        """The base's prediction, times its kernel-set companion's ratio (the prior of an
+        adaptation to another kernel set), corrected (an adapted model) by the op's kind or
+        family and (``with_trees``) the residual trees."""
         p = self._predict_base(features, key=key)
-        if not self.corrections:
+        if not self.corrections and self.companion is None:
             return p
         c = correction_of(self.corrections, features["kind"], features.get("inference_type"))
-        net = max(p.latency_us - self.base_overhead_us, self.floor_us) * math.exp(
-            min(c, EXP_MAX)
-        )
+        net = max(p.latency_us - self.base_overhead_us, self.floor_us)
+        if self.companion is not None:
+            c += self.companion.log_ratio(features, net, memo=self.base_memo)
+        net *= math.exp(min(c, EXP_MAX))
         if self.adapt_trees is None or not with_trees:
             return Prediction(self.overhead_us + net, p.source)
         row = op_vector(features, self.tree_kinds, **self.feature_flags)

@@ -55,6 +55,10 @@ SCALAR_LIMIT = 1e15
 #: The least measured latency a record may hold (µs): a time, so above 0.
 MIN_LATENCY_US = 1e-6
 
+#: The format version of a kernel-set companion (``companions.NAME.version``, written by
+#: :func:`~.companion.fit_companion`; kept here, which the records' reader imports).
+COMPANION_VERSION = 1
+
 #: The ``adapted.tree_inputs`` that adds the corrected net latency after the tree inputs.
 SEES_NET = "features+log_net"
 
@@ -271,6 +275,28 @@ def check_model_doc(
     if calibrated.get("speed_index") is not None:
         f.number(calibrated["speed_index"], "calibrated.speed_index", low=1e-12)
     _check_adapted(f, doc.get("adapted"), width, source, error, nesting)
+    _check_companions(f, doc.get("companions"))
+
+
+def _check_companions(f: _Fields, value: Any) -> None:
+    """Kernel-set companions (:mod:`~.companion`): by ``RESOLVER/THREADS``, each with its
+    version, kernel set, ratios and trees reading its features, kinds and the log net latency."""
+    for name, comp in f.obj(value, "companions").items():
+        path = f"companions.{name}"
+        comp = f.obj(comp, path, optional=False)
+        f.number(comp.get("version"), f"{path}.version", low=1, high=COMPANION_VERSION, whole=True)
+        threads = int(f.number(comp.get("threads"), f"{path}.threads", low=1, high=1024,
+                               whole=True))  # fmt: skip
+        if f"{f.string(comp.get('resolver'), f'{path}.resolver')}/{threads}" != name:
+            raise f.fail(path, "its resolver and threads do not make its name")
+        f.number(comp.get("pairs"), f"{path}.pairs", low=0, high=2**53, whole=True)
+        check_fingerprint(f, comp.get("fingerprint"), f"{path}.fingerprint")
+        f.number_map(comp.get("anchor_speed"), f"{path}.anchor_speed", low=1e-12)
+        f.number_map(comp.get("ratios"), f"{path}.ratios")
+        width = len(f.strings(comp.get("features"), f"{path}.features"))
+        width += len(f.strings(comp.get("kinds"), f"{path}.kinds")) + 1  # and the log net
+        for fam, trees in f.obj(comp.get("trees"), f"{path}.trees").items():
+            f.trees(trees, f"{path}.trees.{fam}", width)
 
 
 #: The weights of a kind model's log-linear base: 1 + its 4 base features, and a global-pool
@@ -307,6 +333,8 @@ def _check_adapted(
     f.number_map(adapted.get("corrections"), "adapted.corrections")
     f.number_map(adapted.get("table"), "adapted.table")
     f.number_map(adapted.get("own_weights"), "adapted.own_weights")
+    if adapted.get("companion") is not None:  # the model checks it is one of the companions
+        f.string(adapted["companion"], "adapted.companion")
     f.strings(adapted.get("own_families"), "adapted.own_families")
     for fam, choice in f.obj(adapted.get("family_choice"), "adapted.family_choice").items():
         f.string(choice, f"adapted.family_choice.{fam}")  # the model checks it is a choice

@@ -132,6 +132,13 @@ ADAPT_TREE_PARAMS: dict[str, Any] = {
 }
 
 
+def prior_doc(base_doc: Mapping[str, Any], companion: str | None) -> dict[str, Any]:
+    """The base model (not adapted) times its kernel-set companion ``companion`` (None: the
+    base): the prior an adaptation to that kernel set starts from."""
+    doc = {k: v for k, v in base_doc.items() if k != "adapted"}
+    return doc if companion is None else {**doc, "adapted": {"companion": companion}}
+
+
 def _shrunk(values: Sequence[float], *, parent: float, k: float) -> float:
     """Mean of ``values`` with ``k`` pseudo-values at ``parent``."""
     return (sum(values) + k * parent) / (len(values) + k)
@@ -189,6 +196,7 @@ def adapt(
     own: bool = True,
     workers: int | None = None,
     base_memo: dict[str, Any] | None = None,
+    companion: str | None = None,
 ) -> dict[str, Any]:
     """The base model (a learned model's JSON doc) adapted to the device of ``records``
     (op records measured there, carrying ``speed``): anchored on the base's units, its
@@ -196,7 +204,11 @@ def adapt(
     per family and per kind (``adapted.corrections``), the new configurations looked up
     exactly (``adapted.table``), the invoke overhead the new device's. ``workers``: processes
     for the choice of the device's own model (:func:`_own_model`). ``base_memo``: the base's
-    predictions by record key, shared by the folds (filled as they are made).
+    predictions by record key, shared by the folds (filled as they are made). ``companion``:
+    the name of one of the base's kernel-set companions
+    (:mod:`~tacopt.cost_models.learned.fitting.companion`): the adaptation starts from the base
+    times it (the prior for that kernel set) and corrects that; the ``base`` way of pricing
+    (:mod:`~.guard`) stays the base as shipped.
 
     Raises
     ------
@@ -209,7 +221,7 @@ def adapt(
         raise ValueError("adapt: no op records with the machine's speed to adapt on")
     anchor = dict(base_doc.get("anchor_speed") or {})
     speed = run_speed(ops)
-    base = LearnedCostModel(base_doc)
+    base = LearnedCostModel(prior_doc(base_doc, companion))
     # each record's base prediction is made once: the corrections, the residual trees and every
     # fold of the own model's choice price the same records with the same base
     memo: dict[str, Any] = {} if base_memo is None else base_memo
@@ -240,6 +252,7 @@ def adapt(
         "base_device": base_doc.get("device"),
         "base_fingerprint": base_doc.get("fingerprint"),
         "base_anchor_speed": anchor,
+        **({"companion": companion} if companion is not None else {}),
     }
     if trees and len(norm) >= 20:
         doc["adapted"].update(_residual_trees(doc, norm, memo))
@@ -277,12 +290,14 @@ def _own_model(
     may use, for :data:`PARALLEL_OPS` records or more, where ``fork`` exists), with the same
     result as one."""
     device = str(adapted.get("device", "CPU"))
+    companion = (adapted.get("adapted") or {}).get("companion")
     # the own model's sources (kind, family or copy models) are chosen once, on every record
     sources = fit_sources(ops, device=device)
     if workers is None:
         workers = _cpus() if len(ops) >= PARALLEL_OPS else 1
     tasks: list[tuple[Any, ...]] = [
-        *((_fold_hits, base_doc, ops, device, sources, k, memo) for k in range(OWN_FOLDS)),
+        *((_fold_hits, base_doc, ops, device, sources, k, memo, companion)
+          for k in range(OWN_FOLDS)),
         (partial(fit, device=device, sources=sources), ops),
     ]
     *folds, own_doc = _run_all(tasks, workers)
@@ -324,6 +339,7 @@ def _fold_hits(
     sources: Any,
     k: int,
     memo: dict[str, Any] | None = None,
+    companion: str | None = None,
 ) -> tuple[dict[str, list[int]], dict[str, list[float]]]:
     """Per kernel family and per kind (``KIND|TYPE``), fold ``k``'s held-out ops and how many
     of them the base, the corrected base (no trees) and each weight of :data:`OWN_WEIGHTS`
@@ -331,7 +347,7 @@ def _fold_hits(
     net latencies (the base's units) of those ways."""
     train = [r for r in ops if fold(r, folds=OWN_FOLDS) != k]
     test = [r for r in ops if fold(r, folds=OWN_FOLDS) == k]
-    doc = adapt(base_doc, train, own=False, base_memo=memo)
+    doc = adapt(base_doc, train, own=False, base_memo=memo, companion=companion)
     doc["adapted"]["own"] = fit(train, device=device, sources=sources)
     own = LearnedCostModel(doc).with_own_weights(dict.fromkeys(FAMILIES, 1.0))
     own.base_memo = memo
@@ -455,14 +471,18 @@ UNPROBED_DISTANCE, MAX_DISTANCE = 1.0, 2.0
 
 
 def differing_weights(
-    base_doc: Mapping[str, Any], probes: Sequence[Mapping[str, Any]]
+    base_doc: Mapping[str, Any],
+    probes: Sequence[Mapping[str, Any]],
+    *,
+    companion: str | None = None,
 ) -> dict[str, float]:
     """:func:`uncertain_weights` x (how far the base, re-anchored to the device of ``probes``,
     is from them on each sampler's ops + 0.1): the root mean square of the log ratio of its
     prediction (as measured) to the measured latency over the op records of that sampler
     (labels ``SAMPLER:seed:i``), at most :data:`MAX_DISTANCE`; :data:`UNPROBED_DISTANCE` for a
     sampler with no probe. Deterministic for the same records, so a resumed phase draws the
-    same samples.
+    same samples. ``companion``: the base is taken times that kernel-set companion (as
+    :func:`adapt`'s prior).
 
     >>> base = {"fits": {"ADD": {"rmse_log": 0.1}}, "anchor_speed": {"add": 1.0}}
     >>> uncertain_weights(base)["ADD"], differing_weights(base, [])["ADD"]  # no probe: x 1.1
@@ -472,7 +492,7 @@ def differing_weights(
     ops = [r for r in probes if r.get("type") == "op" and r.get("speed")]
     logs: dict[str, list[float]] = defaultdict(list)
     if ops:
-        base = LearnedCostModel({k: v for k, v in base_doc.items() if k != "adapted"})
+        base = LearnedCostModel(prior_doc(base_doc, companion))
         for raw, r in zip(ops, normalize_records(ops, base.anchor_speed), strict=True):
             p = base.predict_as_measured(r)
             logs[str(raw.get("model", "")).split(":")[0]].append(
