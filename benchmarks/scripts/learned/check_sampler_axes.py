@@ -187,6 +187,8 @@ def _broadcast(info: Info) -> dict[str, str]:
         return {}
     a, b = ins
     y = info["outs"][0].shape
+    if info["op"].inputs[0] == info["op"].inputs[1]:
+        return {"broadcast": "same", "operand": "the same tensor"}
     if a.shape == b.shape:
         form = "same"
     elif math.prod(b.shape) == 1 or math.prod(a.shape) == 1:
@@ -310,10 +312,16 @@ AXES: dict[str, tuple[Callable[[Info], dict[str, str]] | None, dict[str, tuple[s
         _broadcast,
         {
             "broadcast": ("same", "scalar", "per inner (channel)", "inner broadcast"),
-            "operand": ("constant", "runtime"),
+            "operand": ("constant", "runtime", "the same tensor"),
         },
     ),
-    "ADD": (_broadcast, {"broadcast": ("same", "scalar", "per inner (channel)")}),
+    "ADD": (
+        _broadcast,
+        {
+            "broadcast": ("same", "scalar", "per inner (channel)"),
+            "operand": ("constant", "runtime", "the same tensor"),
+        },
+    ),
     "GREATER": (_broadcast, {"bytes": ("<1K", "1K-64K"), "inner": ("1-8",)}),
     "SELECT_V2": (None, {"bytes": ("<1K", "1K-64K", "64K-1M")}),
     "SHAPE": (None, {"rank": ("1", "2", "3", "4")}),
