@@ -61,6 +61,7 @@ REGIMES_PRIOR: dict[str, float] = {
     "STRIDED_SLICE_MOVE": 1.0,
     "TRANSPOSE_LAYOUT_MOVE": 1.0,
     "EXPAND_DIMS_MOVE": 0.3,
+    "MUL": 0.8,
 }
 
 #: Named priors of ``tacopt measure --sweep --prior``: sampler weights (None: the generic
