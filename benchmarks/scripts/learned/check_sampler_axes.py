@@ -132,7 +132,12 @@ def _pool(info: Info) -> dict[str, str]:
     window = "global" if (fh, fw) == (x[1], x[2]) and fh > 1 else (
         "square" if fh == fw else "1xk/kx1")  # fmt: skip
     stride = "equal" if o.get("stride_h") == o.get("stride_w") else "unequal"
-    return {"window": window, "stride": stride}
+    halves = (fh, fw, o.get("stride_h"), o.get("stride_w")) == (2, 2, 2, 2)
+    return {
+        "window": window,
+        "stride": stride,
+        "2x2/2 by inner": f"2x2/2 {_width_bucket(x[-1])}" if halves else "other",
+    }
 
 
 def _strided_slice(info: Info) -> dict[str, str]:
@@ -295,6 +300,7 @@ AXES: dict[str, tuple[Callable[[Info], dict[str, str]] | None, dict[str, tuple[s
         _pool,
         {
             "window": ("square", "1xk/kx1", "global"),
+            "2x2/2 by inner": ("2x2/2 1-8", "2x2/2 9-15", "2x2/2 16-64", "2x2/2 128-1023"),
             "stride": ("equal", "unequal"),
             "inner": ("1-8", "9-15", "16-64"),
         },
@@ -376,6 +382,16 @@ def gaps(axes: Mapping[str, Counter[str]], kind: str) -> list[str]:
     ]
 
 
+def thin(axes: Mapping[str, Counter[str]], kind: str, *, share: float = 0.02) -> list[str]:
+    """Required ``axis=value`` pairs of ``kind`` drawn, but by less than ``share`` of its ops."""
+    required = AXES.get(kind, (None, {}))[1]
+    out = []
+    for a, values in required.items():
+        total = sum(axes.get(a, Counter()).values())
+        out += [f"{a}={v}" for v in values if 0 < axes.get(a, Counter())[v] < share * total]
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("-n", type=int, default=200, help="ops drawn per sampler")
@@ -405,6 +421,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         missing += len(found)
         if found:
             print("    GAPS: " + ", ".join(found))
+        few = thin(axes, kind)
+        if few:
+            print("    THIN (< 2 % of its ops): " + ", ".join(few))
     print(f"{missing} required values missing over {len(kinds)} kinds")
     return 1 if args.strict and missing else 0
 
