@@ -100,6 +100,7 @@ from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_tree
 from tacopt.cost_models.learned.fitting.whole_model import (
     LEGACY_FLOOR_US,
     check_whole_model_terms,
+    in_model_net,
 )
 from tacopt.cost_models.learned.measurement.records import (
     cold_level,
@@ -497,14 +498,15 @@ class LearnedCostModel(CostModelBase):
         raw: bool = False,
     ) -> float:
         """Predicted whole-model latency (us) for a ``model`` record: one invoke overhead +
-        the in-model scale of the bytes its ops move (:meth:`in_model_scale`) x the net op
-        latencies + ``per_op_us`` per op + the per-trip loop overhead (``raw``: the overhead
+        the in-model scale of the bytes its ops move (:meth:`in_model_scale`) x the ops' net
+        latencies (a refused kind's over the builtin path's overhead: ``whole_model.
+        in_model_net``) + ``per_op_us`` per op + the per-trip loop overhead (``raw``: the overhead
         and the plain sum of net op latencies). Ops the record lists as ``absorbed`` (a PAD
         XNNPACK adds to the next convolution) count for nothing."""
         total = ops = moved = weights = 0.0
         for key, rec, count in counted_ops(model_record, by_key):
             # an op that could not run alone (skip record) is predicted from its features
-            total += count * self.predict_net(rec, key=key if rec.get("type") == "op" else None)
+            total += count * in_model_net(self, rec, key=key if rec.get("type") == "op" else None)
             ops += count
             moved += count * float(rec.get("bytes", 0.0))
             weights += count * weight_bytes(rec)
@@ -567,7 +569,7 @@ class LearnedCostModel(CostModelBase):
         feats = op_features(G, node, root=G)
         key = op_key(feats) if feats["inference_type"] == inference_type else None
         feats["inference_type"] = inference_type
-        net = scale * self.predict_net(feats, key=key) + self.per_op_us
+        net = scale * in_model_net(self, feats, key=key) + self.per_op_us
         if cold:
             net += self.cold_weight_us_per_mb * cold * weight_bytes(feats) / 1e6
         return self.speed_factors[reference_family(op.kind, inference_type)] * net

@@ -37,6 +37,40 @@ def net_latency(record: Mapping[str, Any]) -> float:
     return max(record["latency_us"] - record.get("overhead_us", 0.0), FLOOR_US)
 
 
+def in_model_net(model: Any, features: Mapping[str, Any], *, key: str | None = None) -> float:
+    """What an op costs inside a whole model before the model's terms (us): its predicted
+    single-op latency less the invoke overhead *of its own path*, floored at ``model``'s floor.
+
+    An op the delegate refuses (a kind of ``model.fallback_kinds``, :func:`fallback_overhead`)
+    runs in the builtin kernels, whose invoke path is shorter: alone it is timed at that
+    overhead plus its work, and its prediction is built so (``fallback_overhead_us`` + net).
+    Less the delegate's overhead, a refused GATHER of 4-64 rows (0.354 us alone, 0.279 the
+    builtin path's) cost 0.02 us (the floor) where its work is 0.075 us; the recommendation
+    models, 16-32 ops of 2-5 us with 4-12 such GATHERs, were priced 14-19 % fast by learn 3
+    (issue 47 session 5; 6-11 % with this). An adapted model prices every kind over its own
+    overhead (:meth:`~.model.LearnedCostModel.predict_net`).
+    """
+    if model.doc.get("adapted") or features.get("kind") not in model.fallback_kinds:
+        return float(model.predict_net(features, key=key))
+    latency = model.predict(features, key=key).latency_us
+    return float(max(latency - model.fallback_overhead_us, model.floor_us))
+
+
+def measured_in_model_net(record: Mapping[str, Any], fallback_overhead_us: float = 0.0) -> float:
+    """A measured op record's :func:`in_model_net`: its latency less its path's invoke
+    overhead (the builtin kernels' shorter one, ``fallback_overhead_us``, when the delegate
+    refused it and that is known), floored at :data:`FLOOR_US`.
+
+    >>> rec = {"latency_us": 0.354, "overhead_us": 0.344, "delegated": False}
+    >>> net_latency(rec), round(measured_in_model_net(rec, 0.279), 3)
+    (0.02, 0.075)
+    """
+    if record.get("delegated") is False and fallback_overhead_us > 0:
+        overhead = min(record.get("overhead_us", 0.0), fallback_overhead_us)
+        return max(record["latency_us"] - overhead, FLOOR_US)
+    return net_latency(record)
+
+
 #: Share of a kind's records the delegate must have refused for the kind to be priced with
 #: the builtin kernels' invoke overhead (:func:`fallback_overhead`), and records it needs.
 FALLBACK_SHARE, FALLBACK_MIN = 0.9, 5
@@ -260,13 +294,16 @@ def error_parts(records: Sequence[Mapping[str, Any]], model: Any) -> list[ErrorP
     each op kind's part, in ``model``'s units (records already put there:
     :func:`~tacopt.cost_models.learned.measurement.speed.normalize_records`).
 
-    An op that could not run alone (a skip record) counts at its predicted latency on both
-    sides. The two parts add up: ``predicted - measured = (terms - measured) + sum of kinds``.
+    Each op counts at its in-model net latency (:func:`in_model_net`; measured:
+    :func:`measured_in_model_net`); one that could not run alone (a skip record) at its
+    predicted one on both sides. The two parts add up: ``predicted - measured = (terms -
+    measured) + sum of kinds``.
 
     >>> from types import SimpleNamespace
     >>> m = SimpleNamespace(overhead_us=0.5, floor_us=FLOOR_US, per_op_us=0.0, while_trip_us=0,
     ...     cold_weight_us_per_mb=0.0, cold_level=lambda b: 0.0, in_model_scale=lambda b: 1.0,
-    ...     predict_net=lambda r, key=None: 2.0)
+    ...     predict_net=lambda r, key=None: 2.0, doc={}, fallback_kinds=set(),
+    ...     fallback_overhead_us=0.0)
     >>> recs = [{"type": "op", "key": "a", "kind": "ADD", "inputs": [], "bytes": 8,
     ...          "latency_us": 1.5, "overhead_us": 0.5},
     ...         {"type": "model", "model": "m", "ops": [["a", 3]], "latency_us": 4.0}]
@@ -283,8 +320,8 @@ def error_parts(records: Sequence[Mapping[str, Any]], model: Any) -> list[ErrorP
         kinds: dict[str, float] = {}
         for key, rec, count in counted_ops(r, by_key):
             timed = rec.get("type") == "op"
-            p = model.predict_net(rec, key=key if timed else None)
-            m = net_latency(rec) if timed else p
+            p = in_model_net(model, rec, key=key if timed else None)
+            m = measured_in_model_net(rec, model.fallback_overhead_us) if timed else p
             predicted += count * p
             measured += count * m
             kinds[rec["kind"]] = kinds.get(rec["kind"], 0.0) + count * (p - m)
