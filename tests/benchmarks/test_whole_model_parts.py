@@ -53,6 +53,9 @@ def test_error_parts_split_a_whole_models_error_into_terms_and_kinds() -> None:
     assert lines[0].startswith("  all ") and "2 models" in lines[0]
     assert lines[1].startswith("  fam_a ") and lines[2].startswith("  fam_b ")
     assert any("fam_b__slow_op" in line and "ADD -20" in line for line in lines)
+    kinds = whole_model_parts.kind_lines(list(parts.values()), most=1)
+    fixed = float(kinds[1].split("median")[1].strip(" %"))
+    assert "ADD" in kinds[1] and fixed == pytest.approx(25, abs=0.5)  # ADD exact: 0, 50 % off
 
 
 def test_whole_model_parts_runs_on_files(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

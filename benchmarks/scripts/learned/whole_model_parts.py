@@ -1,7 +1,7 @@
 """Where a learned model's whole-model error comes from: its ops or its whole-model terms.
 
     python -m tacopt.benchmarks whole_model_parts MODEL.json.gz RECORDS.jsonl.gz [...] \\
-        [--worst 10] [--kinds 3]
+        [--worst 10] [--kinds 3] [--by-kind 8]
 
 For each records file (a family set measured by ``tacopt measure``, the zoo's test half), the
 median whole-model error as the model prices it, and the same with every op at its *measured*
@@ -9,9 +9,10 @@ net latency (the terms alone: :func:`~tacopt.cost_models.learned.fitting.whole_m
 error_parts`); then per family (``family__name`` models,
 :mod:`~tacopt.benchmarks.scripts.learned.families`) the same two medians; then the ``--worst``
 models with the op kinds whose prices move them most (``--kinds``, in us and in percent of the
-model's measured latency). A model whose error the terms alone carry (the two errors alike) is
-the terms' to fix; one whose terms are right and whose kinds are off is its ops'. Nothing is
-timed: it reads records.
+model's measured latency), and the kinds that cost whole models most (``--by-kind``: summed
+over the models, with the median error were each priced as measured). A model whose error the
+terms alone carry (the two errors alike) is the terms' to fix; one whose terms are right and
+whose kinds are off is its ops'. Nothing is timed: it reads records.
 """
 
 from __future__ import annotations
@@ -52,6 +53,25 @@ def report_lines(parts: Sequence[ErrorParts], *, worst: int, kinds: int) -> list
     return lines
 
 
+def kind_lines(parts: Sequence[ErrorParts], *, most: int) -> list[str]:
+    """The op kinds by what their prices cost whole models: the summed share of each model's
+    measured latency (percentage points) and the median whole-model error were the kind priced
+    as measured, the largest ``most`` first."""
+    cost: dict[str, float] = {}
+    for p in parts:
+        for kind, us in p.kinds:
+            cost[kind] = cost.get(kind, 0.0) + abs(us) / p.measured_us * 100
+    median = statistics.median(abs(p.error) * 100 for p in parts)
+    lines = [f"  kinds by what they cost whole models (median {median:.1f} % as priced):"]
+    for kind, points in sorted(cost.items(), key=lambda kv: -kv[1])[:most]:
+        fixed = statistics.median(
+            abs(p.error - dict(p.kinds).get(kind, 0.0) / p.measured_us) * 100 for p in parts
+        )
+        lines.append(f"    {kind:34s} {points:6.1f} points; priced as measured: "
+                     f"median {fixed:4.1f} %")  # fmt: skip
+    return lines
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="whole_model_parts",
                                      description=__doc__.splitlines()[0])  # fmt: skip
@@ -59,12 +79,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("records", type=Path, nargs="+")
     parser.add_argument("--worst", type=int, default=10, help="models listed (default 10)")
     parser.add_argument("--kinds", type=int, default=3, help="kinds a model (default 3)")
+    parser.add_argument("--by-kind", type=int, default=8, metavar="N",
+                        help="the N kinds that cost whole models most (default 8)")  # fmt: skip
     args = parser.parse_args(argv)
     model = LearnedCostModel(read_model_doc(args.model), source=str(args.model))
     for path in args.records:
         records = normalize_records(read_records(path), model.anchor_speed)
         print(f"{args.model} on {path}:")
-        for line in report_lines(error_parts(records, model), worst=args.worst, kinds=args.kinds):
+        parts = error_parts(records, model)
+        for line in report_lines(parts, worst=args.worst, kinds=args.kinds):
+            print(line)
+        for line in kind_lines(parts, most=args.by_kind) if args.by_kind else ():
             print(line)
     return 0
 
