@@ -46,9 +46,10 @@ def in_model_net(model: Any, features: Mapping[str, Any], *, key: str | None = N
     overhead plus its work, and its prediction is built so (``fallback_overhead_us`` + net).
     Less the delegate's overhead, a refused GATHER of 4-64 rows (0.354 us alone, 0.279 the
     builtin path's) cost 0.02 us (the floor) where its work is 0.075 us; the recommendation
-    models, 16-32 ops of 2-5 us with 4-12 such GATHERs, were priced 14-19 % fast by learn 3
-    (issue 47 session 5; 6-11 % with this). An adapted model prices every kind over its own
-    overhead (:meth:`~.model.LearnedCostModel.predict_net`).
+    models, 16-32 ops of 2-5 us with 4-12 such GATHERs, were priced 6-19 % fast by learn 3,
+    their terms alone (each op at its measured latency) 18-23 % fast; 4-11 % and 3-6 % off with
+    this (issue 47 session 5). An adapted model prices every kind over its own overhead
+    (:meth:`~.model.LearnedCostModel.predict_net`).
     """
     if model.doc.get("adapted") or features.get("kind") not in model.fallback_kinds:
         return float(model.predict_net(features, key=key))
