@@ -335,6 +335,7 @@ def _pool(kind: str) -> Callable[[Rng], nx.MultiDiGraph]:
             kh, kw = ((2, 1), (2, 1), (1, 2), (3, 1))[int(rng.integers(0, 4))]
             c = draw_channels(rng)
             h, w = int(rng.choice([2, 4, 8, 16, 32])), int(rng.choice([25, 40, 64, 100, 128, 256]))
+            h = max(h, kh)  # a VALID (3, 1) window on 2 rows would have no output row
             h, w = (h, w) if kh > 1 else (w, h)
             while h * w * c > MAX_ELEMENTS:
                 c = max(c // 2, 1)
