@@ -67,3 +67,10 @@ def test_whole_model_parts_runs_on_files(tmp_path: Path, capsys: pytest.CaptureF
     assert whole_model_parts.main([str(model_path), str(rec_path), "--worst", "1"]) == 0
     out = capsys.readouterr().out
     assert "terms alone" in out and "fam_a__twice" in out and "fam_b__slow_op" not in out
+    args = [str(model_path), str(rec_path), "--worst", "0", "--ops", "1"]
+    assert whole_model_parts.main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    top = out[out.index("  op configurations by what they cost whole models:") + 1]
+    # the held-out ADD measured at 30 us, priced ~10: the one configuration that costs anything
+    assert "ADD 10000 10000" in top and "in fam_b__slow_op" in top
+    assert float(top.split("priced ")[1].split("x")[0]) == pytest.approx(1 / 3, abs=0.05)

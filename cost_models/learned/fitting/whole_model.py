@@ -271,13 +271,15 @@ class ErrorParts:
     ``predicted_us`` (:meth:`~.model.LearnedCostModel.predict_model`), ``terms_us`` (the same
     terms over each op's *measured* net latency: what the whole-model terms alone get wrong),
     and ``kinds``: each op kind's share of the rest, ``(kind, us)`` (its ops' predicted less
-    measured net latency x count x the model's in-model scale), the largest first."""
+    measured net latency x count x the model's in-model scale), the largest first; ``ops`` the
+    same by op configuration (record key)."""
 
     model: str
     measured_us: float
     predicted_us: float
     terms_us: float
     kinds: tuple[tuple[str, float], ...]
+    ops: tuple[tuple[str, float], ...] = ()
 
     @property
     def error(self) -> float:
@@ -319,6 +321,7 @@ def error_parts(records: Sequence[Mapping[str, Any]], model: Any) -> list[ErrorP
             continue
         predicted = measured = moved = weights = n = 0.0
         kinds: dict[str, float] = {}
+        ops: dict[str, float] = {}
         for key, rec, count in counted_ops(r, by_key):
             timed = rec.get("type") == "op"
             p = in_model_net(model, rec, key=key if timed else None)
@@ -326,6 +329,7 @@ def error_parts(records: Sequence[Mapping[str, Any]], model: Any) -> list[ErrorP
             predicted += count * p
             measured += count * m
             kinds[rec["kind"]] = kinds.get(rec["kind"], 0.0) + count * (p - m)
+            ops[key] = ops.get(key, 0.0) + count * (p - m)
             moved += count * float(rec.get("bytes", 0.0))
             weights += count * weight_bytes(rec)
             n += count
@@ -335,7 +339,10 @@ def error_parts(records: Sequence[Mapping[str, Any]], model: Any) -> list[ErrorP
         rest += model.while_trip_us * r.get("loop_trips", 0.0)
         out.append(ErrorParts(
             str(r["model"]), float(r["latency_us"]), rest + scale * predicted,
-            rest + scale * measured,
-            tuple(sorted(((k, scale * v) for k, v in kinds.items()), key=lambda kv: -abs(kv[1]))),
+            rest + scale * measured, _largest(kinds, scale), _largest(ops, scale),
         ))  # fmt: skip
     return out
+
+
+def _largest(shares: Mapping[str, float], scale: float) -> tuple[tuple[str, float], ...]:
+    return tuple(sorted(((k, scale * v) for k, v in shares.items()), key=lambda kv: -abs(kv[1])))
