@@ -1,6 +1,8 @@
 """How a learned model's ops add up to a whole model, and the rates it falls back on: fitted on
 the training records' whole-model latencies and GEMM / conversion ops
-(:func:`tacopt.cost_models.learned.fitting.fit.fit`)."""
+(:func:`tacopt.cost_models.learned.fitting.fit.fit`); what an op costs inside a model
+(:func:`in_model_net`), and where a whole model's price error comes from (:func:`error_parts`:
+the terms against the ops)."""
 
 from __future__ import annotations
 
