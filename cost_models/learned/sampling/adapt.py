@@ -5,6 +5,10 @@ A model fitted on one device predicts another in two steps:
 1. **Re-anchor per kernel family** (:mod:`~tacopt.cost_models.learned.measurement.speed`): every
    record carries the reference timings of its machine; each op is put in the base model's units by
    the reference of its family (float GEMM, int8 GEMM, depthwise, elementwise, data movement).
+   To another kernel set (LiteRT's builtin kernels, more threads), when the base's file holds
+   a companion for it (:mod:`~tacopt.cost_models.learned.fitting.companion`), the base's net
+   latency is first multiplied by the companion's ratio for the op: the prior the steps below
+   correct (``adapted.companion``; the guard's ``base`` stays the base as shipped).
 2. **Correct per family and per kind** (:func:`adapt`): a few hundred ops measured on the new
    device give, for each (kind, inference type), the log ratio of the measured net latency to the
    base model's, shrunk towards its family's ratio, itself shrunk towards the global one
