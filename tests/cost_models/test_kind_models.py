@@ -611,6 +611,33 @@ def test_a_model_file_of_version_15_sees_a_broadcasts_runs_and_one_of_14_does_no
     assert shipped.predict(mul).latency_us > 0
 
 
+def test_a_sharpened_softmax_is_a_kind_of_its_own_from_version_16() -> None:
+    """A SOFTMAX of beta other than 1 runs in the builtin kernel (XNNPACK refuses it), ~6x the
+    delegate's time an element: version 16 fits it as ``SOFTMAX_BUILTIN``; older files name it
+    a SOFTMAX."""
+    t = [[1, 33, 1024], "float32", False, False]
+
+    def softmax(i: int, beta: float) -> dict:
+        n = 33 * (256 + 64 * i)
+        x = [[1, 33, 256 + 64 * i], "float32", False, False]
+        per = 1.0 if beta != 1.0 else 0.16  # ns an element: builtin / XNNPACK
+        return {"type": "op", "kind": "SOFTMAX", "inference_type": "FLOAT", "key": f"s{i}{beta}",
+                "model": f"SOFTMAX:0:{i}{beta}", "flops": 10.0 * n, "bytes": 8.0 * n,
+                "inputs": [x], "outputs": [x], "options": {"beta": beta},
+                "latency_us": 0.3 + per * n / 1000, "overhead_us": 0.3}  # fmt: skip
+
+    recs = [softmax(i, beta) for i in range(40) for beta in (1.0, 10.0)]
+    doc = fit(recs)
+    new = LearnedCostModel(doc)
+    sharp = {"kind": "SOFTMAX", "inference_type": "FLOAT", "flops": 337920.0, "bytes": 270336.0,
+             "inputs": [t], "outputs": [t], "options": {"beta": 10.0}}  # fmt: skip
+    plain = {**sharp, "options": {"beta": 1.0}}
+    assert doc["version"] >= 16 and new.softmax_beta
+    assert new.predict(sharp).latency_us > 4 * new.predict(plain).latency_us
+    old = LearnedCostModel({**doc, "version": 15})
+    assert not old.softmax_beta and old.kernel_kind_flags["softmax_beta"] is False
+
+
 def test_a_shared_base_memo_prices_as_without_it_once_a_record() -> None:
     """An adaptation shares its base's predictions by record key (``base_memo``): the same
     predictions, each made once."""

@@ -62,6 +62,7 @@ def kernel_kind(
     depthwise: bool = True,
     gemm_rows: bool = True,
     strided: bool = True,
+    softmax_beta: bool = True,
 ) -> str:
     """The kind of kernel an op runs: its kind, except for a CONV_2D whose filter sees a slice
     of the input channels (``groups`` > 1, ConvNeXt / ResNeXt exports):
@@ -107,6 +108,17 @@ def kernel_kind(
     'CONV_2D_GROUPED'
     >>> kernel_kind({"kind": "CONV_2D", "inputs": [t(1, 56, 56, 96), t(32, 3, 3, 96), t(32)]})
     'CONV_2D'
+
+    A SOFTMAX with a ``beta`` other than 1 (``softmax_beta``, version 16) is a
+    ``"SOFTMAX_BUILTIN"``: XNNPACK refuses it and LiteRT's builtin kernel runs it at ~1 ns an
+    element where the delegate runs beta 1 at 0.14-0.18 (float, 2,832 ops of the ``regimes``
+    sweep, 2026-11-29); a model that saw only the kind priced the third set's sharpened pose
+    heads (``(1, 33, 4096)``, beta 10: 135 us) at 0.2x even with such records in its fit.
+
+    >>> kernel_kind({"kind": "SOFTMAX", "options": {"beta": 10.0}, "inputs": [t(1, 33, 4096)]})
+    'SOFTMAX_BUILTIN'
+    >>> kernel_kind({"kind": "SOFTMAX", "options": {"beta": 1.0}, "inputs": [t(1, 33, 4096)]})
+    'SOFTMAX'
     >>> rev = [[3], "int32", True, False, [-1, 1, 1]]
     >>> kernel_kind({"kind": "STRIDED_SLICE", "inputs": [t(25, 1, 64), t(3), t(3), rev]})
     'STRIDED_SLICE_BUILTIN'
@@ -117,6 +129,9 @@ def kernel_kind(
     kind = str(features.get("kind"))
     if kind == "FULLY_CONNECTED" and gemm_rows and _gemm_rows(features) > 1:
         return "CONV_2D"
+    if kind == "SOFTMAX" and softmax_beta:
+        if float((features.get("options") or {}).get("beta", 1.0)) != 1.0:
+            return "SOFTMAX_BUILTIN"
     if kind == "STRIDED_SLICE" and strided:
         ins = features.get("inputs") or []
         rank = len(ins[0][0]) if ins and ins[0] else 0
@@ -152,6 +167,7 @@ def as_kernel_kind(
     depthwise: bool = True,
     gemm_rows: bool = True,
     strided: bool = True,
+    softmax_beta: bool = True,
 ) -> Mapping[str, Any]:
     """``features`` with its ``kind`` replaced by :func:`kernel_kind` (the same mapping when it
     is unchanged). A CONV_2D named a depthwise convolution gets that op's filter layout
@@ -163,7 +179,13 @@ def as_kernel_kind(
     >>> f["kind"], f["inputs"][1][0], f["options"]
     ('DEPTHWISE_CONV_2D', [1, 3, 3, 8], {'stride_h': 1, 'depth_multiplier': 2})
     """
-    kind = kernel_kind(features, depthwise=depthwise, gemm_rows=gemm_rows, strided=strided)
+    kind = kernel_kind(
+        features,
+        depthwise=depthwise,
+        gemm_rows=gemm_rows,
+        strided=strided,
+        softmax_beta=softmax_beta,
+    )
     if kind == features.get("kind", kind):
         return features
     if features.get("kind") == "FULLY_CONNECTED":

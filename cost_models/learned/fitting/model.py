@@ -1,7 +1,7 @@
 """``learned``: per-op CPU latency predicted from features measured on a real runtime.
 
 Fit (:func:`~.fit.fit`) on records from :mod:`tacopt.cost_models.learned.measurement.measure`;
-the model is plain JSON (format ``tacopt-learned``, version 15), never pickle, and loads as a
+the model is plain JSON (format ``tacopt-learned``, version 16), never pickle, and loads as a
 cost model with ``--cost-model path/to/model.json``. It predicts the measured single-op latency (one
 ``invoke()``, its fixed Python overhead ``overhead_us`` included); ``op_cost`` reports the
 latency *inside a model*: the prediction net of that overhead, times the in-model scale of the
@@ -128,7 +128,7 @@ FORMAT = "tacopt-learned"
 #: How an adapted model may price a kernel family (:mod:`~..sampling.guard`), simplest first:
 #: the base re-anchored, the base corrected per kind and family, the adaptation as fitted.
 CHOICES = ("base", "corrected", "adapted")
-VERSION = 15
+VERSION = 16
 
 
 def correction_of(corr: Mapping[str, float], kind: str, inference_type: str | None) -> float:
@@ -202,11 +202,14 @@ class LearnedCostModel(CostModelBase):
             self.gemm_rows = self.pad_pixels = version >= 11
             #: version 14: a STRIDED_SLICE XNNPACK refuses (strides, a shrunk axis) is a kind
             self.strided_slices = version >= 14
+            #: version 16: a SOFTMAX with a beta other than 1 (XNNPACK refuses it) is a kind
+            self.softmax_beta = version >= 16
             #: how this model names an op's kernel (:func:`~.features.as_kernel_kind`)
             self.kernel_kind_flags = {
                 "depthwise": self.depthwise_groups,
                 "gemm_rows": self.gemm_rows,
                 "strided": self.strided_slices,
+                "softmax_beta": self.softmax_beta,
             }
             #: version 12: the trees see a reduction's keep_dims and axes (features.FEATURES),
             #: as the file's tree features say
