@@ -21,7 +21,6 @@ from tacopt.cost_models.learned.measurement.records import (
     ops_bytes_weights,
     records_by_key,
     spill_level,
-    weight_bytes,
 )
 
 #: The least net latency (us) a fit sees or a prediction gives. An op that does next to nothing
@@ -299,16 +298,16 @@ def error_parts(records: Sequence[Mapping[str, Any]], model: Any) -> list[ErrorP
     each op kind's part, in ``model``'s units (records already put there:
     :func:`~tacopt.cost_models.learned.measurement.speed.normalize_records`).
 
-    Each op counts at its in-model net latency (:func:`in_model_net`; measured:
-    :func:`measured_in_model_net`); one that could not run alone (a skip record) at its
-    predicted one on both sides. The two parts add up: ``predicted - measured = (terms -
-    measured) + sum of kinds``.
+    The model's price is its own (``model.predict_model``); the terms' part is that price with
+    each op's in-model net latency (:func:`in_model_net`) put back to its measured one
+    (:func:`measured_in_model_net`) at the model's in-model scale (the terms add the op sum up
+    linearly); an op that could not run alone (a skip record) counts as predicted on both sides.
+    So ``predicted - measured = (terms - measured) + sum of kinds``.
 
     >>> from types import SimpleNamespace
-    >>> m = SimpleNamespace(overhead_us=0.5, floor_us=FLOOR_US, per_op_us=0.0, while_trip_us=0,
-    ...     cold_weight_us_per_mb=0.0, cold_level=lambda b: 0.0, in_model_scale=lambda b: 1.0,
+    >>> m = SimpleNamespace(overhead_us=0.5, floor_us=FLOOR_US, in_model_scale=lambda b: 1.0,
     ...     predict_net=lambda r, key=None: 2.0, doc={}, fallback_kinds=set(),
-    ...     fallback_overhead_us=0.0)
+    ...     fallback_overhead_us=0.0, predict_model=lambda r, by_key: 6.5)
     >>> recs = [{"type": "op", "key": "a", "kind": "ADD", "inputs": [], "bytes": 8,
     ...          "latency_us": 1.5, "overhead_us": 0.5},
     ...         {"type": "model", "model": "m", "ops": [["a", 3]], "latency_us": 4.0}]
@@ -321,27 +320,22 @@ def error_parts(records: Sequence[Mapping[str, Any]], model: Any) -> list[ErrorP
     for r in records:
         if r.get("type") != "model" or not r.get("latency_us"):
             continue
-        predicted = measured = moved = weights = n = 0.0
+        moved = 0.0
         kinds: dict[str, float] = {}
         ops: dict[str, float] = {}
         for key, rec, count in counted_ops(r, by_key):
             timed = rec.get("type") == "op"
             p = in_model_net(model, rec, key=key if timed else None)
             m = measured_in_model_net(rec, model.fallback_overhead_us) if timed else p
-            predicted += count * p
-            measured += count * m
             kinds[rec["kind"]] = kinds.get(rec["kind"], 0.0) + count * (p - m)
             ops[key] = ops.get(key, 0.0) + count * (p - m)
             moved += count * float(rec.get("bytes", 0.0))
-            weights += count * weight_bytes(rec)
-            n += count
         scale = model.in_model_scale(moved)
-        rest = model.overhead_us + model.per_op_us * n
-        rest += model.cold_weight_us_per_mb * weights / 1e6 * model.cold_level(moved)
-        rest += model.while_trip_us * r.get("loop_trips", 0.0)
+        predicted = float(model.predict_model(r, by_key))
+        by_kind = _largest(kinds, scale)
         out.append(ErrorParts(
-            str(r["model"]), float(r["latency_us"]), rest + scale * predicted,
-            rest + scale * measured, _largest(kinds, scale), _largest(ops, scale),
+            str(r["model"]), float(r["latency_us"]), predicted,
+            predicted - sum(us for _, us in by_kind), by_kind, _largest(ops, scale),
         ))  # fmt: skip
     return out
 
