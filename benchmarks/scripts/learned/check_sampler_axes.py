@@ -378,7 +378,10 @@ def gaps(axes: Mapping[str, Counter[str]], kind: str) -> list[str]:
     """``axis=value`` pairs the table requires of ``kind`` that no drawn op took."""
     required = AXES.get(kind, (None, {}))[1]
     return [
-        f"{a}={v}" for a, values in required.items() for v in values if not axes.get(a, {}).get(v)
+        f"{a}={v}"
+        for a, values in required.items()
+        for v in values
+        if not axes.get(a, Counter())[v]
     ]
 
 
