@@ -65,6 +65,7 @@ def test_a_companion_learns_the_ratio_re_anchoring_leaves_per_kind_and_shape() -
     comp = fit_companion(base, other)
     assert (comp["resolver"], comp["threads"], comp["pairs"]) == ("builtin", 1, 240)
     assert comp["base"] == {"resolver": "xnnpack", "threads": 1}
+    assert all(comp["kernel_kinds"].values())  # named as this version names kernels
     c = Companion(comp, comp["anchor_speed"])
     add, small, large = _op("ADD", 5000, 9001, 5.0), _op("MUL", 3000, 9002, 3.0), _op(
         "MUL", 500_000, 9003, 500.0
@@ -118,6 +119,7 @@ def _doc_with_companion() -> dict:
         (lambda c: c.update(version=99), r"companions\.builtin/1\.version: 99 is out of range"),
         (lambda c: c.update(threads=2), r"companions\.builtin/1: its resolver and threads"),
         (lambda c: c["ratios"].update({"*": float("nan")}), r"ratios\.\*: not a finite number"),
+        (lambda c: c["kernel_kinds"].update(strided="yes"), r"kernel_kinds\.strided: not true"),
         (lambda c: c["trees"]["elementwise"][0].update(left=[0] * len(
             c["trees"]["elementwise"][0]["left"])), r"trees\.elementwise: tree 0 node 0"),
         (lambda c: c["trees"]["elementwise"][0]["feature"].__setitem__(0, 999),

@@ -19,7 +19,8 @@ Stored as JSON in the model file's ``companions`` section, by :func:`companion_n
 (``"builtin/1"``, ``"xnnpack/2"``), never pickle::
 
     {"version": 1, "resolver": "builtin", "threads": 1, "base": {"resolver", "threads"},
-     "fingerprint": {...}, "pairs": N, "anchor_speed": {...}, "features": [...], "kinds": [...],
+     "fingerprint": {...}, "pairs": N, "anchor_speed": {...}, "features": [...],
+     "kernel_kinds": {FLAG: true, ...}, "kinds": [...],
      "ratios": {"*": r, "family:F": r, "KIND|TYPE": r}, "trees": {"FAMILY": [tree, ...]}}
 
 ``ratios``: per kind (its kernel kind, :func:`~.features.as_kernel_kind`), shrunk towards its
@@ -37,6 +38,7 @@ without it, 43.0 % with it (the ratios alone: 12.9 %).
 
 from __future__ import annotations
 
+import inspect
 import math
 import statistics
 from collections import defaultdict
@@ -86,6 +88,15 @@ COMPANION_TREE_PARAMS: dict[str, Any] = {
     "num_boost_round": 300,
     "seed": 0,
 }
+
+
+#: How :func:`~.features.as_kernel_kind` may name an op's kernel (its keyword flags): a companion
+#: keeps those it was fitted with (``kernel_kinds``), and a flag added since stays off for it.
+KERNEL_KIND_FLAGS = tuple(
+    name
+    for name, p in inspect.signature(as_kernel_kind).parameters.items()
+    if p.kind is inspect.Parameter.KEYWORD_ONLY
+)
 
 
 def companion_name(resolver: str, threads: int) -> str:
@@ -270,6 +281,7 @@ def fit_companion(
         "pairs": len(pairs),
         "anchor_speed": anchor,
         "features": list(feature_names()),
+        "kernel_kinds": dict.fromkeys(KERNEL_KIND_FLAGS, True),
         "kinds": kinds,
         "ratios": ratios,
         "trees": trees,
@@ -295,6 +307,8 @@ class Companion:
         #: per reference family, how much a net latency in the model's units grows in the
         #: companion's (its trees read the base set's log net latency in those)
         self.units = family_indices(doc.get("anchor_speed") or {}, anchor)
+        named = doc.get("kernel_kinds") or {}
+        self.kernel_kind_flags = {k: bool(named.get(k, False)) for k in KERNEL_KIND_FLAGS}
 
     def log_ratio(
         self, features: Mapping[str, Any], base_net_us: float, *, memo: dict[str, Any] | None = None
@@ -309,7 +323,7 @@ class Companion:
             if name not in memo:
                 memo[name] = self.log_ratio(features, base_net_us)
             return float(memo[name])
-        r = as_kernel_kind(features)
+        r = as_kernel_kind(features, **self.kernel_kind_flags)
         kind = r["kind"]
         value = ratio_of(self.ratios, kind, itype)
         trees = self.trees.get(family(kind, itype))

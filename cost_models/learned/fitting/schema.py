@@ -293,6 +293,9 @@ def _check_companions(f: _Fields, value: Any) -> None:
         check_fingerprint(f, comp.get("fingerprint"), f"{path}.fingerprint")
         f.number_map(comp.get("anchor_speed"), f"{path}.anchor_speed", low=1e-12)
         f.number_map(comp.get("ratios"), f"{path}.ratios")
+        for flag, on in f.obj(comp.get("kernel_kinds"), f"{path}.kernel_kinds").items():
+            if not isinstance(on, bool):
+                raise f.fail(f"{path}.kernel_kinds.{flag}", "not true or false")
         width = len(f.strings(comp.get("features"), f"{path}.features"))
         width += len(f.strings(comp.get("kinds"), f"{path}.kinds")) + 1  # and the log net
         for fam, trees in f.obj(comp.get("trees"), f"{path}.trees").items():
