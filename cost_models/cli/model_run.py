@@ -81,6 +81,11 @@ def inspect_model_command(args: argparse.Namespace) -> int:
         "whole_model": {k: doc.get(k) for k in WHOLE_MODEL_TERMS},
         "this_machine": host,
         "differences": diff,
+        # kernel-set companions (tacopt companion): the other kernel sets it carries
+        "companions": {
+            name: {"pairs": c.get("pairs"), "fingerprint": c.get("fingerprint")}
+            for name, c in sorted((doc.get("companions") or {}).items())
+        },
     }
     adapted = doc.get("adapted")
     if adapted:  # tacopt learn --from: the base it was adapted from, and how
@@ -90,6 +95,7 @@ def inspect_model_command(args: argparse.Namespace) -> int:
             "own_families": adapted.get("own_families", []),
             "own_weights": adapted.get("own_weights")
             or dict.fromkeys(adapted.get("own_families", []), 1.0),
+            "companion": adapted.get("companion"),
         }
     if args.json:
         print(json.dumps(info, sort_keys=True))
@@ -111,6 +117,11 @@ def inspect_model_command(args: argparse.Namespace) -> int:
         own = own or "none"
         lines.append(f"adapted on {a['ops']} ops from: {describe(a['base_fingerprint'])}")
         lines.append(f"  kernel families priced by a model of this device's own: {own}")
+        if a["companion"]:
+            lines.append(f"  started from the base x its companion for {a['companion']}")
+    for name, c in info["companions"].items():
+        lines.append(f"companion for {name}: {c['pairs']} configurations measured on both, on "
+                     f"{describe(c['fingerprint'])}")  # fmt: skip
     lines.append(f"this machine: {describe(host)}")
     if diff is None:
         lines.append("same device: unknown (the model records no fingerprint)")

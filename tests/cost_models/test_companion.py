@@ -159,6 +159,10 @@ def test_tacopt_companion_adds_the_section_and_leaves_the_model(tmp_path: Path, 
     written = LearnedCostModel(json.loads(gzip.decompress(out.read_bytes())))
     assert set(written.doc) - set(base_doc) == {"companions"}
     assert all(written.doc[k] == v for k, v in json.loads(json.dumps(base_doc)).items())
+    assert main(["inspect-model", str(out)]) == 0
+    assert "companion for builtin/1: 120 configurations measured on both" in (
+        capsys.readouterr().out
+    )
     # the two records swapped: the base records are not of the model's kernel set
     bad = tmp_path / "bad.json.gz"
     assert main(["companion", str(model), str(files["other"]), str(files["base"]),
