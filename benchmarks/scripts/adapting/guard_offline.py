@@ -1,13 +1,13 @@
 """An adaptation against its base on held-out models, with and without the guard (issue 47).
 
-    python -m tacopt.benchmarks.scripts.learned.guard_offline --base BASE.json.gz \\
+    python -m tacopt.benchmarks.scripts.adapting.guard_offline --base BASE.json.gz \\
         --records TARGET.records.jsonl --minutes 3 --test families.jsonl
-    python -m tacopt.benchmarks.scripts.learned.guard_offline --base BASE.json.gz \\
+    python -m tacopt.benchmarks.scripts.adapting.guard_offline --base BASE.json.gz \\
         --records A.records.jsonl --all --test families.jsonl --save A   # a learn's records
 
 Adapts ``--base`` to the device of ``--records`` offline, on a deterministic random subset of
 its op records (by key hash) worth ``--minutes`` of measuring at the sweep's duty cycle
-(:func:`~tacopt.benchmarks.scripts.learned.bench_adapt.first_minutes`), or ``--ops N`` of
+(:func:`~tacopt.benchmarks.scripts.adapting.bench_adapt.first_minutes`), or ``--ops N`` of
 them (a 15-minute learn on the 2-core Zen 5 measured ~780 ops a minute, so a 3-minute
 adaptation, 2.1 minutes of measuring, ~1,650). It adapts twice:
 unguarded (:func:`~tacopt.cost_models.learned.sampling.adapt.adapt`) and guarded
@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tacopt.benchmarks.scripts.learned.bench_adapt import first_minutes
+from tacopt.benchmarks.scripts.adapting.bench_adapt import first_minutes
 from tacopt.benchmarks.scripts.learned.families import family_of, family_records
 from tacopt.cost_models.learned.fitting.accuracy import model_accuracy
 from tacopt.cost_models.learned.fitting.model import LearnedCostModel

@@ -1,6 +1,6 @@
 """The guard's choice rules side by side, on one adaptation's records (issue 47, item 5).
 
-    python -m tacopt.benchmarks.scripts.learned.guard_rules --base BASE.json.gz \\
+    python -m tacopt.benchmarks.scripts.adapting.guard_rules --base BASE.json.gz \\
         --records A.records.jsonl --test families.jsonl [--test more.jsonl]
 
 Adapts ``--base`` on every quiet op record of ``--records`` once

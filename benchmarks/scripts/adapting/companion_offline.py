@@ -1,7 +1,7 @@
 """A kernel-set companion offline: the prior it gives and the adaptation it starts, against the
 base and the adaptation without it, on held-out models (issue 47 item 5).
 
-    python -m tacopt.benchmarks.scripts.learned.companion_offline --base MODEL.json.gz \\
+    python -m tacopt.benchmarks.scripts.adapting.companion_offline --base MODEL.json.gz \\
         --set builtin/1 --test families_builtin_pos.jsonl.gz heldout_builtin.jsonl.gz \\
         [--records A.records.jsonl] [--save PREFIX]
 
