@@ -26,7 +26,7 @@ model (``adapted.family_choice``, families and kinds; ``adapted.guard``,
 record, as without the guard, and prices each family and kind the way chosen. Fitted on three
 quarters only, the Zen 4 model adapted to a 2-core Zen 5 on 1,650 ops put 46.6 % of the
 families' ops within ±10 % against 51.9 % unguarded (every family chose the adaptation;
-``benchmarks/scripts/learned/guard_offline.py``). Judging on the folds the adaptation fits
+``benchmarks/scripts/adapting/guard_offline.py``). Judging on the folds the adaptation fits
 anyway spares that fit (not timed apart; the live 4-minute builtin adaptations fitted in 99 s
 on 4,424 ops with it, in 101 s on 4,491 and 87 s on 7,208 without, under other loads) and
 judges five times as many ops. The adaptation's count is a little favoured there: the own
