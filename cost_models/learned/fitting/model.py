@@ -60,7 +60,8 @@ measured beside them, :mod:`~tacopt.cost_models.learned.measurement.speed`); ``o
 them to the machine of ``speed`` (``tacopt calibrate``). The model knows one device, the one it was
 measured on (``device``, default ``"CPU"``).
 
-The parts: :mod:`~tacopt.cost_models.learned.fitting.fit` (fitting them),
+The parts: :mod:`~tacopt.cost_models.learned.fitting.in_model` (whole models, in-model op costs),
+:mod:`~tacopt.cost_models.learned.fitting.fit` (fitting them),
 :mod:`~tacopt.cost_models.learned.fitting.features` (what the model sees),
 :mod:`~tacopt.cost_models.learned.fitting.trees` (the boosted trees) and
 :mod:`~tacopt.cost_models.learned.fitting.accuracy` (evaluation on held-out records).
@@ -80,10 +81,8 @@ import networkx as nx
 import numpy as np
 
 from tacopt.cost_models.base import (
-    CostModelBase,
     CostModelError,
     LinkCost,
-    check_inference_type,
     needs_conversion,
 )
 from tacopt.cost_models.learned.fitting.companion import chosen_companion, ratio_of
@@ -93,6 +92,7 @@ from tacopt.cost_models.learned.fitting.features import (
     feature_names,
     op_vector,
 )
+from tacopt.cost_models.learned.fitting.in_model import InModelPricing
 from tacopt.cost_models.learned.fitting.kind_models import EXP_MAX, KindModels, group_of
 from tacopt.cost_models.learned.fitting.movement import predict_movement
 from tacopt.cost_models.learned.fitting.rules import fitted_kind, rule_latency
@@ -100,20 +100,6 @@ from tacopt.cost_models.learned.fitting.trees import predict_stacked, stack_tree
 from tacopt.cost_models.learned.fitting.whole_model import (
     LEGACY_FLOOR_US,
     check_whole_model_terms,
-    in_model_net,
-)
-from tacopt.cost_models.learned.measurement.records import (
-    cold_level,
-    counted_ops,
-    spill_level,
-    weight_bytes,
-)
-from tacopt.cost_models.learned.measurement.singleop import (
-    UNMEASURABLE,
-    absorbed_reason,
-    folded_reason,
-    op_features,
-    op_key,
 )
 from tacopt.cost_models.learned.measurement.speed import (
     family,
@@ -122,7 +108,7 @@ from tacopt.cost_models.learned.measurement.speed import (
     reference_family,
 )
 from tacopt.cost_models.model_file import read_model_doc
-from tacopt.cost_models.ops import MOVEMENT, trip_count
+from tacopt.cost_models.ops import MOVEMENT
 
 FORMAT = "tacopt-learned"
 #: How an adapted model may price a kernel family (:mod:`~..sampling.guard`), simplest first:
@@ -160,7 +146,7 @@ class Prediction:
     source: str
 
 
-class LearnedCostModel(CostModelBase):
+class LearnedCostModel(InModelPricing):
     """A fitted model (the dict from :func:`~.fit.fit`) as a cost model in microseconds.
 
     ``op_cost`` is the latency of the op inside a model: the predicted single-op latency net of
@@ -492,129 +478,6 @@ class LearnedCostModel(CostModelBase):
         """Single-op latency net of the invoke overhead (us), floored at the model's floor."""
         return max(self.predict(features, key=key).latency_us - self.overhead_us, self.floor_us)
 
-    def predict_model(
-        self,
-        model_record: Mapping[str, Any],
-        by_key: Mapping[str, Mapping[str, Any]],
-        *,
-        with_loops: bool = True,
-        raw: bool = False,
-    ) -> float:
-        """Predicted whole-model latency (us) for a ``model`` record: one invoke overhead +
-        the in-model scale of the bytes its ops move (:meth:`in_model_scale`) x the ops' net
-        latencies (a refused kind's over the builtin path's overhead: ``whole_model.
-        in_model_net``) + ``per_op_us`` per op + the per-trip loop overhead (``raw``: the overhead
-        and the plain sum of net op latencies). Ops the record lists as ``absorbed`` (a PAD
-        XNNPACK adds to the next convolution) count for nothing."""
-        total = ops = moved = weights = 0.0
-        for key, rec, count in counted_ops(model_record, by_key):
-            # an op that could not run alone (skip record) is predicted from its features
-            total += count * in_model_net(self, rec, key=key if rec.get("type") == "op" else None)
-            ops += count
-            moved += count * float(rec.get("bytes", 0.0))
-            weights += count * weight_bytes(rec)
-        if raw:
-            return self.overhead_us + total
-        total = self.overhead_us + self.in_model_scale(moved) * total + self.per_op_us * ops
-        total += self.cold_weight_us_per_mb * weights / 1e6 * self.cold_level(moved)
-        if with_loops:
-            total += self.while_trip_us * model_record.get("loop_trips", 0.0)
-        return total
-
-    def in_model_scale(self, model_bytes: float) -> float:
-        """How much slower an op runs inside a model whose ops read and write ``model_bytes`` per
-        invoke than alone: ``in_model_scale`` + ``in_model_spill`` x its spill level."""
-        return self.scale + self.spill * spill_level(model_bytes, self.cache_bytes)
-
-    def cold_level(self, model_bytes: float) -> float:
-        """How far a model whose ops read and write ``model_bytes`` per invoke overflows the
-        training device's L3 (:func:`~.records.cold_level`): its ops' weights cost
-        ``cold_weight_us_per_mb`` a megabyte times this."""
-        return cold_level(model_bytes, self.cache_bytes) if self.cold_weight_us_per_mb else 0.0
-
-    def for_model(self, G: nx.MultiDiGraph) -> LearnedCostModel:
-        """This model pricing every op at the in-model scale of model graph ``G`` (the bytes
-        its ops move), whatever part of ``G`` it is given: a partitioner's unit is a part of the
-        model it runs in (:func:`tacopt.cost_models.protocol.for_model`)."""
-        if not self.spill and not self.cold_weight_us_per_mb:
-            return self
-        bound = copy.copy(self)
-        moved = self._graph_moved(G)
-        bound._bound_scale = self.in_model_scale(moved)
-        bound._bound_cold = self.cold_level(moved)
-        return bound
-
-    def op_cost(
-        self, G: nx.MultiDiGraph, node: str, device: str, inference_type: str
-    ) -> float | None:
-        """Predicted latency (us) of op ``node`` inside a model on this model's device (the
-        model: ``G``, whose ops' bytes set the in-model scale, :meth:`in_model_scale`, or the
-        model this one is bound to, :meth:`for_model`)."""
-        self.check_device(device)
-        check_inference_type(inference_type, model=self.name)
-        if node not in G:
-            raise CostModelError(f"cost model 'learned': op '{node}' is not in the graph")
-        if self._bound_scale is None:
-            moved = self._graph_moved(G)
-            scale, cold = self.in_model_scale(moved), self.cold_level(moved)
-        else:
-            scale, cold = self._bound_scale, self._bound_cold or 0.0
-        return self._op_cost(G, node, inference_type, scale, cold)
-
-    def _op_cost(
-        self, G: nx.MultiDiGraph, node: str, inference_type: str, scale: float, cold: float = 0.0
-    ) -> float:
-        op = G.nodes[node]["op"]
-        if op.kind == "WHILE":
-            return self._while_cost(G, node, inference_type, scale, cold)
-        if not self._runs(G, node):
-            return 0.0  # state, an op of constants (computed once, at init), an absorbed PAD
-        feats = op_features(G, node, root=G)
-        key = op_key(feats) if feats["inference_type"] == inference_type else None
-        feats["inference_type"] = inference_type
-        net = scale * in_model_net(self, feats, key=key) + self.per_op_us
-        if cold:
-            net += self.cold_weight_us_per_mb * cold * weight_bytes(feats) / 1e6
-        return self.speed_factors[reference_family(op.kind, inference_type)] * net
-
-    def _runs(self, G: nx.MultiDiGraph, node: str) -> bool:
-        """Whether an op (not a WHILE) costs anything per invoke: not state, not an op of
-        constants (folded at init), not a PAD XNNPACK adds to the next convolution's padding."""
-        if G.nodes[node]["op"].kind in UNMEASURABLE or folded_reason(G, node) is not None:
-            return False
-        return self.resolver != "xnnpack" or absorbed_reason(G, node) is None
-
-    def _graph_moved(self, G: nx.MultiDiGraph) -> float:
-        """The bytes the top-level ops of model ``G`` read and write per invoke (a WHILE's body
-        and condition, subgraphs of their own, left out), which set its in-model scale and cold
-        level; computed once per graph of a given size (0 when neither depends on them)."""
-        if not self.spill and not self.cold_weight_us_per_mb:
-            return 0.0
-
-        size = (G.number_of_nodes(), G.number_of_edges())
-        known = self._graph_bytes.get(G)
-        if known is None or known[0] != size:
-            moved = 0.0
-            for n in G.nodes:
-                if G.nodes[n]["op"].kind != "WHILE" and self._runs(G, n):
-                    moved += float(op_features(G, n, root=G)["bytes"])
-            known = self._graph_bytes[G] = (size, moved)
-        return known[1]
-
-    def _while_cost(
-        self, G: nx.MultiDiGraph, node: str, itype: str, scale: float, cold: float
-    ) -> float:
-        op = G.nodes[node]["op"]
-        trips, _ = trip_count(G, node, root=G)
-        subs = G.graph.get("subgraphs", {})
-        total = self.while_trip_us * trips
-        for part, mult in (("body_subgraph", trips), ("cond_subgraph", trips + 1)):
-            S = subs[op.options[part]]
-            S_root = _with_subgraphs(S, subs)
-            for n in S.nodes:
-                total += mult * self._op_cost(S_root, n, itype, scale, cold)
-        return total
-
     def link_cost(self, src_device: str, dst_device: str) -> LinkCost:
         self.check_device(src_device)
         self.check_device(dst_device)
@@ -624,14 +487,6 @@ class LearnedCostModel(CostModelBase):
         if not needs_conversion(src_type, dst_type, model=self.name):
             return 0.0
         return self.speed_factors["elementwise"] * self.conversion_us
-
-
-def _with_subgraphs(S: nx.MultiDiGraph, subs: Mapping[str, nx.MultiDiGraph]) -> nx.MultiDiGraph:
-    if "subgraphs" in S.graph:
-        return S
-    view = S.copy(as_view=False)
-    view.graph["subgraphs"] = dict(subs)
-    return view
 
 
 #: The learned model shipped with the package (``--cost-model learned``): ``tacopt learn`` (15
