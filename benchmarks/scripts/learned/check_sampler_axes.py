@@ -34,7 +34,7 @@ from tacopt.cost_models.learned.sampling.samplers import SAMPLERS
 from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
 from tacopt.cost_models.learned.sampling.samplers_net import NET_PRIOR, NET_RNN_PRIOR
 from tacopt.cost_models.learned.sampling.samplers_tail import TAIL_PRIOR
-from tacopt.cost_models.learned.sampling.sweep import BASE_SAMPLERS, iter_samples
+from tacopt.cost_models.learned.sampling.sweep import BASE_SAMPLERS, REGIMES_PRIOR, iter_samples
 from tacopt.fusion.ir import Op, Tensor
 
 Info = Mapping[str, Any]
@@ -94,7 +94,11 @@ def _resize(info: Info) -> dict[str, str]:
     o = info["op"].options
     mode = "align" if o.get("align_corners") else "half" if o.get("half_pixel_centers") else "none"
     x, y = info["ins"][0].shape, info["outs"][0].shape
-    return {"coords": mode, "factor": "up" if y[1] > x[1] else "down/same"}
+    up = y[1] > x[1]
+    integer = up and y[1] % x[1] == 0 and y[2] % max(x[2], 1) == 0
+    factor = "up, integer" if integer else "up, other" if up else "down/same"
+    return {"coords": mode, "factor": "up" if up else "down/same",
+            "coords/factor/inner": f"{mode}/{factor}/{_width_bucket(x[-1])}"}  # fmt: skip
 
 
 def _pad(info: Info) -> dict[str, str]:
@@ -209,10 +213,28 @@ def _broadcast(info: Info) -> dict[str, str]:
 
 def _conv(info: Info) -> dict[str, str]:
     w = info["ins"][1].shape
+    n = info["ins"][0].shape[0]
     return {
         "out channels": _width_bucket(w[0]),
         "kernel": "1x1" if w[1] == w[2] == 1 else "square" if w[1] == w[2] else "1xk/kx1",
+        # a dilated convolution written out (SPACE_TO_BATCH_ND) runs over block**2 images
+        "batch": "1" if n == 1 else "2-15" if n < 16 else "16-99" if n < 100 else ">=100",
     }
+
+
+def _split_v(info: Info) -> dict[str, str]:
+    x = info["ins"][0].shape
+    axis = int((_const(info["ins"][2]) or [0])[0]) % len(x)
+    sizes = [t.shape[axis] for t in info["outs"]]
+    return {
+        "axis": "last" if axis == len(x) - 1 else "not last",
+        "parts": "unequal" if len(set(sizes)) > 1 else "alike",
+    }
+
+
+def _topk(info: Info) -> dict[str, str]:
+    n, k = info["ins"][0].shape[-1], info["outs"][0].shape[-1]
+    return {"k": "1-8" if k <= 8 else "9-99" if k < 100 else ">=100", "n": _width_bucket(n)}
 
 
 #: Per kind: its own axes (a function of the drawn op) and the values every learn must draw,
@@ -308,7 +330,13 @@ AXES: dict[str, tuple[Callable[[Info], dict[str, str]] | None, dict[str, tuple[s
     "AVERAGE_POOL_2D": (_pool, {"window": ("square", "global"), "inner": ("1-8", "128-1023")}),
     "RESIZE_NEAREST_NEIGHBOR": (
         _resize,
-        {"coords": ("align", "half", "none"), "inner": ("1-8", "9-15", "16-64", "128-1023")},
+        {
+            "coords": ("align", "half", "none"),
+            "inner": ("1-8", "9-15", "16-64", "128-1023"),
+            # a feature pyramid's / UpSampling2D's: by 2 of a wide map, default coordinates
+            "coords/factor/inner": ("none/up, integer/16-64", "none/up, integer/128-1023"),
+            "dtype": ("float", "int8"),
+        },
     ),
     "RESIZE_BILINEAR": (
         _resize,
@@ -335,8 +363,19 @@ AXES: dict[str, tuple[Callable[[Info], dict[str, str]] | None, dict[str, tuple[s
     "LOGISTIC": (None, {"inner": ("1-8", "16-64", "128-1023"), "bytes": ("1K-64K", ">=1M")}),
     "CONV_2D": (
         _conv,
-        {"out channels": ("1-8", "16-64", "128-1023"), "kernel": ("1x1", "square", "1xk/kx1")},
+        {
+            "out channels": ("1-8", "16-64", "128-1023"),
+            "kernel": ("1x1", "square", "1xk/kx1"),
+            "batch": ("1", "2-15", "16-99", ">=100"),
+        },
     ),
+    "SPACE_TO_BATCH_ND": (None, {"bytes": ("1K-64K", "64K-1M", ">=1M"), "dtype": ("float",)}),
+    "BATCH_TO_SPACE_ND": (None, {"bytes": ("1K-64K", "64K-1M"), "dtype": ("float",)}),
+    "SPLIT_V": (
+        _split_v,
+        {"axis": ("last", "not last"), "parts": ("unequal",), "long_axis": ("yes", "no")},
+    ),
+    "TOPK_V2": (_topk, {"k": ("1-8", "9-99", ">=100"), "n": ("16-64", "128-1023", ">=1024")}),
     "TRANSPOSE_CONV": (_conv, {"out channels": ("1-8", "16-64", "128-1023")}),
     "PRELU": (None, {"inner": ("1-8", "16-64", "128-1023")}),
 }
@@ -348,6 +387,8 @@ def prior_of(sampler: str) -> str:
                         ("net-rnn", NET_RNN_PRIOR)):  # fmt: skip
         if sampler in prior:
             return name
+    if sampler in REGIMES_PRIOR:
+        return "regimes"
     return "generic" if sampler in BASE_SAMPLERS else "adapt only"
 
 

@@ -36,6 +36,7 @@ from tacopt.cost_models.learned.sampling.samplers import (
     SAMPLERS,
     activation,
 )
+from tacopt.cost_models.learned.sampling.samplers_forms import FORMS_PRIOR
 from tacopt.cost_models.learned.sampling.samplers_move import MOVE_PRIOR
 from tacopt.cost_models.learned.sampling.samplers_net import (
     NET_PRIOR,
@@ -62,6 +63,8 @@ REGIMES_PRIOR: dict[str, float] = {
     "TRANSPOSE_LAYOUT_MOVE": 1.0,
     "EXPAND_DIMS_MOVE": 0.3,
     "MUL": 0.8,
+    # the fourth held-out set's forms no prior drew (samplers_forms)
+    **FORMS_PRIOR,
 }
 
 #: Named priors of ``tacopt measure --sweep --prior``: sampler weights (None: the generic
