@@ -79,6 +79,7 @@ PRIORS: dict[
     "tail": (TAIL_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
     "move": (MOVE_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
     "regimes": (REGIMES_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
+    "forms": (FORMS_PRIOR, lambda seed, i: sample_chain(seed, i), 50),
 }
 
 
