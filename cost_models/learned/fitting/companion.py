@@ -49,7 +49,12 @@ import numpy as np
 
 from tacopt.cost_models.learned.fitting.features import as_kernel_kind, feature_names, op_vector
 from tacopt.cost_models.learned.fitting.schema import COMPANION_VERSION
-from tacopt.cost_models.learned.fitting.trees import fit_lightgbm, predict_stacked, stack_trees
+from tacopt.cost_models.learned.fitting.trees import (
+    LIGHTGBM_PARAMS,
+    fit_lightgbm,
+    predict_stacked,
+    stack_trees,
+)
 from tacopt.cost_models.learned.fitting.whole_model import net_latency
 from tacopt.cost_models.learned.measurement.records import quiet_records
 from tacopt.cost_models.learned.measurement.speed import (
@@ -75,19 +80,7 @@ MIN_KIND_PAIRS, MIN_FAMILY_PAIRS = 20, 40
 #: (each measured on both sets): ratios within ±10 % 50 / 43 % with 15 leaves x 300 rounds at
 #: 0.05 (266 kB), 58 / 52 % with 31 x 300 at 0.1 (593 kB), 61 / 53 % with 31 x 600 at 0.05
 #: (1.2 MB).
-COMPANION_TREE_PARAMS: dict[str, Any] = {
-    "objective": "regression",
-    "learning_rate": 0.1,
-    "num_leaves": 31,
-    "min_data_in_leaf": 3,
-    "lambda_l2": 1.0,
-    "feature_fraction": 0.9,
-    "bagging_fraction": 0.8,
-    "bagging_freq": 1,
-    "max_bin": 255,
-    "num_boost_round": 300,
-    "seed": 0,
-}
+COMPANION_TREE_PARAMS: dict[str, Any] = {**LIGHTGBM_PARAMS, "num_boost_round": 300}
 
 
 #: How :func:`~.features.as_kernel_kind` may name an op's kernel (its keyword flags): a companion

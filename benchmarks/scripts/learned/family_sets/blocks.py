@@ -1,6 +1,6 @@
-"""The building blocks of the families' models (``families``, ``family_sets.third``): random
-weights and convolutions, each drawing from the generator its set passes, so every set's files
-are the same on every write."""
+"""The building blocks of the families' models (``families``, ``family_sets.third`` and
+``.fourth``): random weights and convolutions, each drawing from the generator its set passes,
+so every set's files are the same on every write; int32 constants."""
 
 from __future__ import annotations
 
@@ -14,6 +14,11 @@ from tacopt.fusion.ir.builder import GraphBuilder
 def weights(*shape: int, rng: np.random.Generator) -> np.ndarray:
     """Normal(0, 0.1) float32 weights of ``shape``."""
     return rng.normal(0, 0.1, shape).astype(np.float32)
+
+
+def i32(*v: int) -> np.ndarray:
+    """An int32 constant of the values ``v`` (shapes, axes, paddings, block sizes)."""
+    return np.array(v, np.int32)
 
 
 def conv(b: GraphBuilder, x: str, cin: int, cout: int, k: int | tuple[int, int] = 1, *,

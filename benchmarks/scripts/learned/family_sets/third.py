@@ -41,6 +41,7 @@ import networkx as nx
 import numpy as np
 
 from tacopt.benchmarks.scripts.learned.family_sets.blocks import conv, depthwise, weights
+from tacopt.benchmarks.scripts.learned.family_sets.blocks import i32 as _i32
 from tacopt.fusion.ir.builder import GraphBuilder
 
 #: The third set's weights: a generator of their own, so the files are those measured.
@@ -50,9 +51,6 @@ _w = functools.partial(weights, rng=_RNG)
 _conv = functools.partial(conv, rng=_RNG)
 _dw = functools.partial(depthwise, rng=_RNG)
 
-
-def _i32(*v: int) -> np.ndarray:
-    return np.array(v, np.int32)
 
 
 def unet(h: int, c: int, levels: int, *, matte: bool = True) -> nx.MultiDiGraph:
